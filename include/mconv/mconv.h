@@ -1,0 +1,85 @@
+/* mconv C ABI: opaque handles and status codes over the C++ API, for FFI users.
+ * Every function returns a status; on failure mconv_last_error_message() holds the message
+ * (naming the bad field) for the calling thread. */
+#ifndef MCONV_MCONV_H
+#define MCONV_MCONV_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  MCONV_STATUS_SUCCESS = 0,
+  MCONV_STATUS_BAD_PARAM = 1,
+  MCONV_STATUS_UNSUPPORTED = 2,
+  MCONV_STATUS_OVERFLOW = 3,
+  MCONV_STATUS_NULL_POINTER = 4,
+  MCONV_STATUS_MISALIGNED = 5,
+  MCONV_STATUS_CUDA_ERROR = 6,
+  MCONV_STATUS_IO_ERROR = 7,
+  MCONV_STATUS_NO_DEVICE = 8,
+  MCONV_STATUS_INTERNAL = 9
+} mconv_status_t;
+
+typedef enum { MCONV_TARGET_AUTO = 0, MCONV_TARGET_CPU = 1, MCONV_TARGET_CUDA = 2 } mconv_target_t;
+typedef enum { MCONV_LAYOUT_NCHW = 0, MCONV_LAYOUT_NHWC = 1, MCONV_LAYOUT_CNHW = 2 } mconv_layout_t;
+typedef enum { MCONV_DTYPE_FLOAT32 = 0 } mconv_dtype_t;
+typedef enum {
+  MCONV_ALGO_AUTO = 0,
+  MCONV_ALGO_REFERENCE = 1,
+  MCONV_ALGO_IMPLICIT_PRECOMP = 2,
+  MCONV_ALGO_DIRECT_BLOCK = 3,
+  MCONV_ALGO_SINGLE_CHANNEL = 4,
+  MCONV_ALGO_STRIDE_FIXED = 5
+} mconv_algorithm_t;
+typedef enum { MCONV_MODE_CROSS_CORRELATION = 0, MCONV_MODE_CONVOLUTION = 1 } mconv_mode_t;
+
+typedef struct {
+  int64_t n, c, h, w, k, r, s;
+  int64_t pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups;
+  int mode; /* mconv_mode_t */
+  float alpha, beta;
+} mconv_problem_t;
+
+typedef struct {
+  int dtype;          /* mconv_dtype_t */
+  int64_t dims[4];    /* n, c, h, w (filters: k, c/g, r, s) */
+  int64_t strides[4]; /* elements */
+} mconv_tensor_desc_t;
+
+typedef struct mconv_engine_s* mconv_engine_t;
+typedef struct mconv_plan_s* mconv_plan_t;
+
+const char* mconv_status_string(mconv_status_t status);
+const char* mconv_last_error_message(void);
+
+/* A problem with every field at its default (sizes 1, stride/dilation 1, alpha 1, beta 0). */
+mconv_problem_t mconv_problem_default(void);
+mconv_status_t mconv_tensor_desc_packed(int layout, int64_t n, int64_t c, int64_t h, int64_t w,
+                                        mconv_tensor_desc_t* out);
+
+mconv_status_t mconv_engine_create(int target, int device, void* stream, mconv_engine_t* out);
+mconv_status_t mconv_engine_destroy(mconv_engine_t engine);
+mconv_status_t mconv_engine_synchronize(mconv_engine_t engine);
+
+/* tile may be NULL (planner's choice). The plan is owned by the caller; destroy it when done. */
+mconv_status_t mconv_plan_create(mconv_engine_t engine, const mconv_problem_t* problem,
+                                 const mconv_tensor_desc_t* x, const mconv_tensor_desc_t* w,
+                                 const mconv_tensor_desc_t* y, int algorithm, const char* tile,
+                                 mconv_plan_t* out);
+mconv_status_t mconv_plan_destroy(mconv_plan_t plan);
+mconv_status_t mconv_plan_table_bytes(mconv_plan_t plan, int64_t* bytes);
+/* Writes the plan's text form into buf (truncated to size, always NUL-terminated); *needed gets the full length + 1. */
+mconv_status_t mconv_plan_describe(mconv_plan_t plan, char* buf, int64_t size, int64_t* needed);
+
+/* y = alpha*conv(x, w) + beta*y (+ bias[k], ReLU). bias may be NULL. */
+mconv_status_t mconv_conv2d_forward(mconv_engine_t engine, mconv_plan_t plan, const void* x, const void* w,
+                                    void* y, const float* bias, int relu);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MCONV_MCONV_H */

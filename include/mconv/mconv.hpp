@@ -1,0 +1,9 @@
+// mconv: umbrella header of the C++ API.
+#pragma once
+
+#include "mconv/cpu.hpp"
+#include "mconv/engine.hpp"
+#include "mconv/npy.hpp"
+#include "mconv/plan.hpp"
+#include "mconv/problem.hpp"
+#include "mconv/types.hpp"

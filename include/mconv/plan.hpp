@@ -1,0 +1,150 @@
+// mconv: the Plan, the compiled representation of one convolution (techniques 1 and 2).
+//
+// A Plan is built once from (problem, descriptors, dtype, target) before any data exists and is the
+// only thing an executor reads besides the tensors:
+//   - the OffsetTable: one OffsetRow per row (c, r, s) of the virtual image matrix, giving the row's
+//     element offset into x (the "offset sequence"), its (r*dil_h, s*dil_w) for the padding
+//     predicate, and its offset into w (so filters in any layout need no table of their own);
+//   - the StartAddressRule: how the start address of column (n, p, q) is formed;
+//   - the OutputRule: where y[n, k, p, q] lives;
+//   - for a thread tiling, the CompiledRepresentation of the compiled-representation patent:
+//     per-thread base addresses plus the relative offsets from one element to the next.
+// Because layouts only change the numbers in these tables, one kernel serves NCHW, NHWC and CNHW.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mconv/problem.hpp"
+#include "mconv/types.hpp"
+
+namespace mconv {
+
+enum class Target : int { Auto = 0, Cpu = 1, Cuda = 2 };
+const char* target_name(Target t);
+Target parse_target(const std::string& s);
+
+/// The algorithms of mconv. Auto lets the planner choose.
+enum class Algorithm : int {
+  Auto = 0,
+  Reference = 1,        ///< CPU only: direct loops, double accumulation (the test oracle)
+  ImplicitPrecomp = 2,  ///< implicit GEMM through the offset table (CPU and CUDA)
+  DirectBlock = 3,      ///< direct convolution on shared-memory blocks (not built yet)
+  SingleChannel = 4,    ///< single-channel hardware-model kernel (not built yet)
+  StrideFixed = 5,      ///< multi-channel stride-fixed block kernel (not built yet)
+};
+const char* algorithm_name(Algorithm a);
+Algorithm parse_algorithm(const std::string& s);
+
+/// Order of the virtual-matrix rows. The planner picks the order in which consecutive rows are
+/// closest in memory (neighbouring threads touch neighbouring addresses): CRS for NCHW/CNHW, RSC
+/// when channels are innermost (NHWC).
+enum class RowOrder : int { CRS = 0, RSC = 1 };
+
+/// One row (c, r, s) of the virtual image matrix. 16 bytes so a GPU thread reads it as one int4.
+struct OffsetRow {
+  int32_t x_offset;  ///< c*x.stride_c + r*dil_h*x.stride_h + s*dil_w*x.stride_w
+  int32_t dh;        ///< r*dil_h: the row's input-row displacement, for the padding predicate
+  int32_t dw;        ///< s*dil_w
+  int32_t w_offset;  ///< c*w.stride_c + r'*w.stride_h + s'*w.stride_w (r' = R-1-r for true convolution)
+};
+
+/// Rows past the end of the table are padded up to a multiple of kOffsetTableRowAlign with this
+/// displacement: the padding predicate fails for every column, so padded rows read as zero.
+inline constexpr int32_t kDisabledRowDisplacement = -(1 << 30);
+inline constexpr int kOffsetTableRowAlign = 32;
+
+/// start[col] for col = (n, p, q): n*x.stride_n + h0*x.stride_h + w0*x.stride_w with
+/// h0 = p*stride_h - pad_h, w0 = q*stride_w - pad_w. Start addresses may exceed 2^31 (64-bit).
+struct StartAddressRule {
+  int64_t stride_n, stride_h, stride_w;  // x's element strides
+  int64_t conv_stride_h, conv_stride_w, pad_h, pad_w;
+  int64_t p, q;
+  int64_t start(int64_t n, int64_t p_, int64_t q_) const {
+    return n * stride_n + (p_ * conv_stride_h - pad_h) * stride_h + (q_ * conv_stride_w - pad_w) * stride_w;
+  }
+};
+
+/// y[n, k, p, q] = y_base + n*stride_n + k*stride_k + p*stride_p + q*stride_q.
+struct OutputRule {
+  int64_t stride_n, stride_k, stride_p, stride_q;
+};
+
+/// Element offsets from one group to the next (group g starts at g * these).
+struct GroupStrides {
+  int64_t x, w, y;
+};
+
+/// The compiled-representation patent's form, for a tiling in which each thread owns one column:
+/// thread t of block b starts at base[t] and walks the rows with addr += relo[k].
+struct CompiledRepresentation {
+  int64_t threads = 0;
+  int64_t block = 0;
+  std::vector<int64_t> base;  ///< start address of each thread's column (element units)
+  std::vector<int64_t> relo;  ///< relo[0] = offset[0], relo[k] = offset[k] - offset[k-1]
+};
+
+/// A tile configuration of the CUDA implicit-GEMM kernel (see src/cuda/implicit_precomp_tile.cuh).
+struct TileChoice {
+  std::string name;  ///< e.g. "128x128x8"; empty for CPU plans
+  std::string reason;
+};
+
+/// Options that override the planner's choices.
+struct PlanOptions {
+  Target target = Target::Auto;
+  Algorithm algorithm = Algorithm::Auto;
+  std::string tile;  ///< CUDA tile name to force; empty = choose from the device properties
+};
+
+class Plan {
+ public:
+  /// Validates everything and builds the tables. Throws Error naming the bad field.
+  static Plan build(const Problem& problem, const TensorDesc& x, const TensorDesc& w,
+                    const TensorDesc& y, const PlanOptions& options = {});
+
+  const Problem& problem() const { return problem_; }
+  const TensorDesc& x_desc() const { return x_; }
+  const TensorDesc& w_desc() const { return w_; }
+  const TensorDesc& y_desc() const { return y_; }
+  Target target() const { return target_; }
+  Algorithm algorithm() const { return algorithm_; }
+  RowOrder row_order() const { return row_order_; }
+  const std::vector<OffsetRow>& offset_table() const { return rows_; }
+  /// Number of real rows (C/G*R*S); offset_table() holds padded rows past it.
+  int64_t rows() const { return valid_rows_; }
+  const StartAddressRule& start_rule() const { return start_; }
+  const OutputRule& output_rule() const { return out_; }
+  const GroupStrides& group_strides() const { return group_; }
+  const TileChoice& tile() const { return tile_; }
+  /// The reasons behind the algorithm and tile choices, one line each.
+  const std::vector<std::string>& decisions() const { return decisions_; }
+
+  /// The per-thread bases and relative offsets for `threads` columns starting at block*threads.
+  CompiledRepresentation compile(int64_t threads, int64_t block = 0) const;
+
+  /// Bytes the executors need besides x, w, y (the offset table copied to the device).
+  int64_t table_bytes() const { return static_cast<int64_t>(rows_.size() * sizeof(OffsetRow)); }
+  /// Cache key: equal keys mean interchangeable plans.
+  std::string key() const;
+
+  std::string to_text(int64_t max_rows = 64) const;
+  std::string to_json(int64_t max_rows = -1) const;
+
+ private:
+  Problem problem_;
+  TensorDesc x_, w_, y_;
+  Target target_ = Target::Cpu;
+  Algorithm algorithm_ = Algorithm::ImplicitPrecomp;
+  RowOrder row_order_ = RowOrder::CRS;
+  std::vector<OffsetRow> rows_;
+  int64_t valid_rows_ = 0;
+  StartAddressRule start_{};
+  OutputRule out_{};
+  GroupStrides group_{};
+  TileChoice tile_;
+  std::vector<std::string> decisions_;
+};
+
+}  // namespace mconv

@@ -1,0 +1,46 @@
+// mconv: the convolution problem (shapes and hyper-parameters), validated.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "mconv/types.hpp"
+
+namespace mconv {
+
+/// Cross-correlation is the CNN convention; true convolution flips the filter (R-1-r, S-1-s).
+enum class Mode : int { CrossCorrelation = 0, Convolution = 1 };
+
+/// Forward convolution y = alpha * conv(x, w) + beta * y. Sizes in the vocabulary of types.hpp.
+struct Problem {
+  int64_t n = 1, c = 1, h = 1, w = 1;
+  int64_t k = 1, r = 1, s = 1;
+  int64_t pad_h = 0, pad_w = 0;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t dil_h = 1, dil_w = 1;
+  int64_t groups = 1;
+  Mode mode = Mode::CrossCorrelation;
+  float alpha = 1.0f, beta = 0.0f;
+
+  int64_t p() const { return (h + 2 * pad_h - dil_h * (r - 1) - 1) / stride_h + 1; }
+  int64_t q() const { return (w + 2 * pad_w - dil_w * (s - 1) - 1) / stride_w + 1; }
+  int64_t c_per_group() const { return c / groups; }
+  int64_t k_per_group() const { return k / groups; }
+  /// Multiply-adds counted twice: 2 * N*K*P*Q * C/G*R*S.
+  double flops() const;
+
+  /// Throws Error(BadParam/Overflow) naming the first bad field.
+  void validate() const;
+  /// Also checks that the descriptors agree with the problem (dims, dtype, strides, sizes).
+  void validate(const TensorDesc& x, const TensorDesc& w, const TensorDesc& y) const;
+
+  /// Descriptors of packed tensors in a named layout.
+  TensorDesc x_desc(Layout l, DType t = DType::Float32) const;
+  TensorDesc w_desc(Layout l, DType t = DType::Float32) const;
+  TensorDesc y_desc(Layout l, DType t = DType::Float32) const;
+
+  /// "n32 c64 h56 w56 k64 r3 s3 pad1,1 stride1,1 dil1,1 g1".
+  std::string to_string() const;
+};
+
+}  // namespace mconv

@@ -1,0 +1,124 @@
+// Validation of problems and descriptors. Every error names the field it is about.
+#include "mconv/problem.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <sstream>
+
+namespace mconv {
+namespace {
+
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+
+void require(bool ok, Status s, const std::string& msg) {
+  if (!ok) throw Error(s, msg);
+}
+
+// a*b, or an Overflow error naming `what` if it leaves int64.
+int64_t checked_mul(int64_t a, int64_t b, const std::string& what) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) throw Error(Status::Overflow, what + ": element count overflows 64 bits");
+  return r;
+}
+
+void check_desc(const char* name, const TensorDesc& d, const std::array<int64_t, 4>& want,
+                const char* dim_names) {
+  std::string n(name);
+  if (d.dtype != DType::Float32)
+    throw Error(Status::Unsupported, n + ".dtype: " + dtype_name(d.dtype) + " is not implemented yet (fp32 only)");
+  for (int i = 0; i < 4; ++i) {
+    if (d.dims[i] != want[i]) {
+      std::ostringstream os;
+      os << n << ".dims[" << i << "] (" << dim_names[i] << "): descriptor says " << d.dims[i]
+         << ", problem needs " << want[i];
+      throw Error(Status::BadParam, os.str());
+    }
+    if (d.strides[i] < 0 || (d.strides[i] == 0 && d.dims[i] > 1)) {
+      std::ostringstream os;
+      os << n << ".strides[" << i << "] (" << dim_names[i] << "): " << d.strides[i]
+         << " (strides must be positive; negative and broadcast strides are not supported)";
+      throw Error(Status::Unsupported, os.str());
+    }
+  }
+  int64_t span = 1;
+  for (int i = 0; i < 4; ++i) span += checked_mul(d.dims[i] - 1, d.strides[i], n);
+  checked_mul(span, dtype_size(d.dtype), n + " bytes");
+}
+
+// y must not alias itself: sorted by stride, each stride covers the extent of the smaller ones.
+void check_no_overlap(const TensorDesc& y) {
+  std::array<int, 4> order{0, 1, 2, 3};
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return y.strides[a] < y.strides[b]; });
+  int64_t covered = 1;
+  for (int i : order) {
+    if (y.dims[i] == 1) continue;
+    if (y.strides[i] < covered)
+      throw Error(Status::BadParam, "y.strides: overlapping output strides (two outputs would share memory)");
+    covered = y.strides[i] * y.dims[i];
+  }
+}
+
+}  // namespace
+
+double Problem::flops() const {
+  return 2.0 * double(n) * double(k) * double(p()) * double(q()) * double(c / groups) * double(r) * double(s);
+}
+
+void Problem::validate() const {
+  auto positive = [](int64_t v, const char* name) {
+    require(v >= 1, Status::BadParam, std::string(name) + ": must be >= 1, got " + std::to_string(v));
+  };
+  positive(n, "n"); positive(c, "c"); positive(h, "h"); positive(w, "w");
+  positive(k, "k"); positive(r, "r"); positive(s, "s");
+  positive(stride_h, "stride_h"); positive(stride_w, "stride_w");
+  positive(dil_h, "dil_h"); positive(dil_w, "dil_w"); positive(groups, "groups");
+  require(pad_h >= 0, Status::BadParam, "pad_h: must be >= 0, got " + std::to_string(pad_h));
+  require(pad_w >= 0, Status::BadParam, "pad_w: must be >= 0, got " + std::to_string(pad_w));
+  require(c % groups == 0, Status::BadParam,
+          "groups: " + std::to_string(groups) + " does not divide c = " + std::to_string(c));
+  require(k % groups == 0, Status::BadParam,
+          "groups: " + std::to_string(groups) + " does not divide k = " + std::to_string(k));
+  // 32-bit limits of the kernels' per-dimension indices (addresses themselves are 64-bit).
+  for (auto [v, name] : {std::pair{h, "h"}, {w, "w"}, {r, "r"}, {s, "s"}, {pad_h, "pad_h"},
+                         {pad_w, "pad_w"}, {stride_h, "stride_h"}, {stride_w, "stride_w"},
+                         {dil_h, "dil_h"}, {dil_w, "dil_w"}}) {
+    require(v <= (1 << 24), Status::Overflow, std::string(name) + ": " + std::to_string(v) + " exceeds 2^24");
+  }
+  require(groups <= 65535, Status::Unsupported, "groups: more than 65535 groups are not supported");
+  int64_t eff_r = dil_h * (r - 1) + 1, eff_s = dil_w * (s - 1) + 1;
+  require(eff_r <= h + 2 * pad_h, Status::BadParam,
+          "r: dilated filter height " + std::to_string(eff_r) + " exceeds padded input height " + std::to_string(h + 2 * pad_h));
+  require(eff_s <= w + 2 * pad_w, Status::BadParam,
+          "s: dilated filter width " + std::to_string(eff_s) + " exceeds padded input width " + std::to_string(w + 2 * pad_w));
+  int64_t cols = checked_mul(checked_mul(n, p(), "n*p"), q(), "n*p*q");
+  require(cols <= kInt32Max, Status::Overflow, "n*p*q: " + std::to_string(cols) + " output pixels exceed 2^31-1");
+  int64_t rows = checked_mul(checked_mul(c / groups, r, "c*r"), s, "c/g*r*s");
+  require(rows <= kInt32Max / 2, Status::Overflow, "c/g*r*s: " + std::to_string(rows) + " rows exceed 2^30");
+  checked_mul(checked_mul(checked_mul(n, c, "x"), h, "x"), w, "x");
+  checked_mul(checked_mul(checked_mul(k, c / groups, "w"), r, "w"), s, "w");
+  checked_mul(cols, k, "y");
+}
+
+void Problem::validate(const TensorDesc& x, const TensorDesc& wd, const TensorDesc& y) const {
+  validate();
+  check_desc("x", x, {n, c, h, w}, "nchw");
+  check_desc("w", wd, {k, c / groups, r, s}, "kcrs");
+  check_desc("y", y, {n, k, p(), q()}, "nkpq");
+  check_no_overlap(y);
+}
+
+TensorDesc Problem::x_desc(Layout l, DType t) const { return TensorDesc::packed(l, n, c, h, w, t); }
+TensorDesc Problem::w_desc(Layout l, DType t) const { return TensorDesc::packed(l, k, c / groups, r, s, t); }
+TensorDesc Problem::y_desc(Layout l, DType t) const { return TensorDesc::packed(l, n, k, p(), q(), t); }
+
+std::string Problem::to_string() const {
+  std::ostringstream os;
+  os << "n" << n << " c" << c << " h" << h << " w" << w << " k" << k << " r" << r << " s" << s
+     << " pad" << pad_h << "," << pad_w << " stride" << stride_h << "," << stride_w << " dil" << dil_h
+     << "," << dil_w << " g" << groups;
+  if (mode == Mode::Convolution) os << " conv";
+  if (alpha != 1.0f || beta != 0.0f) os << " alpha" << alpha << " beta" << beta;
+  return os.str();
+}
+
+}  // namespace mconv

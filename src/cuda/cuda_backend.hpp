@@ -1,0 +1,28 @@
+// The boundary between the host library and the CUDA executor. Implemented in src/cuda/*.cu when
+// mconv is built with CUDA, and by cuda_absent.cpp (every call reports NoDevice) otherwise.
+#pragma once
+
+#include "../plan/heuristics.hpp"
+#include "mconv/engine.hpp"
+#include "mconv/plan.hpp"
+
+namespace mconv::detail::cuda_backend {
+
+bool compiled();
+bool available();
+DeviceSummary summary();
+
+/// Copies the plan's offset table to `device`; returns the device pointer (freed by free_table).
+void* upload_table(const Plan& plan, int device);
+void free_table(void* table, int device);
+
+/// Throws NullPointer/Misaligned/BadParam if `p` is not device-accessible memory.
+void check_device_pointer(const void* p, const char* field, int device);
+
+void implicit_precomp_forward(const Plan& plan, const void* table, const float* x, const float* w,
+                              float* y, const Epilogue& e, void* stream);
+
+void synchronize(void* stream);
+void set_device(int device);
+
+}  // namespace mconv::detail::cuda_backend

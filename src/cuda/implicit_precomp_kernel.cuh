@@ -1,0 +1,202 @@
+// The implicit-GEMM kernel family (technique 1 on Hopper, fp32 FFMA).
+//
+// Block (blockIdx.x, blockIdx.y, blockIdx.z) computes block_m output pixels x block_n filters of group z.
+// Each main-loop step gathers one block_k-row slice of the virtual image matrix into shared memory:
+//   sImage[kk][col] = x[start[col] + offset[k0 + kk]]  (Note [padding predicates]: zero fill)
+//   sFilter[kk][f]  = w[f * w.stride_k + w_offset[k0 + kk]]
+// with cp.async, Stages deep, so slices i+1.. load while slice i is multiplied. Start addresses (the
+// compiled representation's per-thread bases) are formed once per block; the main loop reads the
+// offset table and adds, with no division or modulo.
+//
+// Note [padding predicates]: a row carries (dh, dw) = (r*dil_h, s*dil_w) and a column (h0, w0) =
+// (p*stride_h - pad_h, q*stride_w - pad_w); the element exists iff 0 <= h0+dh < H and 0 <= w0+dw < W,
+// tested as two unsigned compares. Padded table rows and columns past N*P*Q carry -2^30, which fails
+// the test, so tails need no other branch. cp.async with source size 0 writes zeros.
+#pragma once
+
+#include <cstdint>
+
+namespace mconv::cuda {
+
+struct ImplicitPrecompParams {
+  const float* x;
+  const float* w;
+  float* y;
+  const int4* table;  // OffsetRow {x_offset, dh, dw, w_offset}, rows padded to a multiple of 32
+  const float* bias;  // K values or null
+  long long x_group, w_group, y_group;
+  long long x_sn, x_sh, x_sw;
+  long long w_sk;
+  long long y_sn, y_sk, y_sp, y_sq;
+  int npq, pq, q;  // columns, P*Q, Q
+  int kg;          // filters per group
+  int rows;        // valid rows C/G*R*S
+  int H, W;
+  int stride_h, stride_w, pad_h, pad_w;
+  float alpha, beta;
+  int relu;
+};
+
+/// Which way the gather's threads run: along columns (consecutive output pixels; NCHW/CNHW with
+/// the CRS row order) or along rows (consecutive channels; NHWC with the RSC row order).
+enum class GatherOrder { Columns, Rows };
+
+/// A tile configuration; derives the thread layout and shared-memory size and checks its invariants.
+template <int BlockM, int BlockN, int BlockK, int ThreadM, int ThreadN, int Stages>
+struct ImplicitPrecompTile {
+  static constexpr int kBlockM = BlockM, kBlockN = BlockN, kBlockK = BlockK;
+  static constexpr int kThreadM = ThreadM, kThreadN = ThreadN, kStages = Stages;
+  static constexpr int kThreadsM = BlockM / ThreadM, kThreadsN = BlockN / ThreadN;
+  static constexpr int kThreads = kThreadsM * kThreadsN;
+  static constexpr int kImageLoads = BlockK * BlockM / kThreads;   // per thread per stage
+  static constexpr int kFilterLoads = BlockK * BlockN / kThreads;
+  // Rows padded by one float4 so that row-wise gathers (kk fastest) hit distinct banks.
+  static constexpr int kImageStride = BlockM + 4, kFilterStride = BlockN + 4;
+  static constexpr int kSmemFloats = Stages * BlockK * (kImageStride + kFilterStride);
+  static_assert(ThreadM % 4 == 0 && ThreadN % 4 == 0, "micro-tiles are read from shared memory as float4");
+  static_assert(BlockM % ThreadM == 0 && BlockN % ThreadN == 0, "micro-tiles must tile the block");
+  static_assert(kThreads % 32 == 0 && kThreads <= 1024, "whole warps, at most 1024 threads");
+  static_assert(kThreads % BlockM == 0 && kThreads % BlockK == 0, "gather maps threads evenly onto the tile");
+  static_assert((BlockK * BlockM) % kThreads == 0 && (BlockK * BlockN) % kThreads == 0, "every thread loads equally");
+  static_assert(Stages >= 2, "a pipeline needs at least two stages");
+  static_assert(kSmemFloats * 4 <= 48 * 1024, "static shared memory is limited to 48 KB");
+};
+
+namespace detail {
+
+__device__ __forceinline__ void cp_async_f32(float* smem, const float* gmem, bool pred) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int bytes = pred ? 4 : 0;  // 0: write zeros, read nothing
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+}  // namespace detail
+
+template <class Tile, GatherOrder Order>
+__global__ void __launch_bounds__(Tile::kThreads, 2) implicit_precomp_kernel(const ImplicitPrecompParams prm) {
+  constexpr int BM = Tile::kBlockM, BN = Tile::kBlockN, BK = Tile::kBlockK;
+  constexpr int TM = Tile::kThreadM, TN = Tile::kThreadN, S = Tile::kStages, T = Tile::kThreads;
+  constexpr bool kByColumns = Order == GatherOrder::Columns;
+  constexpr int kCols = kByColumns ? 1 : Tile::kImageLoads;  // columns a thread gathers
+  __shared__ __align__(16) float sImage[S][BK][Tile::kImageStride];    // [stage][row][pixel]
+  __shared__ __align__(16) float sFilter[S][BK][Tile::kFilterStride];  // [stage][row][filter]
+
+  const int tid = threadIdx.x;
+  const long long block_m = static_cast<long long>(blockIdx.x) * BM;
+  const int block_n = blockIdx.y * BN;
+  const float* __restrict__ gX = prm.x + blockIdx.z * prm.x_group;
+  const float* __restrict__ gW = prm.w + blockIdx.z * prm.w_group;
+
+  // Per-thread bases: start address and (h0, w0) of each column this thread gathers, formed once.
+  long long rStart[kCols];
+  int rH0[kCols], rW0[kCols];
+#pragma unroll
+  for (int i = 0; i < kCols; ++i) {
+    const int col = kByColumns ? tid % BM : tid / BK + i * (T / BK);
+    const long long m = block_m + col;
+    if (m < prm.npq) {
+      const int n = static_cast<int>(m / prm.pq), rem = static_cast<int>(m - static_cast<long long>(n) * prm.pq);
+      const int p = rem / prm.q, q = rem - p * prm.q;
+      rH0[i] = p * prm.stride_h - prm.pad_h;
+      rW0[i] = q * prm.stride_w - prm.pad_w;
+      rStart[i] = n * prm.x_sn + rH0[i] * prm.x_sh + rW0[i] * prm.x_sw;
+    } else {
+      rH0[i] = rW0[i] = -(1 << 30);  // Note [padding predicates]
+      rStart[i] = 0;
+    }
+  }
+  // Gather positions inside a stage.
+  const int gCol0 = kByColumns ? tid % BM : tid / BK;
+  const int gRow0 = kByColumns ? tid / BM : tid % BK;
+  const int fRow = tid % BK, fCol0 = tid / BK;
+
+  auto load_stage = [&](int stage, int k0) {
+#pragma unroll
+    for (int i = 0; i < Tile::kImageLoads; ++i) {
+      const int kk = kByColumns ? gRow0 + i * (T / BM) : gRow0;
+      const int col = kByColumns ? gCol0 : gCol0 + i * (T / BK);
+      const int c = kByColumns ? 0 : i;
+      const int4 row = __ldg(prm.table + k0 + kk);
+      const bool ok = static_cast<unsigned>(rH0[c] + row.y) < static_cast<unsigned>(prm.H) &&
+                      static_cast<unsigned>(rW0[c] + row.z) < static_cast<unsigned>(prm.W);
+      detail::cp_async_f32(&sImage[stage][kk][col], ok ? gX + rStart[c] + row.x : gX, ok);
+    }
+    const int w_offset = __ldg(&prm.table[k0 + fRow].w);
+    const bool row_ok = k0 + fRow < prm.rows;
+#pragma unroll
+    for (int i = 0; i < Tile::kFilterLoads; ++i) {
+      const int f = fCol0 + i * (T / BK);
+      const bool ok = row_ok && block_n + f < prm.kg;
+      detail::cp_async_f32(&sFilter[stage][fRow][f], ok ? gW + (block_n + f) * prm.w_sk + w_offset : gW, ok);
+    }
+  };
+
+  float rAcc[TM][TN];  // [pixel][filter]
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) rAcc[i][j] = 0.0f;
+
+  const int k_tiles = (prm.rows + BK - 1) / BK;
+#pragma unroll
+  for (int s = 0; s < S - 1; ++s) {
+    if (s < k_tiles) load_stage(s, s * BK);
+    detail::cp_async_commit();
+  }
+  const int tm = tid % Tile::kThreadsM, tn = tid / Tile::kThreadsM;
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    detail::cp_async_wait<S - 2>();
+    __syncthreads();  // stage kt visible to all; stage kt-1 no longer read by anyone
+    const int next = kt + S - 1;
+    if (next < k_tiles) load_stage(next % S, next * BK);
+    detail::cp_async_commit();
+    const int st = kt % S;
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      float rA[TM], rB[TN];
+#pragma unroll
+      for (int c = 0; c < TM / 4; ++c) {
+        const float4 v = *reinterpret_cast<const float4*>(&sImage[st][kk][c * (BM / (TM / 4)) + tm * 4]);
+        rA[c * 4 + 0] = v.x; rA[c * 4 + 1] = v.y; rA[c * 4 + 2] = v.z; rA[c * 4 + 3] = v.w;
+      }
+#pragma unroll
+      for (int c = 0; c < TN / 4; ++c) {
+        const float4 v = *reinterpret_cast<const float4*>(&sFilter[st][kk][c * (BN / (TN / 4)) + tn * 4]);
+        rB[c * 4 + 0] = v.x; rB[c * 4 + 1] = v.y; rB[c * 4 + 2] = v.z; rB[c * 4 + 3] = v.w;
+      }
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) rAcc[i][j] = fmaf(rA[i], rB[j], rAcc[i][j]);
+    }
+  }
+  detail::cp_async_wait<0>();
+
+  // Epilogue: y in any layout, alpha/beta (beta == 0 never reads y), bias, ReLU.
+  float* __restrict__ gY = prm.y + blockIdx.z * prm.y_group;
+  const float* gBias = prm.bias ? prm.bias + static_cast<long long>(blockIdx.z) * prm.kg : nullptr;
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const long long m = block_m + (i / 4) * (BM / (TM / 4)) + tm * 4 + (i % 4);
+    if (m >= prm.npq) continue;
+    const int n = static_cast<int>(m / prm.pq), rem = static_cast<int>(m - static_cast<long long>(n) * prm.pq);
+    const int p = rem / prm.q, q = rem - p * prm.q;
+    float* yPix = gY + n * prm.y_sn + p * prm.y_sp + q * prm.y_sq;
+#pragma unroll
+    for (int j = 0; j < TN; ++j) {
+      const int f = block_n + (j / 4) * (BN / (TN / 4)) + tn * 4 + (j % 4);
+      if (f >= prm.kg) continue;
+      float* dst = yPix + f * prm.y_sk;
+      float v = prm.alpha * rAcc[i][j];
+      if (prm.beta != 0.0f) v = fmaf(prm.beta, *dst, v);
+      if (gBias) v += gBias[f];
+      if (prm.relu) v = fmaxf(v, 0.0f);
+      *dst = v;
+    }
+  }
+}
+
+}  // namespace mconv::cuda

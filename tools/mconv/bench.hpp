@@ -1,0 +1,31 @@
+// `mconv bench`: runs every layer of a suite on a target, checks it, and times it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "bench_report.hpp"
+#include "mconv/plan.hpp"
+#include "suite.hpp"
+
+namespace mconv::tools {
+
+struct BenchOptions {
+  int64_t batch = 0;       ///< overrides n when > 0
+  PlanOptions plan;        ///< algorithm / tile overrides
+  bool vs_cudnn = false;   ///< time the two cuDNN peers too (CUDA builds with cuDNN)
+  int launches = 20;       ///< back-to-back launches per timed loop
+  int repeats = 5;         ///< timed loops; the median is reported
+  int64_t check_samples = 4096;
+  uint64_t seed = 1;
+};
+
+std::vector<LayerResult> bench_cpu(const std::vector<Layer>& layers, const BenchOptions& opt);
+
+/// Also measures the peaks (SGEMM, copy) into `peaks`. Defined in bench_cuda.cpp (CUDA builds).
+std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const BenchOptions& opt, Peaks& peaks);
+
+/// `mconv device`: what the CUDA runtime reports (CUDA builds).
+void print_device_info();
+
+}  // namespace mconv::tools

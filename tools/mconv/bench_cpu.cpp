@@ -1,0 +1,56 @@
+// The CPU side of `mconv bench`: wall-clock median of repeated calls of the CPU executor.
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+
+#include <omp.h>
+
+#include "bench.hpp"
+#include "layer_args.hpp"
+#include "mconv/cpu.hpp"
+#include "mconv/engine.hpp"
+
+namespace mconv::tools {
+
+std::vector<LayerResult> bench_cpu(const std::vector<Layer>& layers, const BenchOptions& opt) {
+  Engine engine(Target::Cpu);
+  std::vector<LayerResult> out;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    Problem p = layers[i].problem;
+    if (opt.batch > 0) p.n = opt.batch;
+    std::cerr << "[" << i + 1 << "/" << layers.size() << "] " << layers[i].name << " (" << p.to_string() << ")"
+              << std::flush;
+    const TensorDesc xd = p.x_desc(Layout::NCHW), wd = p.w_desc(Layout::NCHW), yd = p.y_desc(Layout::NCHW);
+    PlanOptions po = opt.plan;
+    po.target = Target::Cpu;
+    auto plan = engine.plan(p, xd, wd, yd, po);
+    std::vector<float> x(xd.span_elements()), w(wd.span_elements()), y(yd.span_elements());
+    fill_uniform(x, opt.seed + 2 * i);
+    fill_uniform(w, opt.seed + 2 * i + 1);
+    engine.conv2d_forward(*plan, x.data(), w.data(), y.data());  // warm-up, and the checked result
+    LayerResult r;
+    r.name = layers[i].name;
+    r.problem = p;
+    r.target = "cpu";
+    r.algorithm = algorithm_name(plan->algorithm());
+    r.rel_err = sampled_error(p, xd, x.data(), wd, w.data(), yd, y.data(), opt.check_samples, opt.seed);
+    r.correct = r.rel_err < 2e-5;
+    // One call per timed repeat on the CPU: layers take milliseconds, far above timer resolution.
+    std::vector<double> times;
+    const int reps = std::max(3, opt.repeats);
+    for (int rep = 0; rep < reps; ++rep) {
+      auto t0 = std::chrono::steady_clock::now();
+      engine.conv2d_forward(*plan, x.data(), w.data(), y.data());
+      times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+    r.ms = times[times.size() / 2];
+    r.extra_bytes = plan->table_bytes() + int64_t(omp_get_max_threads()) * cpu::implicit_precomp_scratch_bytes_per_thread();
+    std::cerr << "  " << r.ms << " ms, " << p.flops() / (r.ms * 1e-3) / 1e9 << " GFLOP/s"
+              << (r.correct ? "" : "  WRONG") << "\n";
+    out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace mconv::tools

@@ -1,0 +1,47 @@
+// Benchmark results: one record per layer, printed as a table, CSV or JSON (BENCHMARKING.md).
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "mconv/problem.hpp"
+
+namespace mconv::tools {
+
+/// One cuDNN peer's result on a layer (BENCHMARKING.md: fastest / memory-matched).
+struct PeerTime {
+  bool valid = false;
+  std::string algo;
+  double ms = 0;
+  int64_t workspace = 0;
+  double rel_err = 0;  ///< its output against mconv's sampled double reference
+};
+
+struct LayerResult {
+  std::string name;
+  Problem problem;
+  std::string target, algorithm, tile;
+  double ms = 0;
+  int64_t extra_bytes = 0;
+  double rel_err = 0;  ///< norm-relative error of sampled outputs against the double reference
+  bool correct = false;
+  PeerTime fastest, matched;
+  double floor_ms = 0;  ///< roofline floor from the measured peaks (0: unknown)
+};
+
+/// Peaks measured in the same run (GPU); zero where not measured.
+struct Peaks {
+  std::string device;
+  double fp32_flops = 0;  ///< FLOP/s (cuBLAS SGEMM, no tensor cores)
+  double bytes_per_s = 0; ///< device copy, bytes read + written
+};
+
+/// Minimum bytes a layer must move: x and w read once, y written once (fp32).
+double min_bytes(const Problem& p);
+
+void print_report(std::ostream& os, const std::string& format, const std::string& suite,
+                  const std::vector<LayerResult>& rows, const Peaks& peaks);
+
+}  // namespace mconv::tools

@@ -1,0 +1,88 @@
+#include "layer_args.hpp"
+
+#include <cmath>
+
+#include "mconv/cpu.hpp"
+
+namespace mconv::tools {
+
+void LayerArgs::add_to(CLI::App& app) {
+  Problem& p = problem;
+  app.add_option("--n", p.n, "batch (images)")->capture_default_str();
+  app.add_option("--c", p.c, "input channels")->capture_default_str();
+  app.add_option("--h", p.h, "input height")->capture_default_str();
+  app.add_option("--w", p.w, "input width")->capture_default_str();
+  app.add_option("--k", p.k, "filters (output channels)")->capture_default_str();
+  app.add_option("--r", p.r, "filter height")->capture_default_str();
+  app.add_option("--s", p.s, "filter width")->capture_default_str();
+  app.add_option("--pad-h", p.pad_h, "zero padding, rows")->capture_default_str();
+  app.add_option("--pad-w", p.pad_w, "zero padding, columns")->capture_default_str();
+  app.add_option("--stride-h", p.stride_h)->capture_default_str();
+  app.add_option("--stride-w", p.stride_w)->capture_default_str();
+  app.add_option("--dil-h", p.dil_h)->capture_default_str();
+  app.add_option("--dil-w", p.dil_w)->capture_default_str();
+  app.add_option("--groups,-g", p.groups)->capture_default_str();
+  app.add_option("--alpha", p.alpha)->capture_default_str();
+  app.add_option("--beta", p.beta)->capture_default_str();
+  app.add_option("--mode", mode, "cross (cross-correlation, the CNN convention) or conv (flipped filter)")
+      ->check(CLI::IsMember({"cross", "conv"}))->capture_default_str();
+  app.add_option("--layout", layout, "layout of x, w and y: NCHW, NHWC or CNHW")->capture_default_str();
+  app.add_option("--x-layout", x_layout, "overrides --layout for x");
+  app.add_option("--w-layout", w_layout, "overrides --layout for w (NCHW = KCRS, NHWC = KRSC, CNHW = CRSK)");
+  app.add_option("--y-layout", y_layout, "overrides --layout for y");
+  app.add_option("--target", target, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}))->capture_default_str();
+  app.add_option("--algo", algorithm, "auto, reference, implicit_precomp, direct_block, single_channel, stride_fixed")
+      ->capture_default_str();
+  app.add_option("--tile", tile, "force a CUDA tile (e.g. 128x128x8)");
+}
+
+Problem LayerArgs::resolved_problem() const {
+  Problem p = problem;
+  p.mode = mode == "conv" ? Mode::Convolution : Mode::CrossCorrelation;
+  return p;
+}
+
+TensorDesc LayerArgs::x_desc() const {
+  return resolved_problem().x_desc(parse_layout(x_layout.empty() ? layout : x_layout));
+}
+TensorDesc LayerArgs::w_desc() const {
+  return resolved_problem().w_desc(parse_layout(w_layout.empty() ? layout : w_layout));
+}
+TensorDesc LayerArgs::y_desc() const {
+  return resolved_problem().y_desc(parse_layout(y_layout.empty() ? layout : y_layout));
+}
+
+PlanOptions LayerArgs::plan_options() const {
+  PlanOptions o;
+  o.target = parse_target(target);
+  o.algorithm = parse_algorithm(algorithm);
+  o.tile = tile;
+  return o;
+}
+
+void fill_uniform(std::vector<float>& v, uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  for (auto& e : v) e = d(gen);
+}
+
+double sampled_error(const Problem& p, const TensorDesc& xd, const float* x, const TensorDesc& wd, const float* w,
+                     const TensorDesc& yd, const float* y, int64_t samples, uint64_t seed) {
+  const int64_t P = p.p(), Q = p.q(), total = p.n * p.k * P * Q;
+  std::mt19937_64 gen(seed);
+  std::uniform_int_distribution<int64_t> pick(0, total - 1);
+  double err2 = 0, ref2 = 0;
+  const int64_t count = std::min(samples, total);
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t idx = total <= samples ? i : pick(gen);
+    const int64_t q = idx % Q, pp = (idx / Q) % P, k = (idx / (P * Q)) % p.k, n = idx / (P * Q * p.k);
+    const double ref = p.alpha * cpu::reference_point(p, xd, x, wd, w, n, k, pp, q);
+    const double got = y[n * yd.strides[0] + k * yd.strides[1] + pp * yd.strides[2] + q * yd.strides[3]];
+    if (!std::isfinite(got)) return INFINITY;
+    err2 += (got - ref) * (got - ref);
+    ref2 += ref * ref;
+  }
+  return ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+}
+
+}  // namespace mconv::tools

@@ -1,0 +1,39 @@
+// Command-line description of one layer and its layouts, shared by `mconv run` and `mconv plan`,
+// plus the random inputs and sampled reference check the commands and benchmarks use.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "mconv/plan.hpp"
+
+namespace mconv::tools {
+
+struct LayerArgs {
+  Problem problem;
+  std::string layout = "NCHW";  // default for x, w, y
+  std::string x_layout, w_layout, y_layout;
+  std::string mode = "cross";
+  std::string target = "auto", algorithm = "auto", tile;
+
+  void add_to(CLI::App& app);
+  /// Resolves the mode string into problem.mode; throws Error on a bad name.
+  Problem resolved_problem() const;
+  TensorDesc x_desc() const;
+  TensorDesc w_desc() const;
+  TensorDesc y_desc() const;
+  PlanOptions plan_options() const;
+};
+
+/// Uniform values in [-1, 1) from a seeded generator (never zeros).
+void fill_uniform(std::vector<float>& v, uint64_t seed);
+
+/// Norm-relative error ||y - ref|| / ||ref|| over `samples` output elements drawn at random
+/// (all of them when the output is smaller), against alpha * the double reference (beta must be 0).
+double sampled_error(const Problem& p, const TensorDesc& xd, const float* x, const TensorDesc& wd, const float* w,
+                     const TensorDesc& yd, const float* y, int64_t samples, uint64_t seed);
+
+}  // namespace mconv::tools

@@ -1,0 +1,213 @@
+// The `mconv` command: run one layer, print its plan, benchmark a suite, describe the device.
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <iostream>
+
+#include "bench.hpp"
+#include "default_suite.hpp"
+#include "layer_args.hpp"
+#include "mconv/mconv.hpp"
+
+namespace mt = mconv::tools;
+using mconv::Error;
+
+namespace {
+
+// Dims of a tensor in the order its layout stores them (what a .npy file of it holds).
+std::vector<int64_t> storage_shape(const mconv::TensorDesc& d) {
+  std::array<int, 4> order{0, 1, 2, 3};
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return d.strides[a] > d.strides[b]; });
+  std::vector<int64_t> s;
+  for (int i : order) s.push_back(d.dims[i]);
+  return s;
+}
+
+void require_shape(const mconv::npy::Array& a, const mconv::TensorDesc& d, const std::string& what) {
+  if (a.shape != storage_shape(d)) {
+    std::string got, want;
+    for (auto v : a.shape) got += std::to_string(v) + " ";
+    for (auto v : storage_shape(d)) want += std::to_string(v) + " ";
+    throw Error(mconv::Status::BadParam, what + ": .npy shape (" + got + ") does not match the layer (" + want + "in " +
+                                             mconv::layout_name(d.layout()) + " order)");
+  }
+}
+
+int cmd_run(mt::LayerArgs& args, const std::string& input, const std::string& filter, const std::string& output,
+            bool check, bool relu, uint64_t seed) {
+  using namespace mconv;
+  Problem p = args.resolved_problem();
+  npy::Array xa, wa;
+  // A given .npy input fixes n, c, h, w; a given filter fixes k, r, s (in the chosen layouts' order).
+  if (!input.empty()) {
+    xa = npy::load(input);
+    if (xa.shape.size() != 4) throw Error(Status::BadParam, input + ": input must be 4-d");
+    const Layout l = parse_layout(args.x_layout.empty() ? args.layout : args.x_layout);
+    const auto& s = xa.shape;
+    if (l == Layout::NCHW) { p.n = s[0]; p.c = s[1]; p.h = s[2]; p.w = s[3]; }
+    else if (l == Layout::NHWC) { p.n = s[0]; p.h = s[1]; p.w = s[2]; p.c = s[3]; }
+    else { p.c = s[0]; p.n = s[1]; p.h = s[2]; p.w = s[3]; }
+  }
+  if (!filter.empty()) {
+    wa = npy::load(filter);
+    if (wa.shape.size() != 4) throw Error(Status::BadParam, filter + ": filter must be 4-d");
+    const Layout l = parse_layout(args.w_layout.empty() ? args.layout : args.w_layout);
+    const auto& s = wa.shape;
+    if (l == Layout::NCHW) { p.k = s[0]; p.r = s[2]; p.s = s[3]; }
+    else if (l == Layout::NHWC) { p.k = s[0]; p.r = s[1]; p.s = s[2]; }
+    else { p.r = s[1]; p.s = s[2]; p.k = s[3]; }
+  }
+  args.problem = p;
+  args.problem.mode = Mode::CrossCorrelation;  // resolved again from args.mode
+  const TensorDesc xd = args.x_desc(), wd = args.w_desc(), yd = args.y_desc();
+  p.validate(xd, wd, yd);
+  std::vector<float> x(xd.span_elements()), w(wd.span_elements()), y(yd.span_elements(), 0.0f);
+  if (!input.empty()) { require_shape(xa, xd, input); x = xa.data; } else mt::fill_uniform(x, seed);
+  if (!filter.empty()) { require_shape(wa, wd, filter); w = wa.data; } else mt::fill_uniform(w, seed + 1);
+  if (p.beta != 0.0f) mt::fill_uniform(y, seed + 2);
+  std::vector<float> y0 = y;
+
+  Engine engine(parse_target(args.target));
+  auto plan = engine.plan(p, xd, wd, yd, args.plan_options());
+  Epilogue e;
+  e.relu = relu;
+  std::cerr << "mconv run: " << p.to_string() << " on " << target_name(engine.target()) << ", "
+            << algorithm_name(plan->algorithm()) << (plan->tile().name.empty() ? "" : " " + plan->tile().name) << "\n";
+  if (engine.target() == Target::Cpu) {
+    engine.conv2d_forward(*plan, x.data(), w.data(), y.data(), e);
+  } else {
+    std::cerr << "mconv run: use `mconv bench --target cuda` for GPU runs of a layer\n";
+    return 2;
+  }
+  if (check) {
+    std::vector<float> ref = y0;
+    cpu::reference_forward(p, xd, x.data(), wd, w.data(), yd, ref.data(), e);
+    double e2 = 0, r2 = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      e2 += double(y[i] - ref[i]) * (y[i] - ref[i]);
+      r2 += double(ref[i]) * ref[i];
+    }
+    const double rel = r2 > 0 ? std::sqrt(e2 / r2) : std::sqrt(e2);
+    const bool ok = rel < 1e-5 && std::isfinite(rel);
+    std::cout << "check: relative error " << rel << " against the double reference: " << (ok ? "PASS" : "FAIL") << "\n";
+    if (!ok) return 1;
+  }
+  if (!output.empty()) {
+    npy::save(output, storage_shape(yd), y.data());
+    std::cout << "wrote " << output << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"mconv: zero-workspace convolution (implicit GEMM through a precomputed offset table)"};
+  app.require_subcommand(1);
+
+  mt::LayerArgs run_args;
+  std::string input, filter, output;
+  bool check = false, relu = false;
+  uint64_t seed = 1;
+  auto* run = app.add_subcommand("run", "run one layer given by flags (or .npy files)");
+  run_args.add_to(*run);
+  run->add_option("--input", input, "x as a float32 .npy, in the x layout's order");
+  run->add_option("--filter", filter, "w as a float32 .npy, in the w layout's order");
+  run->add_option("--output", output, "write y as a float32 .npy");
+  run->add_flag("--check", check, "compare with the double-accumulating reference");
+  run->add_flag("--relu", relu, "fused ReLU");
+  run->add_option("--seed", seed, "seed of the random inputs")->capture_default_str();
+
+  mt::LayerArgs plan_args;
+  std::string plan_format = "text";
+  int64_t max_rows = 64;
+  auto* plan = app.add_subcommand("plan", "print the Plan of a layer: offset table, start-address rule, decisions");
+  plan_args.add_to(*plan);
+  plan->add_option("--format", plan_format)->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  plan->add_option("--max-rows", max_rows, "offset-table rows to print (-1: all)")->capture_default_str();
+
+  std::string suite_path, format = "table", out_prefix, target = "auto", algo = "auto", tile;
+  mt::BenchOptions bopt;
+  std::string vs;
+  auto* bench = app.add_subcommand("bench", "benchmark every layer of a suite (default: built-in resnet50)");
+  bench->add_option("--suite", suite_path, "suite CSV (name,n,c,h,w,k,r,s,pad_h,pad_w,stride_h,stride_w,dil_h,dil_w,groups)");
+  bench->add_option("--batch", bopt.batch, "override n of every layer");
+  bench->add_option("--format", format)->check(CLI::IsMember({"table", "csv", "json"}))->capture_default_str();
+  bench->add_option("--out", out_prefix, "also write PREFIX.csv and PREFIX.json");
+  bench->add_option("--target", target)->check(CLI::IsMember({"auto", "cpu", "cuda"}))->capture_default_str();
+  bench->add_option("--algo", algo)->capture_default_str();
+  bench->add_option("--tile", tile, "force a CUDA tile");
+  bench->add_option("--vs", vs, "peer to time beside mconv: cudnn")->check(CLI::IsMember({"cudnn"}));
+  bench->add_option("--launches", bopt.launches, "launches per timed loop (GPU)")->capture_default_str();
+  bench->add_option("--repeats", bopt.repeats, "timed loops, median reported")->capture_default_str();
+
+  auto* device = app.add_subcommand("device", "describe the GPU");
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (*run) return cmd_run(run_args, input, filter, output, check, relu, seed);
+    if (*plan) {
+      mconv::Engine engine(mconv::parse_target(plan_args.target));
+      mconv::PlanOptions o = plan_args.plan_options();
+      o.target = engine.target();
+      auto pl = engine.plan(plan_args.resolved_problem(), plan_args.x_desc(), plan_args.w_desc(), plan_args.y_desc(), o);
+      std::cout << (plan_format == "json" ? pl->to_json(max_rows) : pl->to_text(max_rows));
+      return 0;
+    }
+    if (*device) {
+#ifdef MCONV_HAVE_CUDA
+      mt::print_device_info();
+      return 0;
+#else
+      std::cerr << "mconv device: built without CUDA\n";
+      return 1;
+#endif
+    }
+    if (*bench) {
+      std::vector<mt::Layer> layers;
+      std::string suite_name;
+      if (suite_path.empty()) {
+        layers = mt::parse_suite(mt::kDefaultSuiteCsv, "built-in resnet50");
+        suite_name = mt::kDefaultSuiteName;
+      } else {
+        layers = mt::load_suite(suite_path);
+        suite_name = suite_path.substr(suite_path.find_last_of('/') + 1);
+        if (suite_name.size() > 4 && suite_name.substr(suite_name.size() - 4) == ".csv")
+          suite_name.resize(suite_name.size() - 4);
+      }
+      mconv::Target t = mconv::parse_target(target);
+      if (t == mconv::Target::Auto) t = mconv::cuda_available() ? mconv::Target::Cuda : mconv::Target::Cpu;
+      bopt.plan.algorithm = mconv::parse_algorithm(algo);
+      bopt.plan.tile = tile;
+      bopt.vs_cudnn = vs == "cudnn";
+      mt::Peaks peaks;
+      std::vector<mt::LayerResult> rows;
+      if (t == mconv::Target::Cpu) {
+        if (bopt.vs_cudnn) throw Error(mconv::Status::Unsupported, "--vs cudnn: needs the cuda target");
+        // The CPU default runs the suite at batch 1: batch 32 would take minutes on a laptop.
+        if (suite_path.empty() && bopt.batch == 0) bopt.batch = 1;
+        peaks.device = "CPU";
+        rows = mt::bench_cpu(layers, bopt);
+      } else {
+#ifdef MCONV_HAVE_CUDA
+        rows = mt::bench_cuda(layers, bopt, peaks);
+#else
+        throw Error(mconv::Status::NoDevice, "--target cuda: mconv was built without CUDA");
+#endif
+      }
+      mt::print_report(std::cout, format, suite_name, rows, peaks);
+      if (!out_prefix.empty()) {
+        std::ofstream csv(out_prefix + ".csv"), json(out_prefix + ".json");
+        mt::print_report(csv, "csv", suite_name, rows, peaks);
+        mt::print_report(json, "json", suite_name, rows, peaks);
+        std::cerr << "wrote " << out_prefix << ".csv and " << out_prefix << ".json\n";
+      }
+      for (const auto& r : rows)
+        if (!r.correct) return 1;
+      return 0;
+    }
+  } catch (const Error& e) {
+    std::cerr << "mconv: error (" << mconv::status_name(e.status()) << "): " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
