@@ -1,0 +1,63 @@
+// The C ABI: a full call sequence, and errors as status codes with messages.
+#include <cstring>
+
+#include "mconv/mconv.h"
+#include "problem_gen.hpp"
+
+namespace mconv::test {
+namespace {
+
+TEST(CApi, RunsAConvolutionOnTheCpu) {
+  mconv_problem_t p = mconv_problem_default();
+  p.n = 1; p.c = 2; p.h = 5; p.w = 5; p.k = 3; p.r = 3; p.s = 3; p.pad_h = p.pad_w = 1;
+  mconv_tensor_desc_t x, w, y;
+  ASSERT_EQ(mconv_tensor_desc_packed(MCONV_LAYOUT_NCHW, 1, 2, 5, 5, &x), MCONV_STATUS_SUCCESS);
+  ASSERT_EQ(mconv_tensor_desc_packed(MCONV_LAYOUT_NCHW, 3, 2, 3, 3, &w), MCONV_STATUS_SUCCESS);
+  ASSERT_EQ(mconv_tensor_desc_packed(MCONV_LAYOUT_NHWC, 1, 3, 5, 5, &y), MCONV_STATUS_SUCCESS);
+  mconv_engine_t e = nullptr;
+  ASSERT_EQ(mconv_engine_create(MCONV_TARGET_CPU, 0, nullptr, &e), MCONV_STATUS_SUCCESS);
+  mconv_plan_t plan = nullptr;
+  ASSERT_EQ(mconv_plan_create(e, &p, &x, &w, &y, MCONV_ALGO_AUTO, nullptr, &plan), MCONV_STATUS_SUCCESS)
+      << mconv_last_error_message();
+  int64_t bytes = 0;
+  EXPECT_EQ(mconv_plan_table_bytes(plan, &bytes), MCONV_STATUS_SUCCESS);
+  EXPECT_EQ(bytes, 32 * 16);
+  int64_t needed = 0;
+  char buf[64];
+  EXPECT_EQ(mconv_plan_describe(plan, buf, sizeof buf, &needed), MCONV_STATUS_SUCCESS);
+  EXPECT_GT(needed, 64);
+  EXPECT_EQ(std::strlen(buf), 63u);
+
+  std::mt19937_64 g(test_seed());
+  std::vector<float> xs(50), ws(54), ys(75, NAN), ref(75);
+  fill(xs, g, true);
+  fill(ws, g, true);
+  ASSERT_EQ(mconv_conv2d_forward(e, plan, xs.data(), ws.data(), ys.data(), nullptr, 0), MCONV_STATUS_SUCCESS);
+  Problem pp = make(1, 2, 5, 5, 3, 3, 3, 1);
+  cpu::reference_forward(pp, pp.x_desc(Layout::NCHW), xs.data(), pp.w_desc(Layout::NCHW), ws.data(),
+                         pp.y_desc(Layout::NHWC), ref.data());
+  EXPECT_EQ(ys, ref);
+  EXPECT_EQ(mconv_plan_destroy(plan), MCONV_STATUS_SUCCESS);
+  EXPECT_EQ(mconv_engine_destroy(e), MCONV_STATUS_SUCCESS);
+}
+
+TEST(CApi, ErrorsComeBackAsStatusAndMessage) {
+  mconv_engine_t e = nullptr;
+  ASSERT_EQ(mconv_engine_create(MCONV_TARGET_CPU, 0, nullptr, &e), MCONV_STATUS_SUCCESS);
+  mconv_problem_t p = mconv_problem_default();
+  p.groups = 0;
+  mconv_tensor_desc_t d;
+  mconv_tensor_desc_packed(MCONV_LAYOUT_NCHW, 1, 1, 1, 1, &d);
+  mconv_plan_t plan = nullptr;
+  EXPECT_EQ(mconv_plan_create(e, &p, &d, &d, &d, MCONV_ALGO_AUTO, nullptr, &plan), MCONV_STATUS_BAD_PARAM);
+  EXPECT_NE(std::string(mconv_last_error_message()).find("groups"), std::string::npos);
+  EXPECT_EQ(plan, nullptr);
+  EXPECT_EQ(mconv_plan_create(e, nullptr, &d, &d, &d, 0, nullptr, &plan), MCONV_STATUS_NULL_POINTER);
+  EXPECT_EQ(mconv_plan_create(e, &p, &d, &d, &d, 99, nullptr, &plan), MCONV_STATUS_BAD_PARAM);
+  EXPECT_EQ(mconv_tensor_desc_packed(7, 1, 1, 1, 1, &d), MCONV_STATUS_BAD_PARAM);
+  EXPECT_STREQ(mconv_status_string(MCONV_STATUS_OVERFLOW), "overflow");
+  mconv_engine_destroy(e);
+}
+
+}  // namespace
+}  // namespace mconv::test

@@ -1,0 +1,142 @@
+// The CUDA implicit-GEMM executor against the CPU double reference, output poisoned with NaN on the
+// device before every run. Skipped (with a message) where no GPU is visible.
+#include <cuda_runtime.h>
+
+#include "problem_gen.hpp"
+
+namespace mconv::test {
+namespace {
+
+#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
+
+class CudaExecutor : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device visible: GPU tests skipped";
+  }
+};
+
+template <class T>
+struct DeviceBuffer {
+  T* ptr = nullptr;
+  size_t count = 0;
+  explicit DeviceBuffer(size_t n) : count(n) {
+    if (cudaMalloc(&ptr, std::max<size_t>(n, 1) * sizeof(T)) != cudaSuccess) ptr = nullptr;
+  }
+  ~DeviceBuffer() { cudaFree(ptr); }
+};
+
+// Runs one case on the GPU with the given tile ("" = planner's choice); compares with the reference.
+void run_case(Engine& engine, const Case& c, std::mt19937_64& g, bool integers, const std::string& tile = "") {
+  SCOPED_TRACE(c.name() + (tile.empty() ? "" : " tile " + tile));
+  HostTensors t(c, g, integers);
+  std::vector<float> ref = t.y, got(t.y.size());
+  Epilogue host_e{t.bias.empty() ? nullptr : t.bias.data(), c.relu};
+  cpu::reference_forward(c.p, t.xd, t.x.data(), t.wd, t.w.data(), t.yd, ref.data(), host_e);
+
+  DeviceBuffer<float> dx(t.x.size()), dw(t.w.size()), dy(t.y.size()), db(std::max<size_t>(t.bias.size(), 1));
+  ASSERT_TRUE(dx.ptr && dw.ptr && dy.ptr && db.ptr);
+  CUDA_OK(cudaMemcpy(dx.ptr, t.x.data(), t.x.size() * 4, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dw.ptr, t.w.data(), t.w.size() * 4, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dy.ptr, t.y.data(), t.y.size() * 4, cudaMemcpyHostToDevice));  // NaN poison or beta input
+  if (!t.bias.empty()) CUDA_OK(cudaMemcpy(db.ptr, t.bias.data(), t.bias.size() * 4, cudaMemcpyHostToDevice));
+  PlanOptions o;
+  o.tile = tile;
+  auto plan = engine.plan(c.p, t.xd, t.wd, t.yd, o);
+  Epilogue e{t.bias.empty() ? nullptr : db.ptr, c.relu};
+  engine.conv2d_forward(*plan, dx.ptr, dw.ptr, dy.ptr, e);
+  engine.synchronize();
+  CUDA_OK(cudaMemcpy(got.data(), dy.ptr, got.size() * 4, cudaMemcpyDeviceToHost));
+  if (integers) {
+    for (size_t i = 0; i < ref.size(); ++i) ASSERT_EQ(got[i], ref[i]) << "element " << i;
+  } else {
+    EXPECT_LT(rel_error(got, ref), 1e-5);
+  }
+}
+
+TEST_F(CudaExecutor, EdgeCasesExactEveryTile) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed());
+  for (const char* tile : {"128x128x8", "128x64x8", "64x64x8", "128x32x8", "64x32x8"})
+    for (const Case& c : edge_cases()) run_case(engine, c, g, true, tile);
+}
+
+TEST_F(CudaExecutor, EdgeCasesFloatEveryLayout) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 1);
+  for (Case c : edge_cases())
+    for (int l = 0; l < 3; ++l) {
+      c.xl = c.wl = c.yl = Layout(l);
+      run_case(engine, c, g, false);
+    }
+}
+
+TEST_F(CudaExecutor, RandomProblemsFloat) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 2);
+  const int count = std::getenv("MCONV_GPU_TEST_FEW") ? 40 : 250;  // fewer under compute-sanitizer
+  for (int i = 0; i < count; ++i) run_case(engine, random_case(g), g, false);
+}
+
+TEST_F(CudaExecutor, RandomProblemsExact) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 3);
+  for (int i = 0; i < 60; ++i) {
+    Case c = random_case(g);
+    c.p.alpha = 1.0f;
+    c.p.beta = c.p.beta != 0.0f ? 1.0f : 0.0f;
+    run_case(engine, c, g, true);
+  }
+}
+
+TEST_F(CudaExecutor, LargeChannelAndFilterCounts) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 4);
+  run_case(engine, {make(2, 256, 9, 9, 200, 3, 3, 1)}, g, false);
+  run_case(engine, {make(1, 64, 30, 30, 64, 3, 3, 1, 1, 1, 1)}, g, false);
+}
+
+TEST_F(CudaExecutor, HostPointersAreRefused) {
+  Engine engine(Target::Cuda);
+  Problem p = make(1, 2, 5, 5, 2, 3, 3);
+  auto plan = engine.plan(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW));
+  std::vector<float> host(100, 0.0f);
+  try {
+    engine.conv2d_forward(*plan, host.data(), host.data(), host.data());
+    FAIL() << "expected an error for host pointers";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::BadParam);
+    EXPECT_NE(std::string(e.what()).find("x"), std::string::npos);
+  }
+}
+
+// An input of more than 2^31 elements: start addresses must be 64-bit; every output is checked.
+
+TEST_F(CudaExecutor, InputBeyond2To31Elements) {
+  if (std::getenv("MCONV_GPU_TEST_FEW")) GTEST_SKIP() << "large test skipped under compute-sanitizer";
+  // x: 3 images x 1 ch x 27000 x 27000 = 2.19e9 elements (8.7 GB); 1x1 filter, stride 1000.
+  Problem p = make(3, 1, 27000, 27000, 2, 1, 1, 0, 1000);
+  const TensorDesc xd = p.x_desc(Layout::NCHW), wd = p.w_desc(Layout::NCHW), yd = p.y_desc(Layout::NCHW);
+  ASSERT_GT(xd.span_elements(), int64_t(1) << 31);
+  size_t free_b = 0, total_b = 0;
+  CUDA_OK(cudaMemGetInfo(&free_b, &total_b));
+  if (free_b < size_t(xd.span_elements()) * 4 + (1 << 30)) GTEST_SKIP() << "not enough device memory";
+  std::vector<float> hx(xd.span_elements());
+  for (int64_t i = 0; i < xd.span_elements(); ++i) hx[i] = float(int((i * 2654435761ll) >> 7 & 15) - 8);
+  std::vector<float> hw{2.0f, -1.0f}, hy(yd.span_elements(), NAN), ref(hy.size());
+  DeviceBuffer<float> dx(hx.size()), dw(2), dy(hy.size());
+  ASSERT_TRUE(dx.ptr && dw.ptr && dy.ptr);
+  CUDA_OK(cudaMemcpy(dx.ptr, hx.data(), hx.size() * 4, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dw.ptr, hw.data(), 8, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dy.ptr, hy.data(), hy.size() * 4, cudaMemcpyHostToDevice));
+  Engine engine(Target::Cuda);
+  auto plan = engine.plan(p, xd, wd, yd);
+  engine.conv2d_forward(*plan, dx.ptr, dw.ptr, dy.ptr);
+  engine.synchronize();
+  CUDA_OK(cudaMemcpy(hy.data(), dy.ptr, hy.size() * 4, cudaMemcpyDeviceToHost));
+  cpu::reference_forward(p, xd, hx.data(), wd, hw.data(), yd, ref.data());
+  for (size_t i = 0; i < ref.size(); ++i) ASSERT_EQ(hy[i], ref[i]) << "element " << i;
+}
+
+}  // namespace
+}  // namespace mconv::test

@@ -1,0 +1,111 @@
+#include "cudnn_peer.hpp"
+
+#include <cudnn.h>
+
+#include <iostream>
+#include <stdexcept>
+#include <string>
+
+#include "gpu_timing.hpp"
+
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // the legacy API is the peer BENCHMARKING.md names
+
+namespace mconv::tools {
+namespace {
+
+void ok(cudnnStatus_t s, const char* what) {
+  if (s != CUDNN_STATUS_SUCCESS) throw std::runtime_error(std::string(what) + ": " + cudnnGetErrorString(s));
+}
+
+const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
+  switch (a) {
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "IMPLICIT_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "IMPLICIT_PRECOMP_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "DIRECT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "FFT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "FFT_TILING";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "WINOGRAD";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
+    default: return "?";
+  }
+}
+
+struct Descriptors {
+  cudnnTensorDescriptor_t x{}, y{};
+  cudnnFilterDescriptor_t w{};
+  cudnnConvolutionDescriptor_t conv{};
+  explicit Descriptors(const Problem& p) {
+    ok(cudnnCreateTensorDescriptor(&x), "x desc");
+    ok(cudnnCreateTensorDescriptor(&y), "y desc");
+    ok(cudnnCreateFilterDescriptor(&w), "w desc");
+    ok(cudnnCreateConvolutionDescriptor(&conv), "conv desc");
+    ok(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(p.n), int(p.c), int(p.h), int(p.w)), "x desc");
+    ok(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(p.k), int(p.c / p.groups), int(p.r), int(p.s)), "w desc");
+    ok(cudnnSetConvolution2dDescriptor(conv, int(p.pad_h), int(p.pad_w), int(p.stride_h), int(p.stride_w), int(p.dil_h),
+                                       int(p.dil_w),
+                                       p.mode == Mode::Convolution ? CUDNN_CONVOLUTION : CUDNN_CROSS_CORRELATION,
+                                       CUDNN_DATA_FLOAT), "conv desc");
+    ok(cudnnSetConvolutionGroupCount(conv, int(p.groups)), "group count");
+    ok(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH), "math type");
+    ok(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(p.n), int(p.k), int(p.p()), int(p.q())), "y desc");
+  }
+  ~Descriptors() {
+    cudnnDestroyTensorDescriptor(x);
+    cudnnDestroyTensorDescriptor(y);
+    cudnnDestroyFilterDescriptor(w);
+    cudnnDestroyConvolutionDescriptor(conv);
+  }
+};
+
+cudnnHandle_t handle() {
+  static cudnnHandle_t h = [] {
+    cudnnHandle_t hh;
+    ok(cudnnCreate(&hh), "cudnnCreate");
+    return hh;
+  }();
+  return h;
+}
+
+}  // namespace
+
+void time_cudnn_peers(const Problem& p, const std::vector<float*>& xs, const std::vector<float*>& ws,
+                      const std::vector<float*>& ys, int launches, int repeats,
+                      const std::function<double(const float*)>& error_of, PeerTime& fastest, PeerTime& matched) {
+  Descriptors d(p);
+  // "A few GB of workspace to choose from" (BENCHMARKING.md), bounded by what is free.
+  size_t free_b = 0, total_b = 0;
+  cuda_ok(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+  size_t ws_bytes = std::min<size_t>(size_t(4) << 30, free_b / 2);
+  void* workspace = nullptr;
+  cuda_ok(cudaMalloc(&workspace, ws_bytes), "cudaMalloc workspace");
+  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int returned = 0;
+  ok(cudnnFindConvolutionForwardAlgorithmEx(handle(), d.x, xs[0], d.w, ws[0], d.conv, d.y, ys[0],
+                                            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, workspace, ws_bytes),
+     "cudnnFindConvolutionForwardAlgorithmEx");
+  const float one = 1.0f, zero = 0.0f;
+  auto measure = [&](const cudnnConvolutionFwdAlgoPerf_t& a, PeerTime& out) {
+    out.valid = true;
+    out.algo = algo_name(a.algo);
+    out.workspace = int64_t(a.memory);
+    auto launch = [&](int i) {
+      const size_t s = i % xs.size();
+      ok(cudnnConvolutionForward(handle(), &one, d.x, xs[s], d.w, ws[s], d.conv, a.algo, workspace, a.memory, &zero,
+                                 d.y, ys[s]), "cudnnConvolutionForward");
+    };
+    launch(0);
+    cuda_ok(cudaDeviceSynchronize(), "cudnn run");
+    out.rel_err = error_of(ys[0]);
+    out.ms = median_ms_per_launch(launch, launches, repeats);
+  };
+  for (int i = 0; i < returned; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
+        perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
+    if (!fastest.valid) measure(perf[i], fastest);
+    if (!matched.valid && perf[i].memory <= kMemoryMatchedWorkspace) measure(perf[i], matched);
+  }
+  cudaFree(workspace);
+}
+
+}  // namespace mconv::tools

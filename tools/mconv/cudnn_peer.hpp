@@ -1,0 +1,22 @@
+// The cuDNN peer of the benchmark (legacy C API, same process, same tensors): one
+// cudnnFindConvolutionForwardAlgorithmEx call, then the fastest algorithm and the fastest whose
+// workspace is at most 64 KiB (memory-matched) are timed like mconv. fp32 with CUDNN_FMA_MATH: no
+// tensor cores, the same math as mconv's FFMA kernels.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "bench_report.hpp"
+
+namespace mconv::tools {
+
+inline constexpr size_t kMemoryMatchedWorkspace = 64 * 1024;
+
+/// xs/ws/ys: rotating device copies (NCHW fp32). `error_of(y)` returns the norm-relative error of a
+/// device output against the reference.
+void time_cudnn_peers(const Problem& p, const std::vector<float*>& xs, const std::vector<float*>& ws,
+                      const std::vector<float*>& ys, int launches, int repeats,
+                      const std::function<double(const float*)>& error_of, PeerTime& fastest, PeerTime& matched);
+
+}  // namespace mconv::tools
