@@ -74,7 +74,7 @@ TEST_F(CudaExecutor, EdgeCasesFloatEveryLayout) {
 TEST_F(CudaExecutor, RandomProblemsFloat) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 2);
-  const int count = std::getenv("MCONV_GPU_TEST_FEW") ? 40 : 250;  // fewer under compute-sanitizer
+  const int count = std::getenv("MCONV_GPU_TEST_FEW") ? 30 : 250;  // fewer under compute-sanitizer
   for (int i = 0; i < count; ++i) run_case(engine, random_case(g), g, false);
 }
 

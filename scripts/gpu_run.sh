@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# One call on a GPU machine: GPU tests, compute-sanitizer (memcheck, racecheck), and the benchmark of
+# every suite against cuDNN, from binaries staged by scripts/stage_gpu_bundle.sh. Logs go to $OUT
+# (packed into results.tar.gz) and a summary is printed last.
+#   usage: scripts/gpu_run.sh [suite ...]   (default: all suites under bench/suites)
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-out}
+LOG=$OUT/logs
+mkdir -p "$LOG"
+B=$PWD/.gpu-bundle
+export LD_LIBRARY_PATH=$B:${LD_LIBRARY_PATH:-}
+suites=("$@")
+[ ${#suites[@]} -eq 0 ] && suites=(resnet50 vgg16 multi_channel single_channel depthwise)
+
+nvidia-smi > "$LOG/nvidia-smi.txt" 2>&1
+ldd "$B/mconv" | grep "not found" && echo "missing libraries" | tee -a "$LOG/summary.txt"
+"$B/mconv" device | tee "$LOG/device.txt"
+
+echo "== GPU tests" | tee -a "$LOG/summary.txt"
+timeout 400 "$B/mconv_gpu_tests" > "$LOG/gpu_tests.log" 2>&1; echo "gpu tests exit $?" | tee -a "$LOG/summary.txt"
+grep -E "MCONV_TEST_SEED|PASSED|FAILED|SKIPPED" "$LOG/gpu_tests.log" | head -20 | tee -a "$LOG/summary.txt"
+
+if [ -z "${SKIP_SANITIZER:-}" ]; then
+  echo "== compute-sanitizer" | tee -a "$LOG/summary.txt"
+  MCONV_GPU_TEST_FEW=1 timeout 240 compute-sanitizer --tool memcheck --error-exitcode 3 "$B/mconv_gpu_tests" \
+    --gtest_filter='*RandomProblems*:*EdgeCasesFloat*:*HostPointers*' > "$LOG/memcheck.log" 2>&1
+  echo "memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$LOG/memcheck.log" | tail -1)" | tee -a "$LOG/summary.txt"
+  MCONV_GPU_TEST_FEW=1 timeout 240 compute-sanitizer --tool racecheck --error-exitcode 3 "$B/mconv_gpu_tests" \
+    --gtest_filter='*EdgeCasesExactEveryTile*' > "$LOG/racecheck.log" 2>&1
+  echo "racecheck exit $?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$LOG/racecheck.log" | tail -1)" | tee -a "$LOG/summary.txt"
+fi
+
+for s in "${suites[@]}"; do
+  echo "== bench $s" | tee -a "$LOG/summary.txt"
+  timeout 300 "$B/mconv" bench --suite "bench/suites/$s.csv" --vs cudnn --out "$LOG/$s" > "$LOG/$s.txt" 2> "$LOG/$s.err"
+  echo "exit $?" >> "$LOG/summary.txt"
+  tail -1 "$LOG/$s.txt" | tee -a "$LOG/summary.txt"
+done
+python3 scripts/plot_bench.py "$LOG" > "$LOG/plot.log" 2>&1 || echo "plot failed" | tee -a "$LOG/summary.txt"
+tar -C "$OUT" -czf "$OUT/results.tar.gz" logs && rm -rf "$LOG"/*.npy
+echo; echo "==== summary"; cat "$LOG/summary.txt"
