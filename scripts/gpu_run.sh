@@ -38,5 +38,5 @@ for s in "${suites[@]}"; do
   tail -1 "$LOG/$s.txt" | tee -a "$LOG/summary.txt"
 done
 python3 scripts/plot_bench.py "$LOG" > "$LOG/plot.log" 2>&1 || echo "plot failed" | tee -a "$LOG/summary.txt"
-tar -C "$OUT" -czf "$OUT/results.tar.gz" logs && rm -rf "$LOG"/*.npy
-echo; echo "==== summary"; cat "$LOG/summary.txt"
+tar -C "$OUT" -czf "$OUT/results.tar.gz" logs && find "$LOG" -type f ! -name summary.txt -delete
+echo; echo "==== summary"; cat "$LOG/summary.txt"; for s in "${suites[@]}"; do tar -xzOf "$OUT/results.tar.gz" "logs/$s.txt" | cut -c1-200; done

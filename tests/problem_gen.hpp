@@ -51,6 +51,10 @@ inline std::vector<Case> edge_cases() {
   for (int64_t c : {1, 7, 8, 9, 33})
     for (int64_t k : {1, 31, 32, 33, 64, 65, 129}) v.push_back({make(1, c, 7, 9, k, 3, 3, 1)});
   v.push_back({make(2, 16, 7, 9, 24, 1, 1)});
+  v.push_back({make(2, 16, 8, 12, 40, 3, 3, 1)});  // Q % 4 == 0: the vector epilogue
+  Case vec_beta{make(3, 8, 8, 8, 70, 1, 1)};
+  vec_beta.p.alpha = 2.0f; vec_beta.p.beta = 1.0f; vec_beta.bias = true; vec_beta.relu = true;
+  v.push_back(vec_beta);
   v.push_back({make(1, 3, 224 / 8, 224 / 8, 16, 7, 7, 3, 2)});
   v.push_back({make(3, 4, 5, 5, 4, 5, 5, 6, 1)});        // padding larger than the filter
   v.push_back({make(2, 3, 11, 11, 5, 2, 2, 0, 3)});      // stride larger than the filter

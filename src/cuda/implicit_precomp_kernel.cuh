@@ -35,6 +35,7 @@ struct ImplicitPrecompParams {
   int stride_h, stride_w, pad_h, pad_w;
   float alpha, beta;
   int relu;
+  int vector_store;  // Note [vector epilogue]: set by the launcher when its preconditions hold
 };
 
 /// Which way the gather's threads run: along columns (consecutive output pixels; NCHW/CNHW with
@@ -178,6 +179,39 @@ __global__ void __launch_bounds__(Tile::kThreads, 2) implicit_precomp_kernel(con
   // Epilogue: y in any layout, alpha/beta (beta == 0 never reads y), bias, ReLU.
   float* __restrict__ gY = prm.y + blockIdx.z * prm.y_group;
   const float* gBias = prm.bias ? prm.bias + static_cast<long long>(blockIdx.z) * prm.kg : nullptr;
+  auto finish = [&](float acc, int f, const float* old) {
+    float v = prm.alpha * acc;
+    if (prm.beta != 0.0f) v = fmaf(prm.beta, *old, v);
+    if (gBias) v += gBias[f];
+    return prm.relu ? fmaxf(v, 0.0f) : v;
+  };
+  if (prm.vector_store) {
+    // Note [vector epilogue]: pixels are contiguous (y.stride_q == 1, rows of Q % 4 == 0 packed), so a
+    // thread's 4 consecutive pixels m..m+3 (m % 4 == 0) lie in one output row, 16-byte aligned: one
+    // float4 store each, and a warp writes 256 contiguous bytes per filter.
+#pragma unroll
+    for (int c = 0; c < TM / 4; ++c) {
+      const long long m = block_m + c * (BM / (TM / 4)) + tm * 4;
+      if (m >= prm.npq) continue;  // npq % 4 == 0 here, so m < npq covers all four pixels
+      const int n = static_cast<int>(m / prm.pq), rem = static_cast<int>(m - static_cast<long long>(n) * prm.pq);
+      float* yPix = gY + n * prm.y_sn + rem;  // rem = p*Q + q since y.stride_p == Q
+#pragma unroll
+      for (int j = 0; j < TN; ++j) {
+        const int f = block_n + (j / 4) * (BN / (TN / 4)) + tn * 4 + (j % 4);
+        if (f >= prm.kg) continue;
+        float4* dst = reinterpret_cast<float4*>(yPix + f * prm.y_sk);
+        float4 old = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (prm.beta != 0.0f) old = *dst;
+        float4 v;
+        v.x = finish(rAcc[c * 4 + 0][j], f, &old.x);
+        v.y = finish(rAcc[c * 4 + 1][j], f, &old.y);
+        v.z = finish(rAcc[c * 4 + 2][j], f, &old.z);
+        v.w = finish(rAcc[c * 4 + 3][j], f, &old.w);
+        *dst = v;
+      }
+    }
+    return;
+  }
 #pragma unroll
   for (int i = 0; i < TM; ++i) {
     const long long m = block_m + (i / 4) * (BM / (TM / 4)) + tm * 4 + (i % 4);
@@ -190,11 +224,7 @@ __global__ void __launch_bounds__(Tile::kThreads, 2) implicit_precomp_kernel(con
       const int f = block_n + (j / 4) * (BN / (TN / 4)) + tn * 4 + (j % 4);
       if (f >= prm.kg) continue;
       float* dst = yPix + f * prm.y_sk;
-      float v = prm.alpha * rAcc[i][j];
-      if (prm.beta != 0.0f) v = fmaf(prm.beta, *dst, v);
-      if (gBias) v += gBias[f];
-      if (prm.relu) v = fmaxf(v, 0.0f);
-      *dst = v;
+      *dst = finish(rAcc[i][j], f, dst);
     }
   }
 }

@@ -1,5 +1,6 @@
 // Launcher of the implicit-GEMM kernel family: fills the parameters from the Plan, checks the
 // preconditions, picks the instantiation for the plan's tile and gather order, checks the launch.
+#include <cstdint>
 #include <limits>
 #include <string_view>
 
@@ -71,6 +72,11 @@ void implicit_precomp_forward(const Plan& plan, const void* table, const float* 
   prm.pad_h = static_cast<int>(pr.pad_h); prm.pad_w = static_cast<int>(pr.pad_w);
   prm.alpha = pr.alpha; prm.beta = pr.beta;
   prm.relu = e.relu ? 1 : 0;
+  // Note [vector epilogue]: contiguous pixels, whole float4 groups that never straddle a row, and
+  // every group start 16-byte aligned (pointer and the n, k, group strides multiples of 4).
+  prm.vector_store = out.stride_q == 1 && out.stride_p == pr.q() && pr.q() % 4 == 0 &&
+                     reinterpret_cast<uintptr_t>(y) % 16 == 0 && out.stride_n % 4 == 0 &&
+                     out.stride_k % 4 == 0 && prm.y_group % 4 == 0;
 
   const GatherOrder order = plan.row_order() == RowOrder::RSC ? GatherOrder::Rows : GatherOrder::Columns;
   const auto s = static_cast<cudaStream_t>(stream);
