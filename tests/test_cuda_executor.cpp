@@ -27,8 +27,9 @@ struct DeviceBuffer {
 };
 
 // Runs one case on the GPU with the given tile ("" = planner's choice); compares with the reference.
-void run_case(Engine& engine, const Case& c, std::mt19937_64& g, bool integers, const std::string& tile = "") {
-  SCOPED_TRACE(c.name() + (tile.empty() ? "" : " tile " + tile));
+void run_case(Engine& engine, const Case& c, std::mt19937_64& g, bool integers, const std::string& tile = "",
+              int split_k = 0) {
+  SCOPED_TRACE(c.name() + (tile.empty() ? "" : " tile " + tile) + (split_k ? " split_k " + std::to_string(split_k) : ""));
   HostTensors t(c, g, integers);
   std::vector<float> ref = t.y, got(t.y.size());
   Epilogue host_e{t.bias.empty() ? nullptr : t.bias.data(), c.relu};
@@ -42,6 +43,7 @@ void run_case(Engine& engine, const Case& c, std::mt19937_64& g, bool integers, 
   if (!t.bias.empty()) CUDA_OK(cudaMemcpy(db.ptr, t.bias.data(), t.bias.size() * 4, cudaMemcpyHostToDevice));
   PlanOptions o;
   o.tile = tile;
+  o.split_k = split_k;
   auto plan = engine.plan(c.p, t.xd, t.wd, t.yd, o);
   Epilogue e{t.bias.empty() ? nullptr : db.ptr, c.relu};
   engine.conv2d_forward(*plan, dx.ptr, dw.ptr, dy.ptr, e);
@@ -89,11 +91,40 @@ TEST_F(CudaExecutor, RandomProblemsExact) {
   }
 }
 
+TEST_F(CudaExecutor, SplitKExactWithBetaBiasAndReluFallback) {
+  // Note [split-k without workspace]: integer inputs keep every partial sum exact, so the atomics'
+  // order cannot change the bits and the comparison stays exact.
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 6);
+  for (int split : {2, 3, 7}) {
+    for (Case c : {Case{make(2, 40, 7, 9, 70, 3, 3, 1)}, Case{make(1, 64, 8, 8, 33, 1, 1)},
+                   Case{make(2, 24, 9, 9, 24, 3, 3, 1, 1, 1, 3)}}) {
+      c.p.alpha = 2.0f;
+      c.p.beta = 1.0f;
+      c.bias = true;
+      for (int l = 0; l < 3; ++l) {
+        c.xl = c.wl = c.yl = Layout(l);
+        c.relu = l == 2;  // ReLU runs unsplit
+        run_case(engine, c, g, true, "", split);
+      }
+    }
+  }
+}
+
+TEST_F(CudaExecutor, SplitKOutOfRangeIsAnError) {
+  Engine engine(Target::Cuda);
+  Problem p = make(1, 8, 5, 5, 4, 1, 1);  // 8 rows: one row tile
+  PlanOptions o;
+  o.split_k = 2;
+  EXPECT_THROW(engine.plan(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), o), Error);
+}
+
 TEST_F(CudaExecutor, LargeChannelAndFilterCounts) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 4);
   run_case(engine, {make(2, 256, 9, 9, 200, 3, 3, 1)}, g, false);
   run_case(engine, {make(1, 64, 30, 30, 64, 3, 3, 1, 1, 1, 1)}, g, false);
+  run_case(engine, {make(1, 512, 7, 7, 512, 3, 3, 1)}, g, false);  // the planner splits this one
 }
 
 TEST_F(CudaExecutor, HostPointersAreRefused) {

@@ -85,10 +85,13 @@ struct CompiledRepresentation {
   std::vector<int64_t> relo;  ///< relo[0] = offset[0], relo[k] = offset[k] - offset[k-1]
 };
 
-/// A tile configuration of the CUDA implicit-GEMM kernel (see src/cuda/implicit_precomp_tile.cuh).
+/// A tile configuration of the CUDA implicit-GEMM kernel (see src/cuda/implicit_precomp_kernel.cuh).
 struct TileChoice {
   std::string name;  ///< e.g. "128x128x8"; empty for CPU plans
   std::string reason;
+  /// Slices of the row (GEMM-K) range computed by separate blocks and summed into y with atomics
+  /// (Note [split-k without workspace]). 1 = off. Results then vary in the last bits from run to run.
+  int split_k = 1;
 };
 
 /// Options that override the planner's choices.
@@ -96,6 +99,7 @@ struct PlanOptions {
   Target target = Target::Auto;
   Algorithm algorithm = Algorithm::Auto;
   std::string tile;  ///< CUDA tile name to force; empty = choose from the device properties
+  int split_k = 0;   ///< CUDA: 0 = planner's choice, 1 = off (bitwise reproducible), n = force n slices
 };
 
 class Plan {

@@ -44,7 +44,7 @@ std::shared_ptr<const Plan> Engine::plan(const Problem& problem, const TensorDes
   std::ostringstream key;
   key << problem.to_string() << " m" << int(problem.mode) << " a" << problem.alpha << " b" << problem.beta
       << "|" << x.to_string() << "|" << w.to_string() << "|" << y.to_string() << "|"
-      << algorithm_name(options.algorithm) << "|" << options.tile << "|dev" << device_;
+      << algorithm_name(options.algorithm) << "|" << options.tile << "|split" << options.split_k << "|dev" << device_;
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = plans_.find(key.str());
   if (it != plans_.end()) return it->second;

@@ -12,6 +12,11 @@
 // (p*stride_h - pad_h, q*stride_w - pad_w); the element exists iff 0 <= h0+dh < H and 0 <= w0+dw < W,
 // tested as two unsigned compares. Padded table rows and columns past N*P*Q carry -2^30, which fails
 // the test, so tails need no other branch. cp.async with source size 0 writes zeros.
+//
+// Note [split-k without workspace]: when the output tiles alone cannot fill the GPU (small maps,
+// large C), `splits` blocks share one output tile, each over a slice of the rows. A pre-pass writes
+// y = beta*y + bias (output_prepass_kernel.cuh) and the slices add alpha*partial with atomics, so no
+// buffer beyond y is needed. ReLU needs the full sum, so the launcher does not split when it is asked.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +41,8 @@ struct ImplicitPrecompParams {
   float alpha, beta;
   int relu;
   int vector_store;  // Note [vector epilogue]: set by the launcher when its preconditions hold
+  int splits;        // Note [split-k without workspace]: row slices; blockIdx.z = group * splits + slice
+  int k_tiles_per_split;
 };
 
 /// Which way the gather's threads run: along columns (consecutive output pixels; NCHW/CNHW with
@@ -88,8 +95,9 @@ __global__ void __launch_bounds__(Tile::kThreads, 2) implicit_precomp_kernel(con
   const int tid = threadIdx.x;
   const long long block_m = static_cast<long long>(blockIdx.x) * BM;
   const int block_n = blockIdx.y * BN;
-  const float* __restrict__ gX = prm.x + blockIdx.z * prm.x_group;
-  const float* __restrict__ gW = prm.w + blockIdx.z * prm.w_group;
+  const int group = blockIdx.z / prm.splits, slice = blockIdx.z - group * prm.splits;
+  const float* __restrict__ gX = prm.x + group * prm.x_group;
+  const float* __restrict__ gW = prm.w + group * prm.w_group;
 
   // Per-thread bases: start address and (h0, w0) of each column this thread gathers, formed once.
   long long rStart[kCols];
@@ -141,10 +149,11 @@ __global__ void __launch_bounds__(Tile::kThreads, 2) implicit_precomp_kernel(con
 #pragma unroll
     for (int j = 0; j < TN; ++j) rAcc[i][j] = 0.0f;
 
-  const int k_tiles = (prm.rows + BK - 1) / BK;
+  const int kt_begin = slice * prm.k_tiles_per_split;
+  const int k_tiles = min((prm.rows + BK - 1) / BK - kt_begin, prm.k_tiles_per_split);  // this slice's
 #pragma unroll
   for (int s = 0; s < S - 1; ++s) {
-    if (s < k_tiles) load_stage(s, s * BK);
+    if (s < k_tiles) load_stage(s, (kt_begin + s) * BK);
     detail::cp_async_commit();
   }
   const int tm = tid % Tile::kThreadsM, tn = tid / Tile::kThreadsM;
@@ -152,7 +161,7 @@ __global__ void __launch_bounds__(Tile::kThreads, 2) implicit_precomp_kernel(con
     detail::cp_async_wait<S - 2>();
     __syncthreads();  // stage kt visible to all; stage kt-1 no longer read by anyone
     const int next = kt + S - 1;
-    if (next < k_tiles) load_stage(next % S, next * BK);
+    if (next < k_tiles) load_stage(next % S, (kt_begin + next) * BK);
     detail::cp_async_commit();
     const int st = kt % S;
 #pragma unroll
@@ -177,8 +186,9 @@ __global__ void __launch_bounds__(Tile::kThreads, 2) implicit_precomp_kernel(con
   detail::cp_async_wait<0>();
 
   // Epilogue: y in any layout, alpha/beta (beta == 0 never reads y), bias, ReLU.
-  float* __restrict__ gY = prm.y + blockIdx.z * prm.y_group;
-  const float* gBias = prm.bias ? prm.bias + static_cast<long long>(blockIdx.z) * prm.kg : nullptr;
+  float* __restrict__ gY = prm.y + group * prm.y_group;
+  const float* gBias = prm.bias ? prm.bias + static_cast<long long>(group) * prm.kg : nullptr;
+  const bool split = prm.splits > 1;  // Note [split-k without workspace]: y already holds beta*y + bias
   auto finish = [&](float acc, int f, const float* old) {
     float v = prm.alpha * acc;
     if (prm.beta != 0.0f) v = fmaf(prm.beta, *old, v);
@@ -200,6 +210,11 @@ __global__ void __launch_bounds__(Tile::kThreads, 2) implicit_precomp_kernel(con
         const int f = block_n + (j / 4) * (BN / (TN / 4)) + tn * 4 + (j % 4);
         if (f >= prm.kg) continue;
         float4* dst = reinterpret_cast<float4*>(yPix + f * prm.y_sk);
+        if (split) {
+          atomicAdd(dst, make_float4(prm.alpha * rAcc[c * 4 + 0][j], prm.alpha * rAcc[c * 4 + 1][j],
+                                     prm.alpha * rAcc[c * 4 + 2][j], prm.alpha * rAcc[c * 4 + 3][j]));
+          continue;
+        }
         float4 old = make_float4(0.f, 0.f, 0.f, 0.f);
         if (prm.beta != 0.0f) old = *dst;
         float4 v;
@@ -224,7 +239,8 @@ __global__ void __launch_bounds__(Tile::kThreads, 2) implicit_precomp_kernel(con
       const int f = block_n + (j / 4) * (BN / (TN / 4)) + tn * 4 + (j % 4);
       if (f >= prm.kg) continue;
       float* dst = yPix + f * prm.y_sk;
-      *dst = finish(rAcc[i][j], f, dst);
+      if (split) atomicAdd(dst, prm.alpha * rAcc[i][j]);
+      else *dst = finish(rAcc[i][j], f, dst);
     }
   }
 }

@@ -1,5 +1,6 @@
 // Launcher of the implicit-GEMM kernel family: fills the parameters from the Plan, checks the
 // preconditions, picks the instantiation for the plan's tile and gather order, checks the launch.
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string_view>
@@ -8,6 +9,7 @@
 #include "cuda_backend.hpp"
 #include "cuda_check.cuh"
 #include "implicit_precomp_kernel.cuh"
+#include "output_prepass_kernel.cuh"
 
 namespace mconv::detail::cuda_backend {
 namespace {
@@ -26,9 +28,14 @@ constexpr bool matches_catalog(std::string_view name) {
 }
 
 template <class Tile>
-void launch(const ImplicitPrecompParams& prm, GatherOrder order, int groups, cudaStream_t stream) {
-  const dim3 grid((prm.npq + Tile::kBlockM - 1) / Tile::kBlockM, (prm.kg + Tile::kBlockN - 1) / Tile::kBlockN, groups);
-  if (grid.y > 65535) throw Error(Status::Unsupported, "k: too many filter tiles for one launch");
+void launch(ImplicitPrecompParams prm, GatherOrder order, int groups, cudaStream_t stream) {
+  const int k_tiles = (prm.rows + Tile::kBlockK - 1) / Tile::kBlockK;
+  prm.k_tiles_per_split = (k_tiles + prm.splits - 1) / prm.splits;
+  prm.splits = (k_tiles + prm.k_tiles_per_split - 1) / prm.k_tiles_per_split;  // no empty slice
+  const dim3 grid((prm.npq + Tile::kBlockM - 1) / Tile::kBlockM, (prm.kg + Tile::kBlockN - 1) / Tile::kBlockN,
+                  groups * prm.splits);
+  if (grid.y > 65535 || grid.z > 65535)
+    throw Error(Status::Unsupported, "k/groups: too many filter tiles or groups x split_k slices for one launch");
   if (order == GatherOrder::Columns)
     cuda::implicit_precomp_kernel<Tile, GatherOrder::Columns><<<grid, Tile::kThreads, 0, stream>>>(prm);
   else
@@ -77,6 +84,19 @@ void implicit_precomp_forward(const Plan& plan, const void* table, const float* 
   prm.vector_store = out.stride_q == 1 && out.stride_p == pr.q() && pr.q() % 4 == 0 &&
                      reinterpret_cast<uintptr_t>(y) % 16 == 0 && out.stride_n % 4 == 0 &&
                      out.stride_k % 4 == 0 && prm.y_group % 4 == 0;
+
+  // Note [split-k without workspace]: ReLU needs the whole sum, so it runs unsplit.
+  prm.splits = e.relu ? 1 : plan.tile().split_k;
+  if (prm.splits > 1) {
+    cuda::OutputPrepassParams pp{};
+    pp.y = y; pp.bias = e.bias; pp.total = static_cast<long long>(pr.n) * pr.k * prm.pq;
+    pp.k = static_cast<int>(pr.k); pp.pq = prm.pq; pp.q = prm.q;
+    pp.y_sn = out.stride_n; pp.y_sk = out.stride_k; pp.y_sp = out.stride_p; pp.y_sq = out.stride_q;
+    pp.beta = pr.beta;
+    const int blocks = static_cast<int>(std::min<long long>((pp.total + 255) / 256, 132 * 16));
+    cuda::output_prepass_kernel<<<blocks, 256, 0, static_cast<cudaStream_t>(stream)>>>(pp);
+    MCONV_CUDA_CHECK(cudaGetLastError());
+  }
 
   const GatherOrder order = plan.row_order() == RowOrder::RSC ? GatherOrder::Rows : GatherOrder::Columns;
   const auto s = static_cast<cudaStream_t>(stream);

@@ -21,4 +21,7 @@ DeviceSummary current_device_summary();
 const TileShape& choose_implicit_precomp_tile(const Problem& p, const DeviceSummary& dev,
                                               std::vector<std::string>& why);
 
+/// Row slices for split-K (Note [split-k without workspace]); 1 when the grid already fills the GPU.
+int choose_split_k(const Problem& p, const TileShape& tile, const DeviceSummary& dev, std::vector<std::string>& why);
+
 }  // namespace mconv::detail

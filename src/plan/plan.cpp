@@ -138,8 +138,18 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
     }
     plan.tile_.name = std::string(tile->name);
     plan.tile_.reason = plan.decisions_.back();
-  } else if (!options.tile.empty()) {
-    throw Error(Status::BadParam, "tile: tiles apply to the cuda target only");
+    const int64_t k_tiles = (plan.valid_rows_ + tile->block_k - 1) / tile->block_k;
+    if (options.split_k < 0 || options.split_k > k_tiles)
+      throw Error(Status::BadParam, "split_k: " + std::to_string(options.split_k) + " is outside 0.." +
+                                        std::to_string(k_tiles) + " (the row tiles of this problem)");
+    if (options.split_k > 0) {
+      plan.tile_.split_k = options.split_k;
+      plan.decisions_.push_back("split_k " + std::to_string(options.split_k) + ": forced");
+    } else {
+      plan.tile_.split_k = detail::choose_split_k(pr, *tile, detail::current_device_summary(), plan.decisions_);
+    }
+  } else if (!options.tile.empty() || options.split_k > 1) {
+    throw Error(Status::BadParam, "tile: tiles and split_k apply to the cuda target only");
   }
   return plan;
 }
@@ -169,7 +179,7 @@ std::string Plan::key() const {
   os << problem_.to_string() << " mode" << int(problem_.mode) << " a" << problem_.alpha << " b"
      << problem_.beta << " | x " << x_.to_string() << " | w " << w_.to_string() << " | y "
      << y_.to_string() << " | " << target_name(target_) << " " << algorithm_name(algorithm_) << " "
-     << tile_.name;
+     << tile_.name << " split" << tile_.split_k;
   return os.str();
 }
 

@@ -34,6 +34,7 @@ void LayerArgs::add_to(CLI::App& app) {
   app.add_option("--algo", algorithm, "auto, reference, implicit_precomp, direct_block, single_channel, stride_fixed")
       ->capture_default_str();
   app.add_option("--tile", tile, "force a CUDA tile (e.g. 128x128x8)");
+  app.add_option("--split-k", split_k, "CUDA row slices: 0 = planner, 1 = off (bitwise reproducible), n = force");
 }
 
 Problem LayerArgs::resolved_problem() const {
@@ -57,6 +58,7 @@ PlanOptions LayerArgs::plan_options() const {
   o.target = parse_target(target);
   o.algorithm = parse_algorithm(algorithm);
   o.tile = tile;
+  o.split_k = split_k;
   return o;
 }
 

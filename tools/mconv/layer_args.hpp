@@ -18,6 +18,7 @@ struct LayerArgs {
   std::string x_layout, w_layout, y_layout;
   std::string mode = "cross";
   std::string target = "auto", algorithm = "auto", tile;
+  int split_k = 0;
 
   void add_to(CLI::App& app);
   /// Resolves the mode string into problem.mode; throws Error on a bad name.
