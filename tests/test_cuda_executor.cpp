@@ -28,8 +28,9 @@ struct DeviceBuffer {
 
 // Runs one case on the GPU with the given tile ("" = planner's choice); compares with the reference.
 void run_case(Engine& engine, const Case& c, std::mt19937_64& g, bool integers, const std::string& tile = "",
-              int split_k = 0) {
-  SCOPED_TRACE(c.name() + (tile.empty() ? "" : " tile " + tile) + (split_k ? " split_k " + std::to_string(split_k) : ""));
+              int split_k = 0, Algorithm algo = Algorithm::Auto) {
+  SCOPED_TRACE(c.name() + (tile.empty() ? "" : " tile " + tile) + (split_k ? " split_k " + std::to_string(split_k) : "") +
+               " algo " + algorithm_name(algo));
   HostTensors t(c, g, integers);
   std::vector<float> ref = t.y, got(t.y.size());
   Epilogue host_e{t.bias.empty() ? nullptr : t.bias.data(), c.relu};
@@ -44,6 +45,7 @@ void run_case(Engine& engine, const Case& c, std::mt19937_64& g, bool integers, 
   PlanOptions o;
   o.tile = tile;
   o.split_k = split_k;
+  o.algorithm = algo;
   auto plan = engine.plan(c.p, t.xd, t.wd, t.yd, o);
   Epilogue e{t.bias.empty() ? nullptr : db.ptr, c.relu};
   engine.conv2d_forward(*plan, dx.ptr, dw.ptr, dy.ptr, e);
@@ -108,6 +110,53 @@ TEST_F(CudaExecutor, SplitKExactWithBetaBiasAndReluFallback) {
         run_case(engine, c, g, true, "", split);
       }
     }
+  }
+}
+
+TEST_F(CudaExecutor, DirectBlockEdgeCasesExact) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 7);
+  for (Case c : edge_cases())
+    for (int l = 0; l < 3; ++l) {
+      c.xl = c.wl = c.yl = Layout(l);
+      run_case(engine, c, g, true, "", 0, Algorithm::DirectBlock);
+    }
+}
+
+TEST_F(CudaExecutor, DirectBlockRandomProblemsFloat) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 8);
+  const int count = std::getenv("MCONV_GPU_TEST_FEW") ? 30 : 200;
+  for (int i = 0; i < count; ++i) run_case(engine, random_case(g), g, false, "", 0, Algorithm::DirectBlock);
+}
+
+TEST_F(CudaExecutor, DirectBlockDepthwiseShapesAndAutoChoice) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 9);
+  // Large map (64-wide tile), small map (16-wide tile), multiplier 2, stride 2, 5x5 and 7x7.
+  for (Case c : {Case{make(2, 6, 40, 70, 6, 3, 3, 1, 1, 1, 6)}, Case{make(3, 5, 7, 7, 5, 3, 3, 1, 1, 1, 5)},
+                 Case{make(2, 4, 20, 19, 8, 5, 5, 2, 2, 1, 4)}, Case{make(1, 3, 30, 33, 3, 7, 7, 3, 1, 1, 3)}}) {
+    Problem& p = c.p;
+    auto plan = engine.plan(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW));
+    EXPECT_EQ(plan->algorithm(), Algorithm::DirectBlock) << p.to_string();
+    EXPECT_EQ(engine.plan_device_bytes(*plan), 0);
+    c.bias = true;
+    c.relu = true;
+    run_case(engine, c, g, false);
+  }
+}
+
+TEST_F(CudaExecutor, DirectBlockTileTooLargeIsAnError) {
+  Engine engine(Target::Cuda);
+  Problem p = make(1, 1, 3000, 3000, 1, 7, 7, 0, 1, 400);  // halo of 2400 rows and columns
+  PlanOptions o;
+  o.algorithm = Algorithm::DirectBlock;
+  try {
+    engine.plan(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), o);
+    FAIL() << "expected Unsupported";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("shared memory"), std::string::npos) << e.what();
   }
 }
 

@@ -30,7 +30,7 @@ enum class Algorithm : int {
   Auto = 0,
   Reference = 1,        ///< CPU only: direct loops, double accumulation (the test oracle)
   ImplicitPrecomp = 2,  ///< implicit GEMM through the offset table (CPU and CUDA)
-  DirectBlock = 3,      ///< direct convolution on shared-memory blocks (not built yet)
+  DirectBlock = 3,      ///< CUDA: direct convolution on shared-memory blocks with halos (depthwise)
   SingleChannel = 4,    ///< single-channel hardware-model kernel (not built yet)
   StrideFixed = 5,      ///< multi-channel stride-fixed block kernel (not built yet)
 };

@@ -65,7 +65,8 @@ const void* Engine::device_table(const Plan& plan) {
 }
 
 int64_t Engine::plan_device_bytes(const Plan& plan) {
-  return target_ == Target::Cuda ? plan.table_bytes() : 0;
+  // direct_block reads no table: its extra device bytes are zero.
+  return target_ == Target::Cuda && plan.algorithm() != Algorithm::DirectBlock ? plan.table_bytes() : 0;
 }
 
 void Engine::conv2d_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& e) {
@@ -87,7 +88,10 @@ void Engine::conv2d_forward(const Plan& plan, const void* x, const void* w, void
   detail::cuda_backend::check_device_pointer(w, "w", device_);
   detail::cuda_backend::check_device_pointer(y, "y", device_);
   if (e.bias) detail::cuda_backend::check_device_pointer(e.bias, "bias", device_);
-  detail::cuda_backend::implicit_precomp_forward(plan, device_table(plan), xf, wf, yf, e, stream_);
+  if (plan.algorithm() == Algorithm::DirectBlock)
+    detail::cuda_backend::direct_block_forward(plan, xf, wf, yf, e, stream_);
+  else
+    detail::cuda_backend::implicit_precomp_forward(plan, device_table(plan), xf, wf, yf, e, stream_);
 }
 
 void Engine::synchronize() {

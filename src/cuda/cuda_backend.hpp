@@ -22,6 +22,9 @@ void check_device_pointer(const void* p, const char* field, int device);
 void implicit_precomp_forward(const Plan& plan, const void* table, const float* x, const float* w,
                               float* y, const Epilogue& e, void* stream);
 
+void direct_block_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e,
+                          void* stream);
+
 void synchronize(void* stream);
 void set_device(int device);
 

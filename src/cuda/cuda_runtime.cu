@@ -16,10 +16,11 @@ bool available() {
 }
 
 DeviceSummary summary() {
-  int dev = 0, sms = 0;
+  int dev = 0, sms = 0, smem = 0;
   MCONV_CUDA_CHECK(cudaGetDevice(&dev));
   MCONV_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  return {sms};
+  MCONV_CUDA_CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  return {sms, smem};
 }
 
 void set_device(int device) {

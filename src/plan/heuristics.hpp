@@ -11,7 +11,8 @@
 namespace mconv::detail {
 
 struct DeviceSummary {
-  int sm_count = 0;  // 0: unknown (no device)
+  int sm_count = 0;              // 0: unknown (no device)
+  int smem_per_block_optin = 0;  // bytes a block may opt in to; 0: unknown
 };
 
 /// The device the CUDA planner plans for; defined by the CUDA runtime (engine), 0 SMs without CUDA.
@@ -20,6 +21,23 @@ DeviceSummary current_device_summary();
 /// Tile for the implicit-GEMM kernel; appends its reason to `why`.
 const TileShape& choose_implicit_precomp_tile(const Problem& p, const DeviceSummary& dev,
                                               std::vector<std::string>& why);
+
+/// The algorithm Auto runs, with its reason appended to `why`.
+Algorithm choose_algorithm(const Problem& p, std::vector<std::string>& why);
+
+/// Shape of the direct-block kernel for `p`; throws Unsupported when its tile cannot fit shared memory.
+const DirectShape& choose_direct_shape(const Problem& p, const DeviceSummary& dev, std::vector<std::string>& why);
+
+/// Input rows and columns (with halo) of one direct-block tile (Note [halo sub-blocks]).
+inline int64_t direct_tile_rows(const Problem& p, const DirectShape& d) {
+  return (d.out_rows() - 1) * p.stride_h + (p.r - 1) * p.dil_h + 1;
+}
+inline int64_t direct_tile_cols(const Problem& p, const DirectShape& d) {
+  return (d.out_cols() - 1) * p.stride_w + (p.s - 1) * p.dil_w + 1;
+}
+inline int64_t direct_smem_bytes(const Problem& p, const DirectShape& d) {
+  return 4 * (direct_tile_rows(p, d) * direct_tile_cols(p, d) + d.filters * p.r * p.s);
+}
 
 /// Row slices for split-K (Note [split-k without workspace]); 1 when the grid already fills the GPU.
 int choose_split_k(const Problem& p, const TileShape& tile, const DeviceSummary& dev, std::vector<std::string>& why);

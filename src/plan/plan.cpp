@@ -83,15 +83,17 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
 
   Algorithm algo = options.algorithm;
   if (algo == Algorithm::Auto) {
-    algo = Algorithm::ImplicitPrecomp;
-    plan.decisions_.push_back("algorithm implicit_precomp: the only algorithm built for this target "
-                              "so far (direct_block, single_channel, stride_fixed are not built yet)");
+    algo = target == Target::Cuda ? detail::choose_algorithm(pr, plan.decisions_) : Algorithm::ImplicitPrecomp;
+    if (target != Target::Cuda)
+      plan.decisions_.push_back("algorithm implicit_precomp: the CPU executor of the Plan");
   } else {
     plan.decisions_.push_back(std::string("algorithm ") + algorithm_name(algo) + ": forced");
   }
   if (algo == Algorithm::Reference && target != Target::Cpu)
     throw Error(Status::Unsupported, "algorithm: reference runs on the CPU only");
-  if (algo == Algorithm::DirectBlock || algo == Algorithm::SingleChannel || algo == Algorithm::StrideFixed)
+  if (algo == Algorithm::DirectBlock && target != Target::Cuda)
+    throw Error(Status::Unsupported, "algorithm: direct_block runs on the cuda target only");
+  if (algo == Algorithm::SingleChannel || algo == Algorithm::StrideFixed)
     throw Error(Status::Unsupported, std::string("algorithm: ") + algorithm_name(algo) + " is not implemented yet");
   plan.algorithm_ = algo;
 
@@ -123,6 +125,15 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
   plan.out_ = {y.strides[0], y.strides[1], y.strides[2], y.strides[3]};
   plan.group_ = {cg * x.strides[1], pr.k_per_group() * w.strides[0], pr.k_per_group() * y.strides[1]};
 
+  if (algo == Algorithm::DirectBlock) {
+    if (!options.tile.empty() || options.split_k > 1)
+      throw Error(Status::BadParam, "tile: tiles and split_k apply to implicit_precomp only");
+    if (pr.n > 65535) throw Error(Status::Unsupported, "n: direct_block launches one grid row per image, at most 65535");
+    const auto& shape = detail::choose_direct_shape(pr, detail::current_device_summary(), plan.decisions_);
+    plan.tile_.name = std::string(shape.name);
+    plan.tile_.reason = plan.decisions_.back();
+    return plan;
+  }
   if (target == Target::Cuda) {
     const detail::TileShape* tile = nullptr;
     if (!options.tile.empty()) {

@@ -26,6 +26,27 @@ inline constexpr std::array<TileShape, 5> kTileCatalog{{
     {"64x32x8", 64, 32, 8, 4, 4, 3},      // tiny problems: more blocks to fill 132 SMs
 }};
 
+/// Thread-group shapes of the direct-block kernel (src/cuda/direct_block_kernel.cuh). Each thread
+/// owns reg_rows x reg_cols outputs of `filters` filters.
+struct DirectShape {
+  std::string_view name;
+  int threads_x, threads_y, reg_rows, reg_cols, filters;
+  int out_rows() const { return threads_y * reg_rows; }
+  int out_cols() const { return threads_x * reg_cols; }
+};
+
+inline constexpr std::array<DirectShape, 3> kDirectCatalog{{
+    {"direct_32x8_r2x2_f1", 32, 8, 2, 2, 1},  // depthwise, maps wider than 16: 16 x 64 outputs per block
+    {"direct_16x8_r1x1_f1", 16, 8, 1, 1, 1},  // depthwise, small maps (7x7, 14x14): 8 x 16 outputs
+    {"direct_32x8_r2x2_f4", 32, 8, 2, 2, 4},  // several filters per group: 4 filters per thread
+}};
+
+inline const DirectShape* find_direct_shape(std::string_view name) {
+  for (const auto& t : kDirectCatalog)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
 inline const TileShape* find_tile(std::string_view name) {
   for (const auto& t : kTileCatalog)
     if (t.name == name) return &t;

@@ -14,6 +14,7 @@ struct BenchOptions {
   int64_t batch = 0;       ///< overrides n when > 0
   PlanOptions plan;        ///< algorithm / tile overrides
   bool vs_cudnn = false;   ///< time the two cuDNN peers too (CUDA builds with cuDNN)
+  bool all_algorithms = false;  ///< also time every mconv algorithm that supports the layer
   int launches = 20;       ///< back-to-back launches per timed loop
   int repeats = 5;         ///< timed loops; the median is reported
   int64_t check_samples = 4096;

@@ -111,6 +111,26 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
         [&](int i) { engine.conv2d_forward(*plan, xs[i % copies], ws[i % copies], ys[i % copies]); }, opt.launches,
         opt.repeats, static_cast<cudaStream_t>(engine.stream()));
     r.extra_bytes = engine.plan_device_bytes(*plan);
+    if (opt.all_algorithms) {
+      for (Algorithm a : {Algorithm::ImplicitPrecomp, Algorithm::DirectBlock}) {
+        PlanOptions ao = po;
+        ao.algorithm = a;
+        std::shared_ptr<const Plan> alt;
+        try {
+          alt = engine.plan(p, xd, wd, yd, ao);
+        } catch (const Error&) {
+          continue;  // the algorithm does not support this layer
+        }
+        cuda_ok(cudaMemset(ys[0], 0xff, hy.size() * 4), "poison y");
+        engine.conv2d_forward(*alt, xs[0], ws[0], ys[0]);
+        engine.synchronize();
+        const bool ok = error_of(ys[0]) < 2e-5;
+        const double ms = median_ms_per_launch(
+            [&](int i) { engine.conv2d_forward(*alt, xs[i % copies], ws[i % copies], ys[i % copies]); },
+            opt.launches, opt.repeats, static_cast<cudaStream_t>(engine.stream()));
+        r.alternatives.emplace_back(algorithm_name(a), ok ? ms : -1.0);
+      }
+    }
     if (peaks.fp32_flops > 0)
       r.floor_ms = 1e3 * std::max(p.flops() / peaks.fp32_flops, min_bytes(p) / peaks.bytes_per_s);
 #ifdef MCONV_HAVE_CUDNN

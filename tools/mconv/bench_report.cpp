@@ -66,6 +66,7 @@ void print_report(std::ostream& os, const std::string& format, const std::string
                           {"tflops", r.problem.flops() / (r.ms * 1e-3) / 1e12}, {"extra_bytes", r.extra_bytes},
                           {"rel_err", r.rel_err}, {"correct", r.correct}};
       if (r.floor_ms > 0) l["roofline_pct"] = 100.0 * r.floor_ms / r.ms;
+      for (const auto& [name, ms] : r.alternatives) l["algorithms"][name] = ms;
       for (auto [key, p] : {std::pair<const char*, const PeerTime*>{"cudnn_fastest", &r.fastest}, {"cudnn_matched", &r.matched}})
         if (p->valid)
           l[key] = {{"algo", p->algo}, {"ms", p->ms}, {"workspace", p->workspace}, {"ratio", p->ms / r.ms}, {"rel_err", p->rel_err}};
@@ -132,6 +133,7 @@ void print_report(std::ostream& os, const std::string& format, const std::string
       else os << std::setw(26) << "-";
       os << "  " << r.fastest.algo << " / " << r.matched.algo;
     }
+    for (const auto& [name, ms] : r.alternatives) os << "  [" << name << " " << (ms < 0 ? "WRONG" : fmt(ms, 4)) << "]";
     os << "\n";
   }
   os << "total mconv " << fmt(sum.mconv_total, 3) << " ms, geomean " << fmt(sum.geo_tflops, 3) << " TFLOP/s";

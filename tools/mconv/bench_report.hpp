@@ -28,6 +28,8 @@ struct LayerResult {
   double rel_err = 0;  ///< norm-relative error of sampled outputs against the double reference
   bool correct = false;
   PeerTime fastest, matched;
+  /// Every mconv algorithm that ran on the layer (with --all-algos): name and ms (< 0: wrong result).
+  std::vector<std::pair<std::string, double>> alternatives;
   double floor_ms = 0;  ///< roofline floor from the measured peaks (0: unknown)
 };
 

@@ -138,6 +138,7 @@ int main(int argc, char** argv) {
   bench->add_option("--tile", tile, "force a CUDA tile");
   bench->add_option("--split-k", bopt.plan.split_k, "CUDA row slices: 0 = planner, 1 = off, n = force");
   bench->add_option("--vs", vs, "peer to time beside mconv: cudnn")->check(CLI::IsMember({"cudnn"}));
+  bench->add_flag("--all-algos", bopt.all_algorithms, "also time every mconv algorithm that supports each layer");
   bench->add_option("--launches", bopt.launches, "launches per timed loop (GPU)")->capture_default_str();
   bench->add_option("--repeats", bopt.repeats, "timed loops, median reported")->capture_default_str();
 

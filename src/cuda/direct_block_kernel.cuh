@@ -1,0 +1,147 @@
+// The direct-block kernel family (technique 3: direct convolution on shared-memory blocks).
+//
+// Block (blockIdx.x, blockIdx.y, blockIdx.z) = (spatial tile, image n, group x filter slice). The
+// thread group is kThreadsX x kThreadsY; each thread owns kRegRows x kRegCols outputs of each of the
+// block's kFilters filters (register blocking over outputs and filters):
+//   outputs (oy, ox) = (tile_y + ty + i*kThreadsY, tile_x + tx + j*kThreadsX),
+// so neighbouring threads compute neighbouring outputs from neighbouring inputs.
+// For each input channel of the group, one after another: the block's input tile plus its halo is
+// loaded into shared memory as sub-blocks, the first exactly the size of the thread group and the
+// rest the right strip, bottom strip and corner, with some threads idle (Note [halo sub-blocks]);
+// the channel's filter slice goes to shared memory; every thread accumulates in registers. y is
+// written once, at the end.
+//
+// Note [halo sub-blocks]: the tile is (kTileRows x kTileCols) inputs with
+//   kTileRows = (kOutRows - 1)*stride_h + (R-1)*dil_h + 1, likewise columns,
+// which is larger than the thread group. Instead of an exact thread-to-element map with division and
+// modulo, thread (tx, ty) loads elements (ty + a*kThreadsY, tx + b*kThreadsX) for a, b = 0, 1, ...:
+// a = b = 0 is the main part matching the thread group; the others are the strips and the corner.
+#pragma once
+
+namespace mconv::cuda {
+
+struct DirectBlockParams {
+  const float* x;
+  const float* w;
+  float* y;
+  const float* bias;
+  long long x_sn, x_sc, x_sh, x_sw;
+  long long w_sk, w_sc, w_sr, w_ss;
+  long long y_sn, y_sk, y_sp, y_sq;
+  int cg, kg;             // channels and filters per group
+  int filter_slices;      // ceil(kg / kFilters); blockIdx.z = group * filter_slices + slice
+  int H, W, P, Q, R, S;   // R, S used when the kernel is instantiated with R = S = 0 (runtime size)
+  int tiles_x;            // spatial tiles along Q; blockIdx.x = tile_row * tiles_x + tile_col
+  int stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
+  int tile_rows, tile_cols;  // input tile with halo (Note [halo sub-blocks])
+  int flip;               // true convolution: w[R-1-r][S-1-s]
+  float alpha, beta;
+  int relu;
+};
+
+/// Thread-group shape and register blocking; R = S = 0 means "filter size at run time".
+template <int R_, int S_, int Filters, int ThreadsX, int ThreadsY, int RegRows, int RegCols>
+struct DirectBlockShape {
+  static constexpr int kR = R_, kS = S_, kFilters = Filters;
+  static constexpr int kThreadsX = ThreadsX, kThreadsY = ThreadsY, kThreads = ThreadsX * ThreadsY;
+  static constexpr int kRegRows = RegRows, kRegCols = RegCols;
+  static constexpr int kOutRows = ThreadsY * RegRows, kOutCols = ThreadsX * RegCols;
+  static_assert(kThreads % 32 == 0 && kThreads <= 1024, "whole warps");
+  static_assert(RegRows * RegCols * Filters <= 64, "accumulators must stay in registers");
+};
+
+template <class Shape>
+__global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const DirectBlockParams prm) {
+  constexpr int TX = Shape::kThreadsX, TY = Shape::kThreadsY, RH = Shape::kRegRows, RW = Shape::kRegCols;
+  constexpr int KF = Shape::kFilters;
+  const int R = Shape::kR > 0 ? Shape::kR : prm.R;
+  const int S = Shape::kS > 0 ? Shape::kS : prm.S;
+  extern __shared__ __align__(16) float smem[];
+  float* sTile = smem;                                     // [tile_rows][tile_cols]
+  float* sFilter = smem + prm.tile_rows * prm.tile_cols;   // [KF][R*S]
+
+  const int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
+  const int tile_row = blockIdx.x / prm.tiles_x, tile_col = blockIdx.x - tile_row * prm.tiles_x;
+  const int oy0 = tile_row * Shape::kOutRows, ox0 = tile_col * Shape::kOutCols;
+  const int iy0 = oy0 * prm.stride_h - prm.pad_h, ix0 = ox0 * prm.stride_w - prm.pad_w;
+  const long long n = blockIdx.y;
+  const int group = blockIdx.z / prm.filter_slices, slice = blockIdx.z - group * prm.filter_slices;
+  const int k0 = group * prm.kg + slice * KF;             // first filter (global index)
+  const int nf = min(KF, prm.kg - slice * KF);
+
+  float rAcc[KF][RH][RW];
+#pragma unroll
+  for (int f = 0; f < KF; ++f)
+#pragma unroll
+    for (int i = 0; i < RH; ++i)
+#pragma unroll
+      for (int j = 0; j < RW; ++j) rAcc[f][i][j] = 0.0f;
+
+  for (int c = 0; c < prm.cg; ++c) {
+    const float* gX = prm.x + n * prm.x_sn + static_cast<long long>(group * prm.cg + c) * prm.x_sc;
+    __syncthreads();  // the previous channel's tile is no longer read
+    // Note [halo sub-blocks]: main part, right strip, bottom strip, corner.
+    for (int yy = ty; yy < prm.tile_rows; yy += TY) {
+      const int h = iy0 + yy;
+      const bool row_ok = static_cast<unsigned>(h) < static_cast<unsigned>(prm.H);
+      for (int xx = tx; xx < prm.tile_cols; xx += TX) {
+        const int w = ix0 + xx;
+        const bool ok = row_ok && static_cast<unsigned>(w) < static_cast<unsigned>(prm.W);
+        sTile[yy * prm.tile_cols + xx] = ok ? __ldg(gX + h * prm.x_sh + w * prm.x_sw) : 0.0f;
+      }
+    }
+    for (int e = threadIdx.x; e < KF * R * S; e += Shape::kThreads) {
+      const int f = e / (R * S), rs = e - f * (R * S), r = rs / S, s = rs - r * S;
+      const int fr = prm.flip ? R - 1 - r : r, fs = prm.flip ? S - 1 - s : s;
+      sFilter[e] = f < nf ? __ldg(prm.w + (k0 + f) * prm.w_sk + c * prm.w_sc + fr * prm.w_sr + fs * prm.w_ss) : 0.0f;
+    }
+    __syncthreads();
+    // With R and S template constants these loops unroll fully; R = S = 0 is the generic fallback.
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+      for (int s = 0; s < S; ++s) {
+        float rX[RH][RW];
+#pragma unroll
+        for (int i = 0; i < RH; ++i)
+#pragma unroll
+          for (int j = 0; j < RW; ++j)
+            rX[i][j] = sTile[((ty + i * TY) * prm.stride_h + r * prm.dil_h) * prm.tile_cols +
+                             (tx + j * TX) * prm.stride_w + s * prm.dil_w];
+#pragma unroll
+        for (int f = 0; f < KF; ++f) {
+          const float wv = sFilter[f * R * S + r * S + s];
+#pragma unroll
+          for (int i = 0; i < RH; ++i)
+#pragma unroll
+            for (int j = 0; j < RW; ++j) rAcc[f][i][j] = fmaf(rX[i][j], wv, rAcc[f][i][j]);
+        }
+      }
+    }
+  }
+
+  // Epilogue: any layout, alpha/beta (beta == 0 never reads y), bias, ReLU.
+#pragma unroll
+  for (int f = 0; f < KF; ++f) {
+    if (f >= nf) break;
+    const int k = k0 + f;
+#pragma unroll
+    for (int i = 0; i < RH; ++i) {
+      const int oy = oy0 + ty + i * TY;
+      if (oy >= prm.P) continue;
+#pragma unroll
+      for (int j = 0; j < RW; ++j) {
+        const int ox = ox0 + tx + j * TX;
+        if (ox >= prm.Q) continue;
+        float* dst = prm.y + n * prm.y_sn + k * prm.y_sk + oy * prm.y_sp + ox * prm.y_sq;
+        float v = prm.alpha * rAcc[f][i][j];
+        if (prm.beta != 0.0f) v = fmaf(prm.beta, *dst, v);
+        if (prm.bias) v += prm.bias[k];
+        if (prm.relu) v = fmaxf(v, 0.0f);
+        *dst = v;
+      }
+    }
+  }
+}
+
+}  // namespace mconv::cuda
