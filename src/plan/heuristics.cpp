@@ -14,10 +14,14 @@ const TileShape& choose_implicit_precomp_tile(const Problem& p, const DeviceSumm
   // Two resident 256-thread blocks per SM is what the 128x128 tile's registers allow (8x8 accumulators
   // + fragments ~ 128 regs/thread): a grid of fewer than ~sms blocks leaves SMs idle, so step down to
   // smaller tiles until the grid fills the machine. Larger tiles read less shared memory per FFMA.
+  const TileShape* last = nullptr;
+  for (const auto& t : kTileCatalog)
+    if (t.planner_candidate) last = &t;
   for (const auto& t : kTileCatalog) {
+    if (!t.planner_candidate) continue;
     if (kg <= t.block_n / 2 && t.block_n > 32) continue;  // more than half the filter tile would idle
     int64_t blocks = ((cols + t.block_m - 1) / t.block_m) * ((kg + t.block_n - 1) / t.block_n) * p.groups;
-    if (blocks >= sms || &t == &kTileCatalog.back()) {
+    if (blocks >= sms || &t == last) {
       std::ostringstream os;
       os << "tile " << t.name << ": " << blocks << " blocks for " << sms << " SMs (K/G = " << kg
          << ", N*P*Q = " << cols << "); larger tiles skipped for K/G <= block_n/2 or fewer blocks than SMs";
@@ -25,7 +29,7 @@ const TileShape& choose_implicit_precomp_tile(const Problem& p, const DeviceSumm
       return t;
     }
   }
-  return kTileCatalog.back();
+  return *last;
 }
 
 Algorithm choose_algorithm(const Problem& p, std::vector<std::string>& why) {

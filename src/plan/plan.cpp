@@ -82,7 +82,10 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
   plan.target_ = target;
 
   Algorithm algo = options.algorithm;
-  if (algo == Algorithm::Auto) {
+  if (algo == Algorithm::Auto && target == Target::Cuda && (!options.tile.empty() || options.split_k > 0)) {
+    algo = Algorithm::ImplicitPrecomp;  // a forced tile or split names the implicit GEMM
+    plan.decisions_.push_back("algorithm implicit_precomp: a tile or split_k was forced");
+  } else if (algo == Algorithm::Auto) {
     algo = target == Target::Cuda ? detail::choose_algorithm(pr, plan.decisions_) : Algorithm::ImplicitPrecomp;
     if (target != Target::Cuda)
       plan.decisions_.push_back("algorithm implicit_precomp: the CPU executor of the Plan");

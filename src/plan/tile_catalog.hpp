@@ -15,15 +15,17 @@ struct TileShape {
   int block_k;  // virtual-matrix rows per pipeline stage (GEMM K)
   int thread_m, thread_n;  // register micro-tile per thread
   int stages;
+  bool planner_candidate;  // false: only when forced (kept for measurement, see heuristics.cpp)
 };
 
 // Threads per block = (block_m / thread_m) * (block_n / thread_n): 256, or 128 for the smallest tile.
-inline constexpr std::array<TileShape, 5> kTileCatalog{{
-    {"128x128x8", 128, 128, 8, 8, 8, 3},  // large layers: 64 FFMA per 16 shared-memory floats read
-    {"128x64x8", 128, 64, 8, 8, 4, 3},    // K/G = 64 (resnet50 stage 1, vgg16 conv1)
-    {"64x64x8", 64, 64, 8, 4, 4, 3},      // small N*P*Q (late stages at batch 1)
-    {"128x32x8", 128, 32, 8, 4, 4, 3},    // small K/G
-    {"64x32x8", 64, 32, 8, 4, 4, 3},      // tiny problems: more blocks to fill 132 SMs
+inline constexpr std::array<TileShape, 6> kTileCatalog{{
+    {"128x128x8", 128, 128, 8, 8, 8, 3, true},  // large layers: 64 FFMA per 16 shared-memory floats read
+    {"128x64x8", 128, 64, 8, 8, 4, 3, true},    // K/G = 64 (resnet50 stage 1, vgg16 conv1)
+    {"64x64x8", 64, 64, 8, 4, 4, 3, true},      // small N*P*Q (late stages at batch 1)
+    {"128x32x8", 128, 32, 8, 4, 4, 3, true},    // small K/G
+    {"64x32x8", 64, 32, 8, 4, 4, 3, true},      // tiny problems: more blocks to fill 132 SMs
+    {"128x128x16", 128, 128, 16, 8, 8, 2, false},  // half the barriers per FFMA; under measurement
 }};
 
 /// Thread-group shapes of the direct-block kernel (src/cuda/direct_block_kernel.cuh). Each thread
@@ -36,7 +38,7 @@ struct DirectShape {
 };
 
 inline constexpr std::array<DirectShape, 3> kDirectCatalog{{
-    {"direct_32x8_r2x2_f1", 32, 8, 2, 2, 1},  // depthwise, maps wider than 16: 16 x 64 outputs per block
+    {"direct_32x8_r4x2_f1", 32, 8, 4, 2, 1},  // depthwise, maps wider than 16: 32 x 64 outputs per block
     {"direct_16x8_r1x1_f1", 16, 8, 1, 1, 1},  // depthwise, small maps (7x7, 14x14): 8 x 16 outputs
     {"direct_32x8_r2x2_f4", 32, 8, 2, 2, 4},  // several filters per group: 4 filters per thread
 }};
