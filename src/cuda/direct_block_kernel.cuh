@@ -80,13 +80,10 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
   for (int c = 0; c < prm.cg; ++c) {
     const float* gX = prm.x + n * prm.x_sn + static_cast<long long>(group * prm.cg + c) * prm.x_sc;
     __syncthreads();  // the previous channel's tile is no longer read
-    // Note [halo sub-blocks]: main part, right strip, bottom strip, corner. Unrolled so that each
-    // thread has several independent loads in flight (the map is read once: this is memory-bound).
-#pragma unroll 2
+    // Note [halo sub-blocks]: main part, right strip, bottom strip, corner.
     for (int yy = ty; yy < prm.tile_rows; yy += TY) {
       const int h = iy0 + yy;
       const bool row_ok = static_cast<unsigned>(h) < static_cast<unsigned>(prm.H);
-#pragma unroll 4
       for (int xx = tx; xx < prm.tile_cols; xx += TX) {
         const int w = ix0 + xx;
         const bool ok = row_ok && static_cast<unsigned>(w) < static_cast<unsigned>(prm.W);

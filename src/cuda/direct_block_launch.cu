@@ -43,7 +43,7 @@ void launch_sized(const DirectBlockParams& prm, dim3 grid, int smem, cudaStream_
   }
 }
 
-static_assert(matches_catalog<32, 8, 4, 2, 1>("direct_32x8_r4x2_f1"), "catalog and instantiation disagree");
+static_assert(matches_catalog<32, 8, 2, 2, 1>("direct_32x8_r2x2_f1"), "catalog and instantiation disagree");
 static_assert(matches_catalog<16, 8, 1, 1, 1>("direct_16x8_r1x1_f1"), "catalog and instantiation disagree");
 static_assert(matches_catalog<32, 8, 2, 2, 4>("direct_32x8_r2x2_f4"), "catalog and instantiation disagree");
 
@@ -82,7 +82,7 @@ void direct_block_forward(const Plan& plan, const float* x, const float* w, floa
   const int smem = static_cast<int>(direct_smem_bytes(pr, *shape));
   const auto s = static_cast<cudaStream_t>(stream);
   const std::string& name = plan.tile().name;
-  if (name == "direct_32x8_r4x2_f1") launch_sized<32, 8, 4, 2, 1>(prm, grid, smem, s);
+  if (name == "direct_32x8_r2x2_f1") launch_sized<32, 8, 2, 2, 1>(prm, grid, smem, s);
   else if (name == "direct_16x8_r1x1_f1") launch_sized<16, 8, 1, 1, 1>(prm, grid, smem, s);
   else launch_sized<32, 8, 2, 2, 4>(prm, grid, smem, s);
 }
