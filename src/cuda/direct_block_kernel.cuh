@@ -11,12 +11,18 @@
 // the channel's filter slice goes to shared memory; every thread accumulates in registers. y is
 // written once, at the end.
 //
+// Note [direct pipeline]: a block walks `images_per_block` images x C/G channels of its tile. While
+// one (image, channel) tile is convolved, the next one is copied into the other shared-memory buffer
+// with cp.async (zero fill for padding), so loads and FMAs overlap; y is written per image.
+//
 // Note [halo sub-blocks]: the tile is (kTileRows x kTileCols) inputs with
 //   kTileRows = (kOutRows - 1)*stride_h + (R-1)*dil_h + 1, likewise columns,
 // which is larger than the thread group. Instead of an exact thread-to-element map with division and
 // modulo, thread (tx, ty) loads elements (ty + a*kThreadsY, tx + b*kThreadsX) for a, b = 0, 1, ...:
 // a = b = 0 is the main part matching the thread group; the others are the strips and the corner.
 #pragma once
+
+#include "cp_async.cuh"
 
 namespace mconv::cuda {
 
@@ -30,6 +36,7 @@ struct DirectBlockParams {
   long long y_sn, y_sk, y_sp, y_sq;
   int cg, kg;             // channels and filters per group
   int filter_slices;      // ceil(kg / kFilters); blockIdx.z = group * filter_slices + slice
+  int N, images_per_block;  // blockIdx.y covers images [y * images_per_block, ... + images_per_block)
   int H, W, P, Q, R, S;   // R, S used when the kernel is instantiated with R = S = 0 (runtime size)
   int tiles_x;            // spatial tiles along Q; blockIdx.x = tile_row * tiles_x + tile_col
   int stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
@@ -56,18 +63,44 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
   constexpr int KF = Shape::kFilters;
   const int R = Shape::kR > 0 ? Shape::kR : prm.R;
   const int S = Shape::kS > 0 ? Shape::kS : prm.S;
+  const int tile_elems = prm.tile_rows * prm.tile_cols;
   extern __shared__ __align__(16) float smem[];
-  float* sTile = smem;                                     // [tile_rows][tile_cols]
-  float* sFilter = smem + prm.tile_rows * prm.tile_cols;   // [KF][R*S]
+  // Buffer b: sTile(b) = [tile_rows][tile_cols], sFilter(b) = [KF][R*S] (computed, not indexed, so
+  // no pointer array lands in local memory).
+  auto sTile = [&](int b) { return smem + b * tile_elems; };
+  auto sFilter = [&](int b) { return smem + 2 * tile_elems + b * KF * R * S; };
 
   const int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
   const int tile_row = blockIdx.x / prm.tiles_x, tile_col = blockIdx.x - tile_row * prm.tiles_x;
   const int oy0 = tile_row * Shape::kOutRows, ox0 = tile_col * Shape::kOutCols;
   const int iy0 = oy0 * prm.stride_h - prm.pad_h, ix0 = ox0 * prm.stride_w - prm.pad_w;
-  const long long n = blockIdx.y;
   const int group = blockIdx.z / prm.filter_slices, slice = blockIdx.z - group * prm.filter_slices;
-  const int k0 = group * prm.kg + slice * KF;             // first filter (global index)
+  const int k0 = group * prm.kg + slice * KF;  // first filter (global index)
   const int nf = min(KF, prm.kg - slice * KF);
+  const int n_begin = blockIdx.y * prm.images_per_block;
+  const int items = min(prm.images_per_block, prm.N - n_begin) * prm.cg;
+
+  // Note [halo sub-blocks] + Note [direct pipeline]: copy the (n, c) tile and filter slice into `buf`.
+  auto load = [&](int buf, int n, int c) {
+    const float* gX = prm.x + n * prm.x_sn + static_cast<long long>(group * prm.cg + c) * prm.x_sc;
+    float* dst = sTile(buf);
+    for (int yy = ty; yy < prm.tile_rows; yy += TY) {
+      const int h = iy0 + yy;
+      const bool row_ok = static_cast<unsigned>(h) < static_cast<unsigned>(prm.H);
+      for (int xx = tx; xx < prm.tile_cols; xx += TX) {
+        const int w = ix0 + xx;
+        const bool ok = row_ok && static_cast<unsigned>(w) < static_cast<unsigned>(prm.W);
+        detail::cp_async_f32(dst + yy * prm.tile_cols + xx, ok ? gX + h * prm.x_sh + w * prm.x_sw : prm.x, ok);
+      }
+    }
+    for (int e = threadIdx.x; e < KF * R * S; e += Shape::kThreads) {
+      const int f = e / (R * S), rs = e - f * (R * S), r = rs / S, s = rs - r * S;
+      const int fr = prm.flip ? R - 1 - r : r, fs = prm.flip ? S - 1 - s : s;
+      const bool ok = f < nf;
+      detail::cp_async_f32(sFilter(buf) + e,
+                           ok ? prm.w + (k0 + f) * prm.w_sk + c * prm.w_sc + fr * prm.w_sr + fs * prm.w_ss : prm.w, ok);
+    }
+  };
 
   float rAcc[KF][RH][RW];
 #pragma unroll
@@ -77,25 +110,18 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
 #pragma unroll
       for (int j = 0; j < RW; ++j) rAcc[f][i][j] = 0.0f;
 
-  for (int c = 0; c < prm.cg; ++c) {
-    const float* gX = prm.x + n * prm.x_sn + static_cast<long long>(group * prm.cg + c) * prm.x_sc;
-    __syncthreads();  // the previous channel's tile is no longer read
-    // Note [halo sub-blocks]: main part, right strip, bottom strip, corner.
-    for (int yy = ty; yy < prm.tile_rows; yy += TY) {
-      const int h = iy0 + yy;
-      const bool row_ok = static_cast<unsigned>(h) < static_cast<unsigned>(prm.H);
-      for (int xx = tx; xx < prm.tile_cols; xx += TX) {
-        const int w = ix0 + xx;
-        const bool ok = row_ok && static_cast<unsigned>(w) < static_cast<unsigned>(prm.W);
-        sTile[yy * prm.tile_cols + xx] = ok ? __ldg(gX + h * prm.x_sh + w * prm.x_sw) : 0.0f;
-      }
-    }
-    for (int e = threadIdx.x; e < KF * R * S; e += Shape::kThreads) {
-      const int f = e / (R * S), rs = e - f * (R * S), r = rs / S, s = rs - r * S;
-      const int fr = prm.flip ? R - 1 - r : r, fs = prm.flip ? S - 1 - s : s;
-      sFilter[e] = f < nf ? __ldg(prm.w + (k0 + f) * prm.w_sk + c * prm.w_sc + fr * prm.w_sr + fs * prm.w_ss) : 0.0f;
-    }
-    __syncthreads();
+  int n = n_begin, c = 0;  // the item being convolved
+  load(0, n, 0);
+  detail::cp_async_commit();
+  for (int it = 0; it < items; ++it) {
+    __syncthreads();  // item it-1 is no longer read: its buffer may be refilled
+    const int next_c = c + 1 == prm.cg ? 0 : c + 1, next_n = c + 1 == prm.cg ? n + 1 : n;
+    if (it + 1 < items) load((it + 1) & 1, next_n, next_c);
+    detail::cp_async_commit();    // possibly empty: keeps one group per item
+    detail::cp_async_wait<1>();   // this thread's copies of item `it` have landed
+    __syncthreads();              // ... and everyone else's
+    const float* tile = sTile(it & 1);
+    const float* filt = sFilter(it & 1);
     // With R and S template constants these loops unroll fully; R = S = 0 is the generic fallback.
 #pragma unroll
     for (int r = 0; r < R; ++r) {
@@ -106,11 +132,11 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
         for (int i = 0; i < RH; ++i)
 #pragma unroll
           for (int j = 0; j < RW; ++j)
-            rX[i][j] = sTile[((ty + i * TY) * prm.stride_h + r * prm.dil_h) * prm.tile_cols +
-                             (tx + j * TX) * prm.stride_w + s * prm.dil_w];
+            rX[i][j] = tile[((ty + i * TY) * prm.stride_h + r * prm.dil_h) * prm.tile_cols +
+                            (tx + j * TX) * prm.stride_w + s * prm.dil_w];
 #pragma unroll
         for (int f = 0; f < KF; ++f) {
-          const float wv = sFilter[f * R * S + r * S + s];
+          const float wv = filt[f * R * S + r * S + s];
 #pragma unroll
           for (int i = 0; i < RH; ++i)
 #pragma unroll
@@ -118,29 +144,36 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
         }
       }
     }
-  }
-
-  // Epilogue: any layout, alpha/beta (beta == 0 never reads y), bias, ReLU.
+    if (c + 1 < prm.cg) {
+      c = next_c;
+      continue;
+    }
+    // Last channel of image n: epilogue (any layout, alpha/beta with beta == 0 never reading y,
+    // bias, ReLU), then the accumulators restart for the next image.
 #pragma unroll
-  for (int f = 0; f < KF; ++f) {
-    if (f >= nf) break;
-    const int k = k0 + f;
+    for (int f = 0; f < KF; ++f) {
+      if (f >= nf) break;
+      const int k = k0 + f;
 #pragma unroll
-    for (int i = 0; i < RH; ++i) {
-      const int oy = oy0 + ty + i * TY;
-      if (oy >= prm.P) continue;
+      for (int i = 0; i < RH; ++i) {
+        const int oy = oy0 + ty + i * TY;
 #pragma unroll
-      for (int j = 0; j < RW; ++j) {
-        const int ox = ox0 + tx + j * TX;
-        if (ox >= prm.Q) continue;
-        float* dst = prm.y + n * prm.y_sn + k * prm.y_sk + oy * prm.y_sp + ox * prm.y_sq;
-        float v = prm.alpha * rAcc[f][i][j];
-        if (prm.beta != 0.0f) v = fmaf(prm.beta, *dst, v);
-        if (prm.bias) v += prm.bias[k];
-        if (prm.relu) v = fmaxf(v, 0.0f);
-        *dst = v;
+        for (int j = 0; j < RW; ++j) {
+          const int ox = ox0 + tx + j * TX;
+          const float acc = rAcc[f][i][j];
+          rAcc[f][i][j] = 0.0f;
+          if (oy >= prm.P || ox >= prm.Q) continue;
+          float* dst = prm.y + static_cast<long long>(n) * prm.y_sn + k * prm.y_sk + oy * prm.y_sp + ox * prm.y_sq;
+          float v = prm.alpha * acc;
+          if (prm.beta != 0.0f) v = fmaf(prm.beta, *dst, v);
+          if (prm.bias) v += prm.bias[k];
+          if (prm.relu) v = fmaxf(v, 0.0f);
+          *dst = v;
+        }
       }
     }
+    c = next_c;
+    n = next_n;
   }
 }
 

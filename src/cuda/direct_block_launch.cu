@@ -1,6 +1,7 @@
 // Launcher of the direct-block kernel family: parameters from the Plan, the shared-memory opt-in,
 // the instantiation for the plan's shape and filter size (1, 3, 5, 7 square, else generic), and the
 // launch check.
+#include <algorithm>
 #include <string_view>
 
 #include "../plan/heuristics.hpp"
@@ -78,7 +79,13 @@ void direct_block_forward(const Plan& plan, const float* x, const float* w, floa
   const long long blocks_z = pr.groups * static_cast<long long>(prm.filter_slices);
   if (blocks_x > 0x7fffffffLL || blocks_z > 65535)
     throw Error(Status::Unsupported, "groups: direct_block grid exceeds the launch limits");
-  const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(pr.n), static_cast<unsigned>(blocks_z));
+  // Note [direct pipeline]: give each block several images so its loads overlap its FMAs, while
+  // keeping ~8 blocks per SM of the 132 (H100) in the grid.
+  prm.N = static_cast<int>(pr.n);
+  const long long per_image = blocks_x * blocks_z;
+  prm.images_per_block = static_cast<int>(std::clamp<long long>(per_image * pr.n / (132 * 8), 1, pr.n));
+  const long long blocks_y = (pr.n + prm.images_per_block - 1) / prm.images_per_block;
+  const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(blocks_y), static_cast<unsigned>(blocks_z));
   const int smem = static_cast<int>(direct_smem_bytes(pr, *shape));
   const auto s = static_cast<cudaStream_t>(stream);
   const std::string& name = plan.tile().name;

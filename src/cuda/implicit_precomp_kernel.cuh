@@ -21,6 +21,8 @@
 
 #include <cstdint>
 
+#include "cp_async.cuh"
+
 namespace mconv::cuda {
 
 struct ImplicitPrecompParams {
@@ -70,18 +72,6 @@ struct ImplicitPrecompTile {
   static_assert(kSmemFloats * 4 <= 48 * 1024, "static shared memory is limited to 48 KB");
 };
 
-namespace detail {
-
-__device__ __forceinline__ void cp_async_f32(float* smem, const float* gmem, bool pred) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  const int bytes = pred ? 4 : 0;  // 0: write zeros, read nothing
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
-}  // namespace detail
 
 template <class Tile, GatherOrder Order>
 __global__ void __launch_bounds__(Tile::kThreads, 2) implicit_precomp_kernel(const ImplicitPrecompParams prm) {

@@ -36,7 +36,7 @@ inline int64_t direct_tile_cols(const Problem& p, const DirectShape& d) {
   return (d.out_cols() - 1) * p.stride_w + (p.s - 1) * p.dil_w + 1;
 }
 inline int64_t direct_smem_bytes(const Problem& p, const DirectShape& d) {
-  return 4 * (direct_tile_rows(p, d) * direct_tile_cols(p, d) + d.filters * p.r * p.s);
+  return 2 * 4 * (direct_tile_rows(p, d) * direct_tile_cols(p, d) + d.filters * p.r * p.s);  // double-buffered
 }
 
 /// Row slices for split-K (Note [split-k without workspace]); 1 when the grid already fills the GPU.
