@@ -6,7 +6,7 @@
 
 namespace mconv::detail {
 
-const TileShape& choose_implicit_precomp_tile(const Problem& p, const DeviceSummary& dev,
+const TileShape& choose_implicit_precomp_tile(const Problem& p, const DeviceSummary& dev, bool rows_gather,
                                               std::vector<std::string>& why) {
   const int64_t cols = p.n * p.p() * p.q();
   const int64_t kg = p.k_per_group();
@@ -18,7 +18,9 @@ const TileShape& choose_implicit_precomp_tile(const Problem& p, const DeviceSumm
   // 128x128x16 won on every layer with K/G >= 128 and C*R*S >= 256, up to 1.9x on l4_3x3 (0.24 vs
   // 0.47 ms with 64x64x8) even with fewer blocks than SMs: the 4x4 micro-tiles of the small tiles
   // read too much shared memory per FFMA. It lost on K/G = 64 (half its filter lanes idle).
-  if (kg > 64 && cols >= 4 * 128 && p.c_per_group() * p.r * p.s >= 64) {
+  // With the row-wise gather (NHWC) each thread of 128x128x16 keeps 8 column bases and spills
+  // 72 bytes (ptxas), so NHWC stays on the 8-row tiles.
+  if (kg > 64 && cols >= 4 * 128 && p.c_per_group() * p.r * p.s >= 64 && !rows_gather) {
     const TileShape& t = *find_tile("128x128x16");
     why.push_back("tile 128x128x16: K/G = " + std::to_string(kg) + " > 64, N*P*Q = " + std::to_string(cols) +
                   " >= 512, C/G*R*S >= 64 (measured best for such layers on the H100)");

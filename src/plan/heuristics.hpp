@@ -19,7 +19,8 @@ struct DeviceSummary {
 DeviceSummary current_device_summary();
 
 /// Tile for the implicit-GEMM kernel; appends its reason to `why`.
-const TileShape& choose_implicit_precomp_tile(const Problem& p, const DeviceSummary& dev,
+/// `rows_gather`: the plan gathers along rows (channels innermost, RowOrder::RSC).
+const TileShape& choose_implicit_precomp_tile(const Problem& p, const DeviceSummary& dev, bool rows_gather,
                                               std::vector<std::string>& why);
 
 /// The algorithm Auto runs, with its reason appended to `why`.

@@ -148,7 +148,8 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
       }
       plan.decisions_.push_back("tile " + options.tile + ": forced");
     } else {
-      tile = &detail::choose_implicit_precomp_tile(pr, detail::current_device_summary(), plan.decisions_);
+      tile = &detail::choose_implicit_precomp_tile(pr, detail::current_device_summary(),
+                                                   plan.row_order_ == RowOrder::RSC, plan.decisions_);
     }
     plan.tile_.name = std::string(tile->name);
     plan.tile_.reason = plan.decisions_.back();
