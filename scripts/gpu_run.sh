@@ -15,7 +15,11 @@ suites=("$@")
 
 nvidia-smi > "$LOG/nvidia-smi.txt" 2>&1
 ldd "$B/mconv" | grep "not found" && echo "missing libraries" | tee -a "$LOG/summary.txt"
-"$B/mconv" device | tee "$LOG/device.txt"
+XDG_CACHE_HOME=$OUT/cache "$B/mconv" device 2>&1 | tee "$LOG/device.txt"
+XDG_CACHE_HOME=$OUT/cache "$B/mconv" device 2>&1 | tail -1 | tee -a "$LOG/device.txt"   # second call: from the cache
+echo '{"version": 1, "name": "broken' > "$OUT/cache/mconv/"hardware-*.json
+XDG_CACHE_HOME=$OUT/cache "$B/mconv" device 2>&1 | tail -1 | tee -a "$LOG/device.txt"   # corrupt cache: measured again
+rm -rf "$OUT/cache"
 
 echo "== GPU tests" | tee -a "$LOG/summary.txt"
 timeout 400 "$B/mconv_gpu_tests" > "$LOG/gpu_tests.log" 2>&1; echo "gpu tests exit $?" | tee -a "$LOG/summary.txt"

@@ -116,3 +116,45 @@ TEST(Validation, NamesParse) {
 
 }  // namespace
 }  // namespace mconv::test
+
+namespace mconv::test {
+namespace {
+
+TEST(HardwareModel, JsonRoundTripAndDerivedQuantities) {
+  HardwareModel m;
+  m.name = "Test GPU"; m.uuid = "abc"; m.cc_major = 9; m.sm_count = 132; m.cores_per_sm = 128;
+  m.clock_mhz = 1980; m.latency_cycles = 600; m.bandwidth = 3.0e12;
+  EXPECT_DOUBLE_EQ(m.n_fma(), 600.0 * 128 * 2);
+  EXPECT_NEAR(m.bytes_per_cycle(), 3.0e12 / 1.98e9, 1e-6);
+  EXPECT_NEAR(m.v_s(), m.bytes_per_cycle() * 600, 1e-6);
+  HardwareModel back = HardwareModel::from_json(m.to_json());
+  EXPECT_EQ(back.name, m.name);
+  EXPECT_EQ(back.latency_cycles, m.latency_cycles);
+  EXPECT_EQ(back.bandwidth, m.bandwidth);
+  EXPECT_NE(m.to_text().find("N_FMA"), std::string::npos);
+}
+
+TEST(HardwareModel, CorruptOrStaleCacheIsRejected) {
+  EXPECT_THROW(HardwareModel::from_json("{\"version\": 1, \"name\": \"tru"), Error);
+  EXPECT_THROW(HardwareModel::from_json("{\"version\": 1}"), Error);
+  HardwareModel m;
+  m.name = "x"; m.sm_count = 1; m.clock_mhz = 1; m.latency_cycles = 1; m.bandwidth = 1;
+  std::string j = m.to_json();
+  j.replace(j.find("\"version\": 1"), 12, "\"version\": 0");
+  EXPECT_THROW(HardwareModel::from_json(j), Error);
+}
+
+TEST(HardwareModel, CacheDirFollowsXdg) {
+  setenv("XDG_CACHE_HOME", "/tmp/mconv-xdg-test", 1);
+  EXPECT_EQ(hardware_cache_dir(), "/tmp/mconv-xdg-test/mconv");
+  unsetenv("XDG_CACHE_HOME");
+  EXPECT_NE(hardware_cache_dir().find(".cache/mconv"), std::string::npos);
+}
+
+TEST(HardwareModel, NoDeviceSaysSo) {
+  if (cuda_available()) GTEST_SKIP() << "a GPU is present";
+  EXPECT_THROW(hardware_model(0), Error);
+}
+
+}  // namespace
+}  // namespace mconv::test

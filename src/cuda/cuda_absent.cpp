@@ -17,6 +17,8 @@ void implicit_precomp_forward(const Plan&, const void*, const float*, const floa
 }
 void direct_block_forward(const Plan&, const float*, const float*, float*, const Epilogue&, void*) { absent(); }
 void synchronize(void*) {}
+HardwareModel reported_hardware(int) { absent(); }
+void measure_memory(int, double&, double&) { absent(); }
 void set_device(int) { absent(); }
 
 }  // namespace mconv::detail::cuda_backend

@@ -4,6 +4,7 @@
 
 #include "../plan/heuristics.hpp"
 #include "mconv/engine.hpp"
+#include "mconv/hardware.hpp"
 #include "mconv/plan.hpp"
 
 namespace mconv::detail::cuda_backend {
@@ -26,6 +27,11 @@ void direct_block_forward(const Plan& plan, const float* x, const float* w, floa
                           void* stream);
 
 void synchronize(void* stream);
+
+/// What the runtime reports about `device` (no measurement).
+HardwareModel reported_hardware(int device);
+/// Pointer-chase latency (cycles) and device-copy bandwidth (bytes/s, read + write) of `device`.
+void measure_memory(int device, double& latency_cycles, double& bandwidth);
 void set_device(int device);
 
 }  // namespace mconv::detail::cuda_backend

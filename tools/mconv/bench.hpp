@@ -26,7 +26,4 @@ std::vector<LayerResult> bench_cpu(const std::vector<Layer>& layers, const Bench
 /// Also measures the peaks (SGEMM, copy) into `peaks`. Defined in bench_cuda.cpp (CUDA builds).
 std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const BenchOptions& opt, Peaks& peaks);
 
-/// `mconv device`: what the CUDA runtime reports (CUDA builds).
-void print_device_info();
-
 }  // namespace mconv::tools

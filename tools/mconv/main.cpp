@@ -142,7 +142,12 @@ int main(int argc, char** argv) {
   bench->add_option("--launches", bopt.launches, "launches per timed loop (GPU)")->capture_default_str();
   bench->add_option("--repeats", bopt.repeats, "timed loops, median reported")->capture_default_str();
 
-  auto* device = app.add_subcommand("device", "describe the GPU");
+  bool refresh = false, device_json = false;
+  int device_index = 0;
+  auto* device = app.add_subcommand("device", "the hardware model: device properties, measured latency and bandwidth, N_FMA, V_s");
+  device->add_flag("--refresh", refresh, "measure again instead of reading the cache");
+  device->add_flag("--json", device_json, "print JSON");
+  device->add_option("--index", device_index, "CUDA device")->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);
   try {
@@ -156,13 +161,11 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*device) {
-#ifdef MCONV_HAVE_CUDA
-      mt::print_device_info();
+      std::string note;
+      const mconv::HardwareModel m = mconv::hardware_model(device_index, refresh, &note);
+      std::cout << (device_json ? m.to_json() + "\n" : m.to_text());
+      std::cerr << "hardware model: " << note << "\n";
       return 0;
-#else
-      std::cerr << "mconv device: built without CUDA\n";
-      return 1;
-#endif
     }
     if (*bench) {
       std::vector<mt::Layer> layers;
