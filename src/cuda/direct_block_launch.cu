@@ -80,11 +80,14 @@ void direct_block_forward(const Plan& plan, const float* x, const float* w, floa
   if (blocks_x > 0x7fffffffLL || blocks_z > 65535)
     throw Error(Status::Unsupported, "groups: direct_block grid exceeds the launch limits");
   // Note [direct pipeline]: give each block several images so its loads overlap its FMAs, while
-  // keeping ~8 blocks per SM of the 132 (H100) in the grid.
+  // keeping enough blocks for a full SM (2048 threads) on each of the 132 SMs (H100), and the same
+  // number of images in every block row.
   prm.N = static_cast<int>(pr.n);
   const long long per_image = blocks_x * blocks_z;
-  prm.images_per_block = static_cast<int>(std::clamp<long long>(per_image * pr.n / (132 * 8), 1, pr.n));
-  const long long blocks_y = (pr.n + prm.images_per_block - 1) / prm.images_per_block;
+  const long long target_blocks = 132LL * (2048 / (shape->threads_x * shape->threads_y));
+  const long long ipb0 = std::clamp<long long>(per_image * pr.n / target_blocks, 1, pr.n);
+  const long long blocks_y = (pr.n + ipb0 - 1) / ipb0;
+  prm.images_per_block = static_cast<int>((pr.n + blocks_y - 1) / blocks_y);
   const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(blocks_y), static_cast<unsigned>(blocks_z));
   const int smem = static_cast<int>(direct_smem_bytes(pr, *shape));
   const auto s = static_cast<cudaStream_t>(stream);
