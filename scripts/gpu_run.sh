@@ -21,6 +21,8 @@ echo '{"version": 1, "name": "broken' > "$OUT/cache/mconv/"hardware-*.json
 XDG_CACHE_HOME=$OUT/cache "$B/mconv" device 2>&1 | tail -1 | tee -a "$LOG/device.txt"   # corrupt cache: measured again
 rm -rf "$OUT/cache"
 
+echo "== CPU tests on the GPU machine (those that need a device run here)" | tee -a "$LOG/summary.txt"
+"$B/mconv_tests" > "$LOG/cpu_tests.log" 2>&1; echo "cpu tests exit $?" | tee -a "$LOG/summary.txt"
 echo "== GPU tests" | tee -a "$LOG/summary.txt"
 timeout 400 "$B/mconv_gpu_tests" > "$LOG/gpu_tests.log" 2>&1; echo "gpu tests exit $?" | tee -a "$LOG/summary.txt"
 grep -E "MCONV_TEST_SEED|PASSED|FAILED|SKIPPED" "$LOG/gpu_tests.log" | head -20 | tee -a "$LOG/summary.txt"

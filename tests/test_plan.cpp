@@ -95,3 +95,18 @@ TEST(Engine, PlanCacheReturnsTheSamePlan) {
 
 }  // namespace
 }  // namespace mconv::test
+
+namespace mconv::test {
+namespace {
+
+TEST(Plan, AutoFallsBackToImplicitGemmWhenTheDirectTileCannotFit) {
+  if (!cuda_available()) GTEST_SKIP() << "the direct block exists on the cuda target only";
+  // Single channel (Auto would pick direct_block) with a stride so large its tile cannot fit.
+  Problem p = make(1, 1, 27000, 27000, 2, 1, 1, 0, 1000);
+  Plan plan = Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), {Target::Cuda});
+  EXPECT_EQ(plan.algorithm(), Algorithm::ImplicitPrecomp);
+  EXPECT_NE(plan.decisions().back().find("fallback"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mconv::test

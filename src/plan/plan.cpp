@@ -128,14 +128,21 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
   plan.out_ = {y.strides[0], y.strides[1], y.strides[2], y.strides[3]};
   plan.group_ = {cg * x.strides[1], pr.k_per_group() * w.strides[0], pr.k_per_group() * y.strides[1]};
 
-  if (algo == Algorithm::DirectBlock) {
+  if (plan.algorithm_ == Algorithm::DirectBlock) {
     if (!options.tile.empty() || options.split_k > 1)
       throw Error(Status::BadParam, "tile: tiles and split_k apply to implicit_precomp only");
     if (pr.n > 65535) throw Error(Status::Unsupported, "n: direct_block launches one grid row per image, at most 65535");
-    const auto& shape = detail::choose_direct_shape(pr, detail::current_device_summary(), plan.decisions_);
-    plan.tile_.name = std::string(shape.name);
-    plan.tile_.reason = plan.decisions_.back();
-    return plan;
+    try {
+      const auto& shape = detail::choose_direct_shape(pr, detail::current_device_summary(), plan.decisions_);
+      plan.tile_.name = std::string(shape.name);
+      plan.tile_.reason = plan.decisions_.back();
+      return plan;
+    } catch (const Error& e) {
+      if (options.algorithm != Algorithm::Auto) throw;  // forced: say why it cannot run
+      // Auto falls back to the implicit GEMM, which runs every problem.
+      plan.decisions_.push_back(std::string("algorithm implicit_precomp: fallback, ") + e.what());
+      plan.algorithm_ = Algorithm::ImplicitPrecomp;
+    }
   }
   if (target == Target::Cuda) {
     const detail::TileShape* tile = nullptr;
