@@ -83,14 +83,16 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
   // Note [halo sub-blocks] + Note [direct pipeline]: copy the (n, c) tile and filter slice into `buf`.
   auto load = [&](int buf, int n, int c) {
     const float* gX = prm.x + n * prm.x_sn + static_cast<long long>(group * prm.cg + c) * prm.x_sc;
-    float* dst = sTile(buf);
+    // Row pointers are formed once per row; per element only the column offset and its predicate.
     for (int yy = ty; yy < prm.tile_rows; yy += TY) {
       const int h = iy0 + yy;
       const bool row_ok = static_cast<unsigned>(h) < static_cast<unsigned>(prm.H);
+      const float* src_row = gX + h * prm.x_sh;
+      float* dst_row = sTile(buf) + yy * prm.tile_cols;
       for (int xx = tx; xx < prm.tile_cols; xx += TX) {
         const int w = ix0 + xx;
         const bool ok = row_ok && static_cast<unsigned>(w) < static_cast<unsigned>(prm.W);
-        detail::cp_async_f32(dst + yy * prm.tile_cols + xx, ok ? gX + h * prm.x_sh + w * prm.x_sw : prm.x, ok);
+        detail::cp_async_f32(dst_row + xx, ok ? src_row + w * prm.x_sw : prm.x, ok);
       }
     }
     for (int e = threadIdx.x; e < KF * R * S; e += Shape::kThreads) {
