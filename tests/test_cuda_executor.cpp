@@ -146,7 +146,8 @@ TEST_F(CudaExecutor, DirectBlockDepthwiseShapesAndAutoChoice) {
   std::mt19937_64 g(test_seed() + 9);
   // Large map (64-wide tile), small map (16-wide tile), multiplier 2, stride 2, 5x5 and 7x7.
   for (Case c : {Case{make(2, 6, 40, 70, 6, 3, 3, 1, 1, 1, 6)}, Case{make(3, 5, 7, 7, 5, 3, 3, 1, 1, 1, 5)},
-                 Case{make(2, 4, 20, 19, 8, 5, 5, 2, 2, 1, 4)}, Case{make(1, 3, 30, 33, 3, 7, 7, 3, 1, 1, 3)}}) {
+                 Case{make(2, 4, 20, 19, 8, 5, 5, 2, 2, 1, 4)}, Case{make(1, 3, 30, 33, 3, 7, 7, 3, 1, 1, 3)},
+                 Case{make(2, 6, 24, 28, 6, 3, 3, 1, 2, 1, 6)}, Case{make(3, 5, 40, 68, 5, 3, 3, 1, 1, 1, 5)}}) {  // W % 4 == 0: 16-byte halo copies
     Problem& p = c.p;
     auto plan = engine.plan(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW));
     EXPECT_EQ(plan->algorithm(), Algorithm::DirectBlock) << p.to_string();

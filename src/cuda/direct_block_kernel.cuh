@@ -15,6 +15,13 @@
 // one (image, channel) tile is convolved, the next one is copied into the other shared-memory buffer
 // with cp.async (zero fill for padding), so loads and FMAs overlap; y is written per image.
 //
+// Note [vector halo]: when x rows are contiguous (stride_w == 1), W and every row/plane/image stride
+// are multiples of 4 and x is 16-byte aligned, the tile is copied in float4 chunks: its origin is
+// moved left to a multiple of 4 columns (`shift` = 0..3 extra columns) so every chunk is aligned and
+// lies wholly inside or wholly outside [0, W) (W % 4 == 0), and one cp.async of 16 bytes (or zero
+// fill) replaces four. The loader was instruction-bound: ncu on mbv2_dw_c144_h56_s2 (H100) showed
+// 72% SM throughput against 18% DRAM throughput with 4-byte copies.
+//
 // Note [halo sub-blocks]: the tile is (kTileRows x kTileCols) inputs with
 //   kTileRows = (kOutRows - 1)*stride_h + (R-1)*dil_h + 1, likewise columns,
 // which is larger than the thread group. Instead of an exact thread-to-element map with division and
@@ -41,6 +48,8 @@ struct DirectBlockParams {
   int tiles_x;            // spatial tiles along Q; blockIdx.x = tile_row * tiles_x + tile_col
   int stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
   int tile_rows, tile_cols;  // input tile with halo (Note [halo sub-blocks])
+  int pitch;                 // shared-memory row pitch in floats, a multiple of 4
+  int vec4;                  // Note [vector halo]: 16-byte copies allowed
   int flip;               // true convolution: w[R-1-r][S-1-s]
   float alpha, beta;
   int relu;
@@ -63,7 +72,7 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
   constexpr int KF = Shape::kFilters;
   const int R = Shape::kR > 0 ? Shape::kR : prm.R;
   const int S = Shape::kS > 0 ? Shape::kS : prm.S;
-  const int tile_elems = prm.tile_rows * prm.tile_cols;
+  const int tile_elems = prm.tile_rows * prm.pitch;
   extern __shared__ __align__(16) float smem[];
   // Buffer b: sTile(b) = [tile_rows][tile_cols], sFilter(b) = [KF][R*S] (computed, not indexed, so
   // no pointer array lands in local memory).
@@ -74,6 +83,7 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
   const int tile_row = blockIdx.x / prm.tiles_x, tile_col = blockIdx.x - tile_row * prm.tiles_x;
   const int oy0 = tile_row * Shape::kOutRows, ox0 = tile_col * Shape::kOutCols;
   const int iy0 = oy0 * prm.stride_h - prm.pad_h, ix0 = ox0 * prm.stride_w - prm.pad_w;
+  const int ix0a = prm.vec4 ? (ix0 & ~3) : ix0, shift = ix0 - ix0a;  // Note [vector halo]
   const int group = blockIdx.z / prm.filter_slices, slice = blockIdx.z - group * prm.filter_slices;
   const int k0 = group * prm.kg + slice * KF;  // first filter (global index)
   const int nf = min(KF, prm.kg - slice * KF);
@@ -83,16 +93,31 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
   // Note [halo sub-blocks] + Note [direct pipeline]: copy the (n, c) tile and filter slice into `buf`.
   auto load = [&](int buf, int n, int c) {
     const float* gX = prm.x + n * prm.x_sn + static_cast<long long>(group * prm.cg + c) * prm.x_sc;
-    // Row pointers are formed once per row; per element only the column offset and its predicate.
-    for (int yy = ty; yy < prm.tile_rows; yy += TY) {
-      const int h = iy0 + yy;
-      const bool row_ok = static_cast<unsigned>(h) < static_cast<unsigned>(prm.H);
-      const float* src_row = gX + h * prm.x_sh;
-      float* dst_row = sTile(buf) + yy * prm.tile_cols;
-      for (int xx = tx; xx < prm.tile_cols; xx += TX) {
-        const int w = ix0 + xx;
-        const bool ok = row_ok && static_cast<unsigned>(w) < static_cast<unsigned>(prm.W);
-        detail::cp_async_f32(dst_row + xx, ok ? src_row + w * prm.x_sw : prm.x, ok);
+    if (prm.vec4) {  // Note [vector halo]
+      const int chunks = (shift + prm.tile_cols + 3) / 4;
+      for (int yy = ty; yy < prm.tile_rows; yy += TY) {
+        const int h = iy0 + yy;
+        const bool row_ok = static_cast<unsigned>(h) < static_cast<unsigned>(prm.H);
+        const float* src_row = gX + h * prm.x_sh;
+        float* dst_row = sTile(buf) + yy * prm.pitch;
+        for (int ch = tx; ch < chunks; ch += TX) {
+          const int w = ix0a + 4 * ch;
+          const bool ok = row_ok && static_cast<unsigned>(w) < static_cast<unsigned>(prm.W);
+          detail::cp_async_f32x4(dst_row + 4 * ch, ok ? src_row + w : prm.x, ok);
+        }
+      }
+    } else {
+      // Row pointers are formed once per row; per element only the column offset and its predicate.
+      for (int yy = ty; yy < prm.tile_rows; yy += TY) {
+        const int h = iy0 + yy;
+        const bool row_ok = static_cast<unsigned>(h) < static_cast<unsigned>(prm.H);
+        const float* src_row = gX + h * prm.x_sh;
+        float* dst_row = sTile(buf) + yy * prm.pitch;
+        for (int xx = tx; xx < prm.tile_cols; xx += TX) {
+          const int w = ix0 + xx;
+          const bool ok = row_ok && static_cast<unsigned>(w) < static_cast<unsigned>(prm.W);
+          detail::cp_async_f32(dst_row + xx, ok ? src_row + w * prm.x_sw : prm.x, ok);
+        }
       }
     }
     for (int e = threadIdx.x; e < KF * R * S; e += Shape::kThreads) {
@@ -134,7 +159,7 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
         for (int i = 0; i < RH; ++i)
 #pragma unroll
           for (int j = 0; j < RW; ++j)
-            rX[i][j] = tile[((ty + i * TY) * prm.stride_h + r * prm.dil_h) * prm.tile_cols +
+            rX[i][j] = tile[((ty + i * TY) * prm.stride_h + r * prm.dil_h) * prm.pitch + shift +
                             (tx + j * TX) * prm.stride_w + s * prm.dil_w];
 #pragma unroll
         for (int f = 0; f < KF; ++f) {

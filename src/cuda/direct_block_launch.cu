@@ -2,6 +2,7 @@
 // the instantiation for the plan's shape and filter size (1, 3, 5, 7 square, else generic), and the
 // launch check.
 #include <algorithm>
+#include <cstdint>
 #include <string_view>
 
 #include "../plan/heuristics.hpp"
@@ -73,6 +74,10 @@ void direct_block_forward(const Plan& plan, const float* x, const float* w, floa
   prm.dil_h = static_cast<int>(pr.dil_h); prm.dil_w = static_cast<int>(pr.dil_w);
   prm.tile_rows = static_cast<int>(direct_tile_rows(pr, *shape));
   prm.tile_cols = static_cast<int>(direct_tile_cols(pr, *shape));
+  prm.pitch = static_cast<int>(direct_tile_pitch(pr, *shape));
+  // Note [vector halo]: preconditions for 16-byte copies.
+  prm.vec4 = xd.strides[3] == 1 && pr.w % 4 == 0 && xd.strides[2] % 4 == 0 && xd.strides[1] % 4 == 0 &&
+             xd.strides[0] % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
   prm.flip = pr.mode == Mode::Convolution;
   prm.alpha = pr.alpha; prm.beta = pr.beta; prm.relu = e.relu;
   const long long blocks_x = static_cast<long long>(tiles_y) * prm.tiles_x;

@@ -36,8 +36,11 @@ inline int64_t direct_tile_rows(const Problem& p, const DirectShape& d) {
 inline int64_t direct_tile_cols(const Problem& p, const DirectShape& d) {
   return (d.out_cols() - 1) * p.stride_w + (p.s - 1) * p.dil_w + 1;
 }
+/// Shared-memory row pitch: the tile plus up to 3 columns of left shift for 16-byte copies
+/// (Note [vector halo]), rounded up to whole float4s.
+inline int64_t direct_tile_pitch(const Problem& p, const DirectShape& d) { return (direct_tile_cols(p, d) + 3 + 3) / 4 * 4; }
 inline int64_t direct_smem_bytes(const Problem& p, const DirectShape& d) {
-  return 2 * 4 * (direct_tile_rows(p, d) * direct_tile_cols(p, d) + d.filters * p.r * p.s);  // double-buffered
+  return 2 * 4 * (direct_tile_rows(p, d) * direct_tile_pitch(p, d) + d.filters * p.r * p.s);  // double-buffered
 }
 
 /// Row slices for split-K (Note [split-k without workspace]); 1 when the grid already fills the GPU.
