@@ -172,6 +172,27 @@ TEST_F(CudaExecutor, DirectBlockTileTooLargeIsAnError) {
   }
 }
 
+TEST_F(CudaExecutor, SingleChannelExactAndFloat) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 10);
+  std::vector<Case> cases{{make(1, 1, 28, 28, 70, 3, 3)},          {make(2, 1, 33, 17, 9, 5, 5, 2)},
+                          {make(1, 1, 64, 40, 32, 1, 1, 0, 2)},     {make(1, 1, 30, 30, 5, 7, 7, 3, 2, 2)},
+                          {make(3, 4, 20, 19, 8, 3, 3, 1, 1, 1, 4)}, {make(2, 6, 9, 9, 6, 2, 4, 1, 1, 1, 6)},
+                          {make(1, 1, 300, 260, 3, 3, 3, 1)}};
+  for (Case c : cases)
+    for (int l = 0; l < 3; ++l) {
+      c.xl = c.wl = c.yl = Layout(l);
+      c.p.mode = l == 1 ? Mode::Convolution : Mode::CrossCorrelation;
+      c.bias = l == 2;
+      run_case(engine, c, g, true, "", 0, Algorithm::SingleChannel);
+      run_case(engine, c, g, false, "", 0, Algorithm::SingleChannel);
+    }
+  Problem multi = make(1, 3, 8, 8, 4, 3, 3);
+  PlanOptions o;
+  o.algorithm = Algorithm::SingleChannel;
+  EXPECT_THROW(engine.plan(multi, multi.x_desc(Layout::NCHW), multi.w_desc(Layout::NCHW), multi.y_desc(Layout::NCHW), o), Error);
+}
+
 TEST_F(CudaExecutor, SplitKOutOfRangeIsAnError) {
   Engine engine(Target::Cuda);
   Problem p = make(1, 8, 5, 5, 4, 1, 1);  // 8 rows: one row tile

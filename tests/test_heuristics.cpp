@@ -53,3 +53,49 @@ TEST(Heuristics, DirectShapeFitsOrSaysWhy) {
 
 }  // namespace
 }  // namespace mconv::test
+
+#include "../src/plan/single_channel_planner.hpp"
+
+namespace mconv::test {
+namespace {
+
+HardwareModel h100_model() {
+  HardwareModel m;
+  m.name = "H100 (test)"; m.sm_count = 132; m.cores_per_sm = 128;
+  m.smem_per_sm = 228 * 1024; m.smem_per_block_optin = 227 * 1024;
+  m.clock_mhz = 1980; m.latency_cycles = 291; m.bandwidth = 3.0e12;
+  return m;
+}
+
+TEST(SingleChannelPlanner, PicksTheMethodWithTheSmallerD) {
+  std::vector<std::string> why;
+  // 28x28 map, 512 3x3 filters: method 1 (4 filters per SM, whole map) has the smaller D.
+  auto d = detail::plan_single_channel(make(1, 1, 28, 28, 512, 3, 3), h100_model(), why);
+  EXPECT_EQ(d.method, 1);
+  EXPECT_EQ(d.filters_per_block, 4);  // ceil(512 / 132)
+  EXPECT_LE(d.d_bytes, detail::single_channel_smem_budget(h100_model()));
+  EXPECT_FALSE(why.empty());
+}
+
+TEST(SingleChannelPlanner, SmallMapsTakeTheVsFallback) {
+  std::vector<std::string> why;
+  auto d = detail::plan_single_channel(make(1, 1, 28, 28, 512, 1, 1), h100_model(), why);
+  EXPECT_TRUE(d.vs_fallback);  // Th = 4 * 28 * 28 FMAs per block, far below N_FMA = 74,496
+  EXPECT_GE(double(d.blocks) * d.d_bytes, std::min(h100_model().v_s(), double(d.blocks) * d.d_bytes));
+  EXPECT_NE(why.back().find("V_s"), std::string::npos);
+}
+
+TEST(SingleChannelPlanner, WideMapsSplitRowsUntilDFits) {
+  std::vector<std::string> why;
+  auto d = detail::plan_single_channel(make(1, 1, 1024, 1024, 32, 5, 5), h100_model(), why);
+  EXPECT_LE(d.d_bytes, detail::single_channel_smem_budget(h100_model()));
+  EXPECT_GT(d.blocks, 1);
+}
+
+TEST(SingleChannelPlanner, RefusesMultiChannel) {
+  std::vector<std::string> why;
+  EXPECT_THROW(detail::plan_single_channel(make(1, 4, 28, 28, 8, 3, 3), h100_model(), why), Error);
+}
+
+}  // namespace
+}  // namespace mconv::test

@@ -31,7 +31,7 @@ enum class Algorithm : int {
   Reference = 1,        ///< CPU only: direct loops, double accumulation (the test oracle)
   ImplicitPrecomp = 2,  ///< implicit GEMM through the offset table (CPU and CUDA)
   DirectBlock = 3,      ///< CUDA: direct convolution on shared-memory blocks with halos (depthwise)
-  SingleChannel = 4,    ///< single-channel hardware-model kernel (not built yet)
+  SingleChannel = 4,    ///< CUDA: single-channel kernel driven by the paper's P/Q planner (C/G = 1)
   StrideFixed = 5,      ///< multi-channel stride-fixed block kernel (not built yet)
 };
 const char* algorithm_name(Algorithm a);
@@ -92,6 +92,8 @@ struct TileChoice {
   /// Slices of the row (GEMM-K) range computed by separate blocks and summed into y with atomics
   /// (Note [split-k without workspace]). 1 = off. Results then vary in the last bits from run to run.
   int split_k = 1;
+  /// single_channel: the planner's division (filters and output rows per block); 0 otherwise.
+  int block_filters = 0, block_rows = 0;
 };
 
 /// Options that override the planner's choices.

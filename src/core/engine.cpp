@@ -65,8 +65,8 @@ const void* Engine::device_table(const Plan& plan) {
 }
 
 int64_t Engine::plan_device_bytes(const Plan& plan) {
-  // direct_block reads no table: its extra device bytes are zero.
-  return target_ == Target::Cuda && plan.algorithm() != Algorithm::DirectBlock ? plan.table_bytes() : 0;
+  // Only the implicit GEMM reads the offset table; the direct kernels need no device bytes at all.
+  return target_ == Target::Cuda && plan.algorithm() == Algorithm::ImplicitPrecomp ? plan.table_bytes() : 0;
 }
 
 void Engine::conv2d_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& e) {
@@ -90,6 +90,8 @@ void Engine::conv2d_forward(const Plan& plan, const void* x, const void* w, void
   if (e.bias) detail::cuda_backend::check_device_pointer(e.bias, "bias", device_);
   if (plan.algorithm() == Algorithm::DirectBlock)
     detail::cuda_backend::direct_block_forward(plan, xf, wf, yf, e, stream_);
+  else if (plan.algorithm() == Algorithm::SingleChannel)
+    detail::cuda_backend::single_channel_forward(plan, xf, wf, yf, e, stream_);
   else
     detail::cuda_backend::implicit_precomp_forward(plan, device_table(plan), xf, wf, yf, e, stream_);
 }

@@ -26,6 +26,10 @@ void implicit_precomp_forward(const Plan& plan, const void* table, const float* 
 void direct_block_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e,
                           void* stream);
 
+void single_channel_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e,
+                            void* stream);
+int current_device();
+
 void synchronize(void* stream);
 
 /// What the runtime reports about `device` (no measurement).

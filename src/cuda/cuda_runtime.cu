@@ -23,6 +23,12 @@ DeviceSummary summary() {
   return {sms, smem};
 }
 
+int current_device() {
+  int dev = 0;
+  MCONV_CUDA_CHECK(cudaGetDevice(&dev));
+  return dev;
+}
+
 void set_device(int device) {
   int count = 0;
   MCONV_CUDA_CHECK(cudaGetDeviceCount(&count));

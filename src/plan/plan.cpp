@@ -5,7 +5,10 @@
 #include <limits>
 #include <sstream>
 
+#include "../cuda/cuda_backend.hpp"
 #include "heuristics.hpp"
+#include "mconv/hardware.hpp"
+#include "single_channel_planner.hpp"
 #include "mconv/engine.hpp"
 
 namespace mconv {
@@ -94,9 +97,9 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
   }
   if (algo == Algorithm::Reference && target != Target::Cpu)
     throw Error(Status::Unsupported, "algorithm: reference runs on the CPU only");
-  if (algo == Algorithm::DirectBlock && target != Target::Cuda)
-    throw Error(Status::Unsupported, "algorithm: direct_block runs on the cuda target only");
-  if (algo == Algorithm::SingleChannel || algo == Algorithm::StrideFixed)
+  if ((algo == Algorithm::DirectBlock || algo == Algorithm::SingleChannel) && target != Target::Cuda)
+    throw Error(Status::Unsupported, std::string("algorithm: ") + algorithm_name(algo) + " runs on the cuda target only");
+  if (algo == Algorithm::StrideFixed)
     throw Error(Status::Unsupported, std::string("algorithm: ") + algorithm_name(algo) + " is not implemented yet");
   plan.algorithm_ = algo;
 
@@ -128,6 +131,17 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
   plan.out_ = {y.strides[0], y.strides[1], y.strides[2], y.strides[3]};
   plan.group_ = {cg * x.strides[1], pr.k_per_group() * w.strides[0], pr.k_per_group() * y.strides[1]};
 
+  if (plan.algorithm_ == Algorithm::SingleChannel) {
+    if (!options.tile.empty() || options.split_k > 1)
+      throw Error(Status::BadParam, "tile: tiles and split_k apply to implicit_precomp only");
+    const HardwareModel hw = hardware_model(detail::cuda_backend::current_device());
+    const auto div = detail::plan_single_channel(pr, hw, plan.decisions_);
+    plan.tile_.name = "single_channel_m" + std::to_string(div.method);
+    plan.tile_.block_filters = div.filters_per_block;
+    plan.tile_.block_rows = div.rows_per_block;
+    plan.tile_.reason = plan.decisions_.back();
+    return plan;
+  }
   if (plan.algorithm_ == Algorithm::DirectBlock) {
     if (!options.tile.empty() || options.split_k > 1)
       throw Error(Status::BadParam, "tile: tiles and split_k apply to implicit_precomp only");
