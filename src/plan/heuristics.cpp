@@ -54,10 +54,12 @@ Algorithm choose_algorithm(const Problem& p, std::vector<std::string>& why) {
   }
   // Single channel (C/G = 1, many filters): the direct block reads each map tile once and keeps 4
   // filters per thread in registers. Measured on the H100, single_channel suite (batch 1): direct_block
-  // 1.1-2.1x faster than implicit_precomp for 1x1 and 3x3 and for 5x5 up to 112x112; implicit_precomp
-  // 1.15-1.18x faster for 5x5 at 224x224 and above (more FMAs per byte suit the GEMM tiles).
+  // 1.1-2.1x faster than implicit_precomp for 1x1 and 3x3 and for 5x5 up to 56x56; implicit_precomp
+  // 1.1-1.2x faster for 5x5 at 112x112 and above (more FMAs per byte suit the GEMM tiles). The paper's
+  // single_channel kernel (planner + strip kernel) was within 10% of direct_block only on 28x28 maps
+  // and up to 6x slower elsewhere, so Auto does not pick it.
   const int64_t cols = p.n * p.p() * p.q();
-  if (p.c_per_group() == 1 && (p.r * p.s <= 9 || cols < 40000)) {
+  if (p.c_per_group() == 1 && (p.r * p.s <= 9 || cols < 10000)) {
     why.push_back("algorithm direct_block: single channel (C/G = 1) with R*S = " + std::to_string(p.r * p.s) +
                   ", N*P*Q = " + std::to_string(cols) + " (measured faster than implicit GEMM there)");
     return Algorithm::DirectBlock;
