@@ -147,7 +147,10 @@ TEST_F(CudaExecutor, DirectBlockDepthwiseShapesAndAutoChoice) {
   // Large map (64-wide tile), small map (16-wide tile), multiplier 2, stride 2, 5x5 and 7x7.
   for (Case c : {Case{make(2, 6, 40, 70, 6, 3, 3, 1, 1, 1, 6)}, Case{make(3, 5, 7, 7, 5, 3, 3, 1, 1, 1, 5)},
                  Case{make(2, 4, 20, 19, 8, 5, 5, 2, 2, 1, 4)}, Case{make(1, 3, 30, 33, 3, 7, 7, 3, 1, 1, 3)},
-                 Case{make(2, 6, 24, 28, 6, 3, 3, 1, 2, 1, 6)}, Case{make(3, 5, 40, 68, 5, 3, 3, 1, 1, 1, 5)}}) {  // W % 4 == 0: 16-byte halo copies
+                 Case{make(2, 6, 24, 28, 6, 3, 3, 1, 2, 1, 6)}, Case{make(3, 5, 40, 68, 5, 3, 3, 1, 1, 1, 5)},  // W % 4 == 0: 16-byte halo copies
+                 // Note [packed groups]: slot counts not divisible by the groups per block.
+                 Case{make(2, 601, 7, 7, 601, 3, 3, 1, 1, 1, 601)}, Case{make(2, 265, 14, 14, 265, 3, 3, 1, 1, 1, 265)},
+                 Case{make(2, 530, 14, 14, 530, 3, 3, 1, 2, 1, 530)}}) {
     Problem& p = c.p;
     auto plan = engine.plan(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW));
     EXPECT_EQ(plan->algorithm(), Algorithm::DirectBlock) << p.to_string();

@@ -49,6 +49,8 @@ TEST(Heuristics, DirectShapeFitsOrSaysWhy) {
   std::vector<std::string> why;
   EXPECT_EQ(detail::choose_direct_shape(make(1, 8, 7, 7, 8, 3, 3, 1, 1, 1, 8), kH100, why).name, "direct_16x8_r1x1_f1");
   EXPECT_EQ(detail::choose_direct_shape(make(1, 1, 56, 56, 64, 3, 3), kH100, why).name, "direct_32x8_r2x2_f4");
+  EXPECT_EQ(detail::choose_direct_shape(make(32, 960, 7, 7, 960, 3, 3, 1, 1, 1, 960), kH100, why).name, "direct_8x8_r1x1_f1_g4");
+  EXPECT_EQ(detail::choose_direct_shape(make(32, 576, 14, 14, 576, 3, 3, 1, 1, 1, 576), kH100, why).name, "direct_16x8_r2x1_f1_g2");
   EXPECT_THROW(detail::choose_direct_shape(make(1, 1, 3000, 3000, 1, 7, 7, 0, 1, 400), kH100, why), Error);
 }
 

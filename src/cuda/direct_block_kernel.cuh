@@ -22,6 +22,11 @@
 // fill) replaces four. The loader was instruction-bound: ncu on mbv2_dw_c144_h56_s2 (H100) showed
 // 72% SM throughput against 18% DRAM throughput with 4-byte copies.
 //
+// Note [packed groups]: with kGroupsPerBlock > 1, thread group `sub` = threadIdx.x / (TX*TY) works on
+// slot blockIdx.z * kGroupsPerBlock + sub with its own shared-memory buffers; the barriers are shared.
+// Past the last slot a thread group still takes part in the barriers; it copies the last slot's
+// (valid) data and stores nothing.
+//
 // Note [halo sub-blocks]: the tile is (kTileRows x kTileCols) inputs with
 //   kTileRows = (kOutRows - 1)*stride_h + (R-1)*dil_h + 1, likewise columns,
 // which is larger than the thread group. Instead of an exact thread-to-element map with division and
@@ -42,7 +47,8 @@ struct DirectBlockParams {
   long long w_sk, w_sc, w_sr, w_ss;
   long long y_sn, y_sk, y_sp, y_sq;
   int cg, kg;             // channels and filters per group
-  int filter_slices;      // ceil(kg / kFilters); blockIdx.z = group * filter_slices + slice
+  int filter_slices;      // ceil(kg / kFilters); slot = group * filter_slices + slice
+  int slots;              // groups * filter_slices; blockIdx.z covers kGroupsPerBlock slots
   int N, images_per_block;  // blockIdx.y covers images [y * images_per_block, ... + images_per_block)
   int H, W, P, Q, R, S;   // R, S used when the kernel is instantiated with R = S = 0 (runtime size)
   int tiles_x;            // spatial tiles along Q; blockIdx.x = tile_row * tiles_x + tile_col
@@ -56,10 +62,13 @@ struct DirectBlockParams {
 };
 
 /// Thread-group shape and register blocking; R = S = 0 means "filter size at run time".
-template <int R_, int S_, int Filters, int ThreadsX, int ThreadsY, int RegRows, int RegCols>
+/// kGroupsPerBlock thread groups share one block, each on its own (group, filter slice) slot, so that
+/// small maps (7x7, 14x14) still give a block of 256 threads enough work (Note [packed groups]).
+template <int R_, int S_, int Filters, int ThreadsX, int ThreadsY, int RegRows, int RegCols, int GroupsPerBlock>
 struct DirectBlockShape {
-  static constexpr int kR = R_, kS = S_, kFilters = Filters;
-  static constexpr int kThreadsX = ThreadsX, kThreadsY = ThreadsY, kThreads = ThreadsX * ThreadsY;
+  static constexpr int kR = R_, kS = S_, kFilters = Filters, kGroupsPerBlock = GroupsPerBlock;
+  static constexpr int kThreadsX = ThreadsX, kThreadsY = ThreadsY, kGroupThreads = ThreadsX * ThreadsY;
+  static constexpr int kThreads = kGroupThreads * GroupsPerBlock;
   static constexpr int kRegRows = RegRows, kRegCols = RegCols;
   static constexpr int kOutRows = ThreadsY * RegRows, kOutCols = ThreadsX * RegCols;
   static_assert(kThreads % 32 == 0 && kThreads <= 1024, "whole warps");
@@ -73,20 +82,25 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
   const int R = Shape::kR > 0 ? Shape::kR : prm.R;
   const int S = Shape::kS > 0 ? Shape::kS : prm.S;
   const int tile_elems = prm.tile_rows * prm.pitch;
-  extern __shared__ __align__(16) float smem[];
+  extern __shared__ __align__(16) float smem_all[];
+  const int sub = threadIdx.x / Shape::kGroupThreads, lt = threadIdx.x - sub * Shape::kGroupThreads;
+  float* smem = smem_all + sub * 2 * (tile_elems + KF * R * S);  // Note [packed groups]
   // Buffer b: sTile(b) = [tile_rows][tile_cols], sFilter(b) = [KF][R*S] (computed, not indexed, so
   // no pointer array lands in local memory).
   auto sTile = [&](int b) { return smem + b * tile_elems; };
   auto sFilter = [&](int b) { return smem + 2 * tile_elems + b * KF * R * S; };
 
-  const int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
+  const int tx = lt % TX, ty = lt / TX;
   const int tile_row = blockIdx.x / prm.tiles_x, tile_col = blockIdx.x - tile_row * prm.tiles_x;
   const int oy0 = tile_row * Shape::kOutRows, ox0 = tile_col * Shape::kOutCols;
   const int iy0 = oy0 * prm.stride_h - prm.pad_h, ix0 = ox0 * prm.stride_w - prm.pad_w;
   const int ix0a = prm.vec4 ? (ix0 & ~3) : ix0, shift = ix0 - ix0a;  // Note [vector halo]
-  const int group = blockIdx.z / prm.filter_slices, slice = blockIdx.z - group * prm.filter_slices;
+  const int slot_raw = blockIdx.z * Shape::kGroupsPerBlock + sub;
+  const bool active = slot_raw < prm.slots;  // Note [packed groups]
+  const int slot = active ? slot_raw : prm.slots - 1;
+  const int group = slot / prm.filter_slices, slice = slot - group * prm.filter_slices;
   const int k0 = group * prm.kg + slice * KF;  // first filter (global index)
-  const int nf = min(KF, prm.kg - slice * KF);
+  const int nf = active ? min(KF, prm.kg - slice * KF) : 0;
   const int n_begin = blockIdx.y * prm.images_per_block;
   const int items = min(prm.images_per_block, prm.N - n_begin) * prm.cg;
 
@@ -120,7 +134,7 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
         }
       }
     }
-    for (int e = threadIdx.x; e < KF * R * S; e += Shape::kThreads) {
+    for (int e = lt; e < KF * R * S; e += Shape::kGroupThreads) {
       const int f = e / (R * S), rs = e - f * (R * S), r = rs / S, s = rs - r * S;
       const int fr = prm.flip ? R - 1 - r : r, fs = prm.flip ? S - 1 - s : s;
       const bool ok = f < nf;

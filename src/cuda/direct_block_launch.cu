@@ -16,11 +16,12 @@ namespace {
 using cuda::DirectBlockParams;
 using cuda::DirectBlockShape;
 
-template <int TX, int TY, int RH, int RW, int KF>
+template <int TX, int TY, int RH, int RW, int KF, int GB>
 constexpr bool matches_catalog(std::string_view name) {
   for (const auto& d : kDirectCatalog)
     if (d.name == name)
-      return d.threads_x == TX && d.threads_y == TY && d.reg_rows == RH && d.reg_cols == RW && d.filters == KF;
+      return d.threads_x == TX && d.threads_y == TY && d.reg_rows == RH && d.reg_cols == RW && d.filters == KF &&
+             d.groups_per_block == GB;
   return false;
 }
 
@@ -33,21 +34,23 @@ void launch(const DirectBlockParams& prm, dim3 grid, int smem, cudaStream_t stre
 }
 
 // Static switch over the filter size: 1, 3, 5, 7 square get unrolled kernels, others the generic one.
-template <int TX, int TY, int RH, int RW, int KF>
+template <int TX, int TY, int RH, int RW, int KF, int GB>
 void launch_sized(const DirectBlockParams& prm, dim3 grid, int smem, cudaStream_t stream) {
   const int rs = prm.R == prm.S ? prm.R : 0;
   switch (rs) {
-    case 1: return launch<DirectBlockShape<1, 1, KF, TX, TY, RH, RW>>(prm, grid, smem, stream);
-    case 3: return launch<DirectBlockShape<3, 3, KF, TX, TY, RH, RW>>(prm, grid, smem, stream);
-    case 5: return launch<DirectBlockShape<5, 5, KF, TX, TY, RH, RW>>(prm, grid, smem, stream);
-    case 7: return launch<DirectBlockShape<7, 7, KF, TX, TY, RH, RW>>(prm, grid, smem, stream);
-    default: return launch<DirectBlockShape<0, 0, KF, TX, TY, RH, RW>>(prm, grid, smem, stream);
+    case 1: return launch<DirectBlockShape<1, 1, KF, TX, TY, RH, RW, GB>>(prm, grid, smem, stream);
+    case 3: return launch<DirectBlockShape<3, 3, KF, TX, TY, RH, RW, GB>>(prm, grid, smem, stream);
+    case 5: return launch<DirectBlockShape<5, 5, KF, TX, TY, RH, RW, GB>>(prm, grid, smem, stream);
+    case 7: return launch<DirectBlockShape<7, 7, KF, TX, TY, RH, RW, GB>>(prm, grid, smem, stream);
+    default: return launch<DirectBlockShape<0, 0, KF, TX, TY, RH, RW, GB>>(prm, grid, smem, stream);
   }
 }
 
-static_assert(matches_catalog<32, 8, 2, 2, 1>("direct_32x8_r2x2_f1"), "catalog and instantiation disagree");
-static_assert(matches_catalog<16, 8, 1, 1, 1>("direct_16x8_r1x1_f1"), "catalog and instantiation disagree");
-static_assert(matches_catalog<32, 8, 2, 2, 4>("direct_32x8_r2x2_f4"), "catalog and instantiation disagree");
+static_assert(matches_catalog<32, 8, 2, 2, 1, 1>("direct_32x8_r2x2_f1"), "catalog and instantiation disagree");
+static_assert(matches_catalog<16, 8, 1, 1, 1, 1>("direct_16x8_r1x1_f1"), "catalog and instantiation disagree");
+static_assert(matches_catalog<32, 8, 2, 2, 4, 1>("direct_32x8_r2x2_f4"), "catalog and instantiation disagree");
+static_assert(matches_catalog<8, 8, 1, 1, 1, 4>("direct_8x8_r1x1_f1_g4"), "catalog and instantiation disagree");
+static_assert(matches_catalog<16, 8, 2, 1, 1, 2>("direct_16x8_r2x1_f1_g2"), "catalog and instantiation disagree");
 
 }  // namespace
 
@@ -81,7 +84,8 @@ void direct_block_forward(const Plan& plan, const float* x, const float* w, floa
   prm.flip = pr.mode == Mode::Convolution;
   prm.alpha = pr.alpha; prm.beta = pr.beta; prm.relu = e.relu;
   const long long blocks_x = static_cast<long long>(tiles_y) * prm.tiles_x;
-  const long long blocks_z = pr.groups * static_cast<long long>(prm.filter_slices);
+  prm.slots = static_cast<int>(pr.groups * prm.filter_slices);
+  const long long blocks_z = (prm.slots + shape->groups_per_block - 1) / shape->groups_per_block;
   if (blocks_x > 0x7fffffffLL || blocks_z > 65535)
     throw Error(Status::Unsupported, "groups: direct_block grid exceeds the launch limits");
   // Note [direct pipeline]: give each block several images so its loads overlap its FMAs, while
@@ -89,7 +93,7 @@ void direct_block_forward(const Plan& plan, const float* x, const float* w, floa
   // number of images in every block row.
   prm.N = static_cast<int>(pr.n);
   const long long per_image = blocks_x * blocks_z;
-  const long long target_blocks = 132LL * (2048 / (shape->threads_x * shape->threads_y));
+  const long long target_blocks = 132LL * (2048 / (shape->threads_x * shape->threads_y * shape->groups_per_block));
   const long long ipb0 = std::clamp<long long>(per_image * pr.n / target_blocks, 1, pr.n);
   const long long blocks_y = (pr.n + ipb0 - 1) / ipb0;
   prm.images_per_block = static_cast<int>((pr.n + blocks_y - 1) / blocks_y);
@@ -97,9 +101,12 @@ void direct_block_forward(const Plan& plan, const float* x, const float* w, floa
   const int smem = static_cast<int>(direct_smem_bytes(pr, *shape));
   const auto s = static_cast<cudaStream_t>(stream);
   const std::string& name = plan.tile().name;
-  if (name == "direct_32x8_r2x2_f1") launch_sized<32, 8, 2, 2, 1>(prm, grid, smem, s);
-  else if (name == "direct_16x8_r1x1_f1") launch_sized<16, 8, 1, 1, 1>(prm, grid, smem, s);
-  else launch_sized<32, 8, 2, 2, 4>(prm, grid, smem, s);
+  if (name == "direct_32x8_r2x2_f1") launch_sized<32, 8, 2, 2, 1, 1>(prm, grid, smem, s);
+  else if (name == "direct_16x8_r1x1_f1") launch_sized<16, 8, 1, 1, 1, 1>(prm, grid, smem, s);
+  else if (name == "direct_32x8_r2x2_f4") launch_sized<32, 8, 2, 2, 4, 1>(prm, grid, smem, s);
+  else if (name == "direct_8x8_r1x1_f1_g4") launch_sized<8, 8, 1, 1, 1, 4>(prm, grid, smem, s);
+  else if (name == "direct_16x8_r2x1_f1_g2") launch_sized<16, 8, 2, 1, 1, 2>(prm, grid, smem, s);
+  else throw Error(Status::Internal, "tile: no instantiation for direct shape '" + name + "'");
 }
 
 }  // namespace mconv::detail::cuda_backend

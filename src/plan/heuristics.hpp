@@ -40,7 +40,8 @@ inline int64_t direct_tile_cols(const Problem& p, const DirectShape& d) {
 /// (Note [vector halo]), rounded up to whole float4s.
 inline int64_t direct_tile_pitch(const Problem& p, const DirectShape& d) { return (direct_tile_cols(p, d) + 3 + 3) / 4 * 4; }
 inline int64_t direct_smem_bytes(const Problem& p, const DirectShape& d) {
-  return 2 * 4 * (direct_tile_rows(p, d) * direct_tile_pitch(p, d) + d.filters * p.r * p.s);  // double-buffered
+  return int64_t(d.groups_per_block) * 2 * 4 *  // double-buffered, per packed group
+         (direct_tile_rows(p, d) * direct_tile_pitch(p, d) + d.filters * p.r * p.s);
 }
 
 /// Row slices for split-K (Note [split-k without workspace]); 1 when the grid already fills the GPU.

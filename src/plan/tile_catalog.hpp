@@ -33,15 +33,18 @@ inline constexpr std::array<TileShape, 6> kTileCatalog{{
 struct DirectShape {
   std::string_view name;
   int threads_x, threads_y, reg_rows, reg_cols, filters;
+  int groups_per_block;  // Note [packed groups] in direct_block_kernel.cuh
   int out_rows() const { return threads_y * reg_rows; }
   int out_cols() const { return threads_x * reg_cols; }
 };
 
-inline constexpr std::array<DirectShape, 3> kDirectCatalog{{
+inline constexpr std::array<DirectShape, 5> kDirectCatalog{{
     // 32 x 64 outputs (r4x2) ran 2.2x slower than 16 x 64 on mbv2_dw_c32_h112_s1 (H100, 0.385 vs 0.176 ms).
-    {"direct_32x8_r2x2_f1", 32, 8, 2, 2, 1},  // depthwise, maps wider than 16: 16 x 64 outputs per block
-    {"direct_16x8_r1x1_f1", 16, 8, 1, 1, 1},  // depthwise, small maps (7x7, 14x14): 8 x 16 outputs
-    {"direct_32x8_r2x2_f4", 32, 8, 2, 2, 4},  // several filters per group: 4 filters per thread
+    {"direct_32x8_r2x2_f1", 32, 8, 2, 2, 1, 1},  // depthwise, maps wider than 16: 16 x 64 outputs per block
+    {"direct_16x8_r1x1_f1", 16, 8, 1, 1, 1, 1},  // depthwise, maps of 9-16 with too few groups to pack
+    {"direct_32x8_r2x2_f4", 32, 8, 2, 2, 4, 1},  // several filters per group: 4 filters per thread
+    {"direct_8x8_r1x1_f1_g4", 8, 8, 1, 1, 1, 4},   // depthwise, maps <= 8 wide and high: 4 groups per block
+    {"direct_16x8_r2x1_f1_g2", 16, 8, 2, 1, 1, 2},  // depthwise, maps <= 16: one 16 x 16 tile, 2 groups per block
 }};
 
 inline const DirectShape* find_direct_shape(std::string_view name) {
