@@ -43,6 +43,11 @@ for s in "${suites[@]}"; do
   echo "exit $?" >> "$LOG/summary.txt"
   tail -1 "$LOG/$s.txt" | tee -a "$LOG/summary.txt"
 done
+if [ -z "${SKIP_NHWC:-}" ]; then
+  echo "== bench resnet50 NHWC" | tee -a "$LOG/summary.txt"
+  timeout 300 "$B/mconv" bench --suite bench/suites/resnet50.csv --layout NHWC --vs cudnn --out "$LOG/resnet50_nhwc" > "$LOG/resnet50_nhwc.txt" 2> "$LOG/resnet50_nhwc.err"
+  tail -1 "$LOG/resnet50_nhwc.txt" | tee -a "$LOG/summary.txt"
+fi
 python3 scripts/plot_bench.py "$LOG" > "$LOG/plot.log" 2>&1 || echo "plot failed" | tee -a "$LOG/summary.txt"
 tar -C "$OUT" -czf "$OUT/results.tar.gz" logs && find "$LOG" -type f ! -name summary.txt -delete
 echo; echo "==== summary"; cat "$LOG/summary.txt"; for s in "${suites[@]}"; do tar -xzOf "$OUT/results.tar.gz" "logs/$s.txt" | cut -c1-200; done

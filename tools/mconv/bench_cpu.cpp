@@ -20,7 +20,7 @@ std::vector<LayerResult> bench_cpu(const std::vector<Layer>& layers, const Bench
     if (opt.batch > 0) p.n = opt.batch;
     std::cerr << "[" << i + 1 << "/" << layers.size() << "] " << layers[i].name << " (" << p.to_string() << ")"
               << std::flush;
-    const TensorDesc xd = p.x_desc(Layout::NCHW), wd = p.w_desc(Layout::NCHW), yd = p.y_desc(Layout::NCHW);
+    const TensorDesc xd = p.x_desc(opt.layout), wd = p.w_desc(opt.layout), yd = p.y_desc(opt.layout);
     PlanOptions po = opt.plan;
     po.target = Target::Cpu;
     auto plan = engine.plan(p, xd, wd, yd, po);

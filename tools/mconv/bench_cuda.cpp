@@ -70,7 +70,7 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
     if (opt.batch > 0) p.n = opt.batch;
     std::cerr << "[" << li + 1 << "/" << layers.size() << "] " << layers[li].name << " (" << p.to_string() << ")"
               << std::flush;
-    const TensorDesc xd = p.x_desc(Layout::NCHW), wd = p.w_desc(Layout::NCHW), yd = p.y_desc(Layout::NCHW);
+    const TensorDesc xd = p.x_desc(opt.layout), wd = p.w_desc(opt.layout), yd = p.y_desc(opt.layout);
     PlanOptions po = opt.plan;
     po.target = Target::Cuda;
     auto plan = engine.plan(p, xd, wd, yd, po);
@@ -136,7 +136,7 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
 #ifdef MCONV_HAVE_CUDNN
     if (opt.vs_cudnn) {
       try {
-        time_cudnn_peers(p, xs, ws, ys, opt.launches, opt.repeats, error_of, r.fastest, r.matched);
+        time_cudnn_peers(p, opt.layout, xs, ws, ys, opt.launches, opt.repeats, error_of, r.fastest, r.matched);
       } catch (const std::exception& e) {
         std::cerr << "  cuDNN: " << e.what();
       }

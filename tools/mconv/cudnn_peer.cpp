@@ -35,20 +35,23 @@ struct Descriptors {
   cudnnTensorDescriptor_t x{}, y{};
   cudnnFilterDescriptor_t w{};
   cudnnConvolutionDescriptor_t conv{};
-  explicit Descriptors(const Problem& p) {
+  Descriptors(const Problem& p, Layout layout) {
+    if (layout != Layout::NCHW && layout != Layout::NHWC)
+      throw std::runtime_error("the cuDNN peer takes NCHW or NHWC, not " + std::string(layout_name(layout)));
+    const cudnnTensorFormat_t fmt = layout == Layout::NHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
     ok(cudnnCreateTensorDescriptor(&x), "x desc");
     ok(cudnnCreateTensorDescriptor(&y), "y desc");
     ok(cudnnCreateFilterDescriptor(&w), "w desc");
     ok(cudnnCreateConvolutionDescriptor(&conv), "conv desc");
-    ok(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(p.n), int(p.c), int(p.h), int(p.w)), "x desc");
-    ok(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(p.k), int(p.c / p.groups), int(p.r), int(p.s)), "w desc");
+    ok(cudnnSetTensor4dDescriptor(x, fmt, CUDNN_DATA_FLOAT, int(p.n), int(p.c), int(p.h), int(p.w)), "x desc");
+    ok(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, fmt, int(p.k), int(p.c / p.groups), int(p.r), int(p.s)), "w desc");
     ok(cudnnSetConvolution2dDescriptor(conv, int(p.pad_h), int(p.pad_w), int(p.stride_h), int(p.stride_w), int(p.dil_h),
                                        int(p.dil_w),
                                        p.mode == Mode::Convolution ? CUDNN_CONVOLUTION : CUDNN_CROSS_CORRELATION,
                                        CUDNN_DATA_FLOAT), "conv desc");
     ok(cudnnSetConvolutionGroupCount(conv, int(p.groups)), "group count");
     ok(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH), "math type");
-    ok(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(p.n), int(p.k), int(p.p()), int(p.q())), "y desc");
+    ok(cudnnSetTensor4dDescriptor(y, fmt, CUDNN_DATA_FLOAT, int(p.n), int(p.k), int(p.p()), int(p.q())), "y desc");
   }
   ~Descriptors() {
     cudnnDestroyTensorDescriptor(x);
@@ -69,10 +72,10 @@ cudnnHandle_t handle() {
 
 }  // namespace
 
-void time_cudnn_peers(const Problem& p, const std::vector<float*>& xs, const std::vector<float*>& ws,
+void time_cudnn_peers(const Problem& p, Layout layout, const std::vector<float*>& xs, const std::vector<float*>& ws,
                       const std::vector<float*>& ys, int launches, int repeats,
                       const std::function<double(const float*)>& error_of, PeerTime& fastest, PeerTime& matched) {
-  Descriptors d(p);
+  Descriptors d(p, layout);
   // "A few GB of workspace to choose from" (BENCHMARKING.md), bounded by what is free.
   size_t free_b = 0, total_b = 0;
   cuda_ok(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");

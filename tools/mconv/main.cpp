@@ -131,6 +131,8 @@ int main(int argc, char** argv) {
   auto* bench = app.add_subcommand("bench", "benchmark every layer of a suite (default: built-in resnet50)");
   bench->add_option("--suite", suite_path, "suite CSV (name,n,c,h,w,k,r,s,pad_h,pad_w,stride_h,stride_w,dil_h,dil_w,groups)");
   bench->add_option("--batch", bopt.batch, "override n of every layer");
+  std::string bench_layout = "NCHW";
+  bench->add_option("--layout", bench_layout, "layout of x, w and y: NCHW, NHWC or CNHW (cuDNN peer: NCHW, NHWC)")->capture_default_str();
   bench->add_option("--format", format)->check(CLI::IsMember({"table", "csv", "json"}))->capture_default_str();
   bench->add_option("--out", out_prefix, "also write PREFIX.csv and PREFIX.json");
   bench->add_option("--target", target)->check(CLI::IsMember({"auto", "cpu", "cuda"}))->capture_default_str();
@@ -182,6 +184,8 @@ int main(int argc, char** argv) {
       mconv::Target t = mconv::parse_target(target);
       if (t == mconv::Target::Auto) t = mconv::cuda_available() ? mconv::Target::Cuda : mconv::Target::Cpu;
       bopt.plan.algorithm = mconv::parse_algorithm(algo);
+      bopt.layout = mconv::parse_layout(bench_layout);
+      if (bopt.layout != mconv::Layout::NCHW) suite_name += std::string("_") + mconv::layout_name(bopt.layout);
       bopt.plan.tile = tile;
       bopt.vs_cudnn = vs == "cudnn";
       mt::Peaks peaks;
