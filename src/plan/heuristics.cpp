@@ -55,10 +55,16 @@ Algorithm choose_algorithm(const Problem& p, std::vector<std::string>& why) {
   // Single channel (C/G = 1, many filters): the direct block reads each map tile once and keeps 4
   // filters per thread in registers. Measured on the H100, single_channel suite (batch 1): direct_block
   // 1.1-2.1x faster than implicit_precomp for 1x1 and 3x3 and for 5x5 up to 56x56; implicit_precomp
-  // 1.1-1.2x faster for 5x5 at 112x112 and above (more FMAs per byte suit the GEMM tiles). The paper's
-  // single_channel kernel (planner + strip kernel) was within 10% of direct_block only on 28x28 maps
-  // and up to 6x slower elsewhere, so Auto does not pick it.
+  // 1.1-1.2x faster for 5x5 at 112x112 and above (more FMAs per byte suit the GEMM tiles).
   const int64_t cols = p.n * p.p() * p.q();
+  // Small maps (<= 28x28) with many 3x3/5x5 filters: the paper's single-channel division (4 filters
+  // per SM, the whole map per block) measured 1.10-1.14x faster than direct_block on
+  // single_h28_m512_k3/k5 (H100, two runs); on 1x1 filters and larger maps it lost by up to 6x.
+  if (p.groups == 1 && p.c == 1 && p.r * p.s >= 9 && p.r * p.s <= 25 && p.p() * p.q() <= 784 && p.k >= 256) {
+    why.push_back("algorithm single_channel: C = 1, " + std::to_string(p.p()) + "x" + std::to_string(p.q()) +
+                  " outputs, K = " + std::to_string(p.k) + " (measured faster than direct_block there)");
+    return Algorithm::SingleChannel;
+  }
   if (p.c_per_group() == 1 && (p.r * p.s <= 9 || cols < 10000)) {
     why.push_back("algorithm direct_block: single channel (C/G = 1) with R*S = " + std::to_string(p.r * p.s) +
                   ", N*P*Q = " + std::to_string(cols) + " (measured faster than implicit GEMM there)");

@@ -134,13 +134,19 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
   if (plan.algorithm_ == Algorithm::SingleChannel) {
     if (!options.tile.empty() || options.split_k > 1)
       throw Error(Status::BadParam, "tile: tiles and split_k apply to implicit_precomp only");
-    const HardwareModel hw = hardware_model(detail::cuda_backend::current_device());
-    const auto div = detail::plan_single_channel(pr, hw, plan.decisions_);
-    plan.tile_.name = "single_channel_m" + std::to_string(div.method);
-    plan.tile_.block_filters = div.filters_per_block;
-    plan.tile_.block_rows = div.rows_per_block;
-    plan.tile_.reason = plan.decisions_.back();
-    return plan;
+    try {
+      const HardwareModel hw = hardware_model(detail::cuda_backend::current_device());
+      const auto div = detail::plan_single_channel(pr, hw, plan.decisions_);
+      plan.tile_.name = "single_channel_m" + std::to_string(div.method);
+      plan.tile_.block_filters = div.filters_per_block;
+      plan.tile_.block_rows = div.rows_per_block;
+      plan.tile_.reason = plan.decisions_.back();
+      return plan;
+    } catch (const Error& e) {
+      if (options.algorithm != Algorithm::Auto) throw;  // Auto falls back on any error (no device memory to measure, ...)
+      plan.decisions_.push_back(std::string("algorithm implicit_precomp: fallback, ") + e.what());
+      plan.algorithm_ = Algorithm::ImplicitPrecomp;
+    }
   }
   if (plan.algorithm_ == Algorithm::DirectBlock) {
     if (!options.tile.empty() || options.split_k > 1)
