@@ -61,7 +61,7 @@ void run_case(Engine& engine, const Case& c, std::mt19937_64& g, bool integers, 
 TEST_F(CudaExecutor, EdgeCasesExactEveryTile) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed());
-  for (const char* tile : {"128x128x8", "128x64x8", "64x64x8", "128x32x8", "64x32x8", "128x128x16"})
+  for (const char* tile : {"128x128x8", "128x64x8", "64x64x8", "128x32x8", "64x32x8", "128x128x16", "128x64x16"})
     for (const Case& c : edge_cases()) run_case(engine, c, g, true, tile);
 }
 

@@ -49,12 +49,14 @@ using Tile64x64 = ImplicitPrecompTile<64, 64, 8, 4, 4, 3>;
 using Tile128x32 = ImplicitPrecompTile<128, 32, 8, 4, 4, 3>;
 using Tile64x32 = ImplicitPrecompTile<64, 32, 8, 4, 4, 3>;
 using Tile128x128k16 = ImplicitPrecompTile<128, 128, 16, 8, 8, 2>;
+using Tile128x64k16 = ImplicitPrecompTile<128, 64, 16, 8, 4, 2>;
 static_assert(matches_catalog<Tile128x128>("128x128x8"), "catalog and instantiation disagree");
 static_assert(matches_catalog<Tile128x64>("128x64x8"), "catalog and instantiation disagree");
 static_assert(matches_catalog<Tile64x64>("64x64x8"), "catalog and instantiation disagree");
 static_assert(matches_catalog<Tile128x32>("128x32x8"), "catalog and instantiation disagree");
 static_assert(matches_catalog<Tile64x32>("64x32x8"), "catalog and instantiation disagree");
 static_assert(matches_catalog<Tile128x128k16>("128x128x16"), "catalog and instantiation disagree");
+static_assert(matches_catalog<Tile128x64k16>("128x64x16"), "catalog and instantiation disagree");
 
 }  // namespace
 
@@ -110,6 +112,7 @@ void implicit_precomp_forward(const Plan& plan, const void* table, const float* 
   else if (tile == "128x32x8") launch<Tile128x32>(prm, order, g, s);
   else if (tile == "64x32x8") launch<Tile64x32>(prm, order, g, s);
   else if (tile == "128x128x16") launch<Tile128x128k16>(prm, order, g, s);
+  else if (tile == "128x64x16") launch<Tile128x64k16>(prm, order, g, s);
   else throw Error(Status::Internal, "tile: plan names tile '" + tile + "' that has no instantiation");
 }
 

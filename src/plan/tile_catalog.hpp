@@ -19,13 +19,14 @@ struct TileShape {
 };
 
 // Threads per block = (block_m / thread_m) * (block_n / thread_n): 256, or 128 for the smallest tile.
-inline constexpr std::array<TileShape, 6> kTileCatalog{{
+inline constexpr std::array<TileShape, 7> kTileCatalog{{
     {"128x128x8", 128, 128, 8, 8, 8, 3, true},  // large layers: 64 FFMA per 16 shared-memory floats read
     {"128x64x8", 128, 64, 8, 8, 4, 3, true},    // K/G = 64 (resnet50 stage 1, vgg16 conv1)
     {"64x64x8", 64, 64, 8, 4, 4, 3, true},      // small N*P*Q (late stages at batch 1)
     {"128x32x8", 128, 32, 8, 4, 4, 3, true},    // small K/G
     {"64x32x8", 64, 32, 8, 4, 4, 3, true},      // tiny problems: more blocks to fill 132 SMs
     {"128x128x16", 128, 128, 16, 8, 8, 2, false},  // K/G > 64 with enough rows and columns: heuristics.cpp
+    {"128x64x16", 128, 64, 16, 8, 4, 2, false},    // K/G = 64 candidate, under measurement
 }};
 
 /// Thread-group shapes of the direct-block kernel (src/cuda/direct_block_kernel.cuh). Each thread
