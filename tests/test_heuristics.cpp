@@ -33,9 +33,10 @@ TEST(Heuristics, TileChoice) {
   std::vector<std::string> why;
   EXPECT_EQ(detail::choose_implicit_precomp_tile(make(32, 512, 7, 7, 512, 3, 3, 1), kH100, false, why).name, "128x128x16");
   EXPECT_EQ(detail::choose_implicit_precomp_tile(make(32, 512, 7, 7, 512, 3, 3, 1), kH100, true, why).name, "128x128x8");
-  EXPECT_EQ(detail::choose_implicit_precomp_tile(make(32, 64, 56, 56, 64, 3, 3, 1), kH100, false, why).name, "128x64x8");
+  EXPECT_EQ(detail::choose_implicit_precomp_tile(make(32, 64, 56, 56, 64, 3, 3, 1), kH100, false, why).name, "128x64x16");
+  EXPECT_EQ(detail::choose_implicit_precomp_tile(make(32, 64, 56, 56, 64, 3, 3, 1), kH100, true, why).name, "128x64x8");
   EXPECT_EQ(detail::choose_implicit_precomp_tile(make(1, 512, 7, 7, 512, 3, 3, 1), kH100, false, why).name, "64x32x8");
-  EXPECT_EQ(why.size(), 4u);
+  EXPECT_EQ(why.size(), 5u);
 }
 
 TEST(Heuristics, SplitKOnlyWhenTheGridIsSmall) {

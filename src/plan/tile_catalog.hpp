@@ -26,7 +26,7 @@ inline constexpr std::array<TileShape, 7> kTileCatalog{{
     {"128x32x8", 128, 32, 8, 4, 4, 3, true},    // small K/G
     {"64x32x8", 64, 32, 8, 4, 4, 3, true},      // tiny problems: more blocks to fill 132 SMs
     {"128x128x16", 128, 128, 16, 8, 8, 2, false},  // K/G > 64 with enough rows and columns: heuristics.cpp
-    {"128x64x16", 128, 64, 16, 8, 4, 2, false},    // K/G = 64 candidate, under measurement
+    {"128x64x16", 128, 64, 16, 8, 4, 2, false},    // K/G in (32, 64] with enough rows: heuristics.cpp
 }};
 
 /// Thread-group shapes of the direct-block kernel (src/cuda/direct_block_kernel.cuh). Each thread
