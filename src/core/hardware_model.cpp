@@ -33,8 +33,9 @@ std::string HardwareModel::to_text() const {
      << "bytes per cycle         " << std::setprecision(1) << bytes_per_cycle() << "\n"
      << "N_FMA                   " << std::setprecision(0) << n_fma() << " FMAs per SM in flight to hide one latency\n"
      << "V_s                     " << std::setprecision(0) << v_s() / 1024 << " KiB in flight to keep memory busy\n"
-     << "threads needed          " << std::setprecision(0) << n_fma() << " FMA-issuing threads per SM ("
-     << n_fma() / 32 << " warps with one FMA each in flight)\n";
+     << "FMAs in flight/thread   " << std::setprecision(1)
+     << (max_threads_per_sm > 0 ? n_fma() / max_threads_per_sm : 0.0) << " independent FMAs per thread at "
+     << max_threads_per_sm << " resident threads per SM\n";
   return os.str();
 }
 
