@@ -35,6 +35,7 @@
 #pragma once
 
 #include "cp_async.cuh"
+#include "epilogue.cuh"
 
 namespace mconv::cuda {
 
@@ -205,11 +206,7 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
           rAcc[f][i][j] = 0.0f;
           if (oy >= prm.P || ox >= prm.Q) continue;
           float* dst = prm.y + static_cast<long long>(n) * prm.y_sn + k * prm.y_sk + oy * prm.y_sp + ox * prm.y_sq;
-          float v = prm.alpha * acc;
-          if (prm.beta != 0.0f) v = fmaf(prm.beta, *dst, v);
-          if (prm.bias) v += prm.bias[k];
-          if (prm.relu) v = fmaxf(v, 0.0f);
-          *dst = v;
+          *dst = epilogue_value(prm.alpha, acc, prm.beta, dst, prm.bias ? prm.bias + k : nullptr, prm.relu);
         }
       }
     }

@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "cp_async.cuh"
+#include "epilogue.cuh"
 
 namespace mconv::cuda {
 
@@ -180,10 +181,7 @@ __global__ void __launch_bounds__(Tile::kThreads, 2) implicit_precomp_kernel(con
   const float* gBias = prm.bias ? prm.bias + static_cast<long long>(group) * prm.kg : nullptr;
   const bool split = prm.splits > 1;  // Note [split-k without workspace]: y already holds beta*y + bias
   auto finish = [&](float acc, int f, const float* old) {
-    float v = prm.alpha * acc;
-    if (prm.beta != 0.0f) v = fmaf(prm.beta, *old, v);
-    if (gBias) v += gBias[f];
-    return prm.relu ? fmaxf(v, 0.0f) : v;
+    return epilogue_value(prm.alpha, acc, prm.beta, old, gBias ? gBias + f : nullptr, prm.relu);
   };
   if (prm.vector_store) {
     // Note [vector epilogue]: pixels are contiguous (y.stride_q == 1, rows of Q % 4 == 0 packed), so a

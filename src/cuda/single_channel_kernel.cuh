@@ -6,6 +6,8 @@
 // (direct_block_kernel.cuh) over a 32 x 8 thread group.
 #pragma once
 
+#include "epilogue.cuh"
+
 namespace mconv::cuda {
 
 struct SingleChannelParams {
@@ -82,11 +84,7 @@ __global__ void __launch_bounds__(kSingleChannelThreads) single_channel_kernel(c
         if (fc + f >= nf) break;
         const int k = g * prm.kg + f0 + fc + f;
         float* dst = prm.y + n * prm.y_sn + k * prm.y_sk + (oy0 + oy) * prm.y_sp + ox * prm.y_sq;
-        float v = prm.alpha * rAcc[f];
-        if (prm.beta != 0.0f) v = fmaf(prm.beta, *dst, v);
-        if (prm.bias) v += prm.bias[k];
-        if (prm.relu) v = fmaxf(v, 0.0f);
-        *dst = v;
+        *dst = epilogue_value(prm.alpha, rAcc[f], prm.beta, dst, prm.bias ? prm.bias + k : nullptr, prm.relu);
       }
     }
   }
