@@ -30,10 +30,10 @@ grep -E "MCONV_TEST_SEED|PASSED|FAILED|SKIPPED" "$LOG/gpu_tests.log" | head -20 
 if [ -z "${SKIP_SANITIZER:-}" ]; then
   echo "== compute-sanitizer" | tee -a "$LOG/summary.txt"
   MCONV_GPU_TEST_FEW=1 timeout 240 compute-sanitizer --tool memcheck --error-exitcode 3 "$B/mconv_gpu_tests" \
-    --gtest_filter='*RandomProblems*:*EdgeCasesFloat*:*HostPointers*:*SplitK*:*DirectBlock*:*SingleChannel*' > "$LOG/memcheck.log" 2>&1
+    --gtest_filter='*RandomProblems*:*EdgeCasesFloat*:*HostPointers*:*SplitK*:*DirectBlock*:*SingleChannel*:*StrideFixed*' > "$LOG/memcheck.log" 2>&1
   echo "memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$LOG/memcheck.log" | tail -1)" | tee -a "$LOG/summary.txt"
   MCONV_GPU_TEST_FEW=1 timeout 240 compute-sanitizer --tool racecheck --error-exitcode 3 "$B/mconv_gpu_tests" \
-    --gtest_filter='*EdgeCasesExactEveryTile*:*SplitK*:*DirectBlockEdge*:*DirectBlockDepthwise*:*SingleChannel*' > "$LOG/racecheck.log" 2>&1
+    --gtest_filter='*EdgeCasesExactEveryTile*:*SplitK*:*DirectBlockEdge*:*DirectBlockDepthwise*:*SingleChannel*:*StrideFixed*' > "$LOG/racecheck.log" 2>&1
   echo "racecheck exit $?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$LOG/racecheck.log" | tail -1)" | tee -a "$LOG/summary.txt"
 fi
 

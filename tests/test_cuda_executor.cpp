@@ -196,6 +196,34 @@ TEST_F(CudaExecutor, SingleChannelExactAndFloat) {
   EXPECT_THROW(engine.plan(multi, multi.x_desc(Layout::NCHW), multi.w_desc(Layout::NCHW), multi.y_desc(Layout::NCHW), o), Error);
 }
 
+TEST_F(CudaExecutor, StrideFixedEdgeCasesAndRandom) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 11);
+  auto claims = [&](const Case& c) {
+    PlanOptions o;
+    o.algorithm = Algorithm::StrideFixed;
+    try {
+      engine.plan(c.p, c.p.x_desc(c.xl), c.p.w_desc(c.wl), c.p.y_desc(c.yl), o);
+      return true;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::Unsupported) << e.what();
+      return false;
+    }
+  };
+  std::vector<Case> cases = edge_cases();
+  cases.push_back({make(1, 40, 9, 300, 70, 3, 3, 1)});  // Q > 128: several pixel segments per row
+  for (Case c : cases)
+    for (int l = 0; l < 3; ++l) {
+      c.xl = c.wl = c.yl = Layout(l);
+      if (claims(c)) run_case(engine, c, g, true, "", 0, Algorithm::StrideFixed);
+    }
+  const int count = std::getenv("MCONV_GPU_TEST_FEW") ? 20 : 120;
+  for (int i = 0; i < count; ++i) {
+    Case c = random_case(g);
+    if (claims(c)) run_case(engine, c, g, false, "", 0, Algorithm::StrideFixed);
+  }
+}
+
 TEST_F(CudaExecutor, SplitKOutOfRangeIsAnError) {
   Engine engine(Target::Cuda);
   Problem p = make(1, 8, 5, 5, 4, 1, 1);  // 8 rows: one row tile

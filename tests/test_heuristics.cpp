@@ -105,3 +105,23 @@ TEST(SingleChannelPlanner, RefusesMultiChannel) {
 
 }  // namespace
 }  // namespace mconv::test
+
+#include "../src/plan/stride_fixed_planner.hpp"
+
+namespace mconv::test {
+namespace {
+
+TEST(StrideFixedPlanner, LargestSegmentThatFitsTwoRounds) {
+  std::vector<std::string> why;
+  auto d3 = detail::plan_stride_fixed(make(1, 512, 28, 28, 512, 3, 3, 1), h100_model(), why);
+  EXPECT_EQ(d3.segment_channels, 16);  // S = 64 bytes, as in the paper
+  EXPECT_LE(d3.smem_bytes, h100_model().smem_per_block_optin);
+  EXPECT_NEAR(d3.filters_needed, h100_model().n_fma() * 4 / (64.0 * 128), 1e-6);
+  auto d7 = detail::plan_stride_fixed(make(1, 64, 28, 28, 64, 7, 7, 3), h100_model(), why);
+  EXPECT_LT(d7.segment_channels, 16);  // 7x7 filters: smaller segments to fit two rounds
+  EXPECT_LE(d7.smem_bytes, h100_model().smem_per_block_optin);
+  EXPECT_EQ(why.size(), 2u);
+}
+
+}  // namespace
+}  // namespace mconv::test

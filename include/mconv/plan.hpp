@@ -32,7 +32,7 @@ enum class Algorithm : int {
   ImplicitPrecomp = 2,  ///< implicit GEMM through the offset table (CPU and CUDA)
   DirectBlock = 3,      ///< CUDA: direct convolution on shared-memory blocks with halos (depthwise)
   SingleChannel = 4,    ///< CUDA: single-channel kernel driven by the paper's P/Q planner (C/G = 1)
-  StrideFixed = 5,      ///< multi-channel stride-fixed block kernel (not built yet)
+  StrideFixed = 5,      ///< CUDA: multi-channel stride-fixed block kernel (paper section 3.2)
 };
 const char* algorithm_name(Algorithm a);
 Algorithm parse_algorithm(const std::string& s);
@@ -94,6 +94,8 @@ struct TileChoice {
   int split_k = 1;
   /// single_channel: the planner's division (filters and output rows per block); 0 otherwise.
   int block_filters = 0, block_rows = 0;
+  /// stride_fixed: channels per round (the paper's segment S = 4 * this many bytes); 0 otherwise.
+  int segment_channels = 0;
 };
 
 /// Options that override the planner's choices.

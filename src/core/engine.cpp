@@ -92,6 +92,8 @@ void Engine::conv2d_forward(const Plan& plan, const void* x, const void* w, void
     detail::cuda_backend::direct_block_forward(plan, xf, wf, yf, e, stream_);
   else if (plan.algorithm() == Algorithm::SingleChannel)
     detail::cuda_backend::single_channel_forward(plan, xf, wf, yf, e, stream_);
+  else if (plan.algorithm() == Algorithm::StrideFixed)
+    detail::cuda_backend::stride_fixed_forward(plan, xf, wf, yf, e, stream_);
   else
     detail::cuda_backend::implicit_precomp_forward(plan, device_table(plan), xf, wf, yf, e, stream_);
 }

@@ -17,6 +17,7 @@ void implicit_precomp_forward(const Plan&, const void*, const float*, const floa
 }
 void direct_block_forward(const Plan&, const float*, const float*, float*, const Epilogue&, void*) { absent(); }
 void single_channel_forward(const Plan&, const float*, const float*, float*, const Epilogue&, void*) { absent(); }
+void stride_fixed_forward(const Plan&, const float*, const float*, float*, const Epilogue&, void*) { absent(); }
 int current_device() { absent(); }
 void synchronize(void*) {}
 HardwareModel reported_hardware(int) { absent(); }

@@ -28,6 +28,8 @@ void direct_block_forward(const Plan& plan, const float* x, const float* w, floa
 
 void single_channel_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e,
                             void* stream);
+void stride_fixed_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e,
+                          void* stream);
 int current_device();
 
 void synchronize(void* stream);

@@ -9,6 +9,7 @@
 #include "heuristics.hpp"
 #include "mconv/hardware.hpp"
 #include "single_channel_planner.hpp"
+#include "stride_fixed_planner.hpp"
 #include "mconv/engine.hpp"
 
 namespace mconv {
@@ -97,10 +98,9 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
   }
   if (algo == Algorithm::Reference && target != Target::Cpu)
     throw Error(Status::Unsupported, "algorithm: reference runs on the CPU only");
-  if ((algo == Algorithm::DirectBlock || algo == Algorithm::SingleChannel) && target != Target::Cuda)
+  if ((algo == Algorithm::DirectBlock || algo == Algorithm::SingleChannel || algo == Algorithm::StrideFixed) &&
+      target != Target::Cuda)
     throw Error(Status::Unsupported, std::string("algorithm: ") + algorithm_name(algo) + " runs on the cuda target only");
-  if (algo == Algorithm::StrideFixed)
-    throw Error(Status::Unsupported, std::string("algorithm: ") + algorithm_name(algo) + " is not implemented yet");
   plan.algorithm_ = algo;
 
   // Row order: the one in which consecutive rows are closest in x (Note [row order]): with channels
@@ -131,6 +131,16 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
   plan.out_ = {y.strides[0], y.strides[1], y.strides[2], y.strides[3]};
   plan.group_ = {cg * x.strides[1], pr.k_per_group() * w.strides[0], pr.k_per_group() * y.strides[1]};
 
+  if (plan.algorithm_ == Algorithm::StrideFixed) {
+    if (!options.tile.empty() || options.split_k > 1)
+      throw Error(Status::BadParam, "tile: tiles and split_k apply to implicit_precomp only");
+    const HardwareModel hw = hardware_model(detail::cuda_backend::current_device());
+    const auto div = detail::plan_stride_fixed(pr, hw, plan.decisions_);
+    plan.tile_.name = "stride_fixed_s" + std::to_string(div.segment_channels * 4);
+    plan.tile_.segment_channels = div.segment_channels;
+    plan.tile_.reason = plan.decisions_.back();
+    return plan;
+  }
   if (plan.algorithm_ == Algorithm::SingleChannel) {
     if (!options.tile.empty() || options.split_k > 1)
       throw Error(Status::BadParam, "tile: tiles and split_k apply to implicit_precomp only");

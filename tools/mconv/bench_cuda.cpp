@@ -112,7 +112,8 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
         opt.repeats, static_cast<cudaStream_t>(engine.stream()));
     r.extra_bytes = engine.plan_device_bytes(*plan);
     if (opt.all_algorithms) {
-      for (Algorithm a : {Algorithm::ImplicitPrecomp, Algorithm::DirectBlock, Algorithm::SingleChannel}) {
+      for (Algorithm a : {Algorithm::ImplicitPrecomp, Algorithm::DirectBlock, Algorithm::SingleChannel,
+                          Algorithm::StrideFixed}) {
         PlanOptions ao = po;
         ao.algorithm = a;
         std::shared_ptr<const Plan> alt;
