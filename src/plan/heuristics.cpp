@@ -71,7 +71,9 @@ Algorithm choose_algorithm(const Problem& p, std::vector<std::string>& why) {
                   " outputs, K = " + std::to_string(p.k) + " (measured faster than direct_block there)");
     return Algorithm::SingleChannel;
   }
-  if (p.c_per_group() == 1 && (p.r * p.s <= 9 || cols < 10000)) {
+  // 1x1 from 224x224 up: implicit_precomp 1.04-1.10x faster than direct_block (same run).
+  const bool direct_wins = cols < 10000 || (p.r * p.s > 1 && p.r * p.s <= 9) || (p.r * p.s == 1 && cols < 50000);
+  if (p.c_per_group() == 1 && direct_wins) {
     why.push_back("algorithm direct_block: single channel (C/G = 1) with R*S = " + std::to_string(p.r * p.s) +
                   ", N*P*Q = " + std::to_string(cols) + " (measured faster than implicit GEMM there)");
     return Algorithm::DirectBlock;
