@@ -40,8 +40,17 @@ inline uint64_t test_seed() {
 inline Problem make(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t r, int64_t s, int64_t pad = 0,
                     int64_t stride = 1, int64_t dil = 1, int64_t g = 1) {
   Problem p;
-  p.n = n; p.c = c; p.h = h; p.w = w; p.k = k; p.r = r; p.s = s;
-  p.pad_h = p.pad_w = pad; p.stride_h = p.stride_w = stride; p.dil_h = p.dil_w = dil; p.groups = g;
+  p.n = n;
+  p.c = c;
+  p.h = h;
+  p.w = w;
+  p.k = k;
+  p.r = r;
+  p.s = s;
+  p.pad_h = p.pad_w = pad;
+  p.stride_h = p.stride_w = stride;
+  p.dil_h = p.dil_w = dil;
+  p.groups = g;
   return p;
 }
 
@@ -53,7 +62,10 @@ inline std::vector<Case> edge_cases() {
   v.push_back({make(2, 16, 7, 9, 24, 1, 1)});
   v.push_back({make(2, 16, 8, 12, 40, 3, 3, 1)});  // Q % 4 == 0: the vector epilogue
   Case vec_beta{make(3, 8, 8, 8, 70, 1, 1)};
-  vec_beta.p.alpha = 2.0f; vec_beta.p.beta = 1.0f; vec_beta.bias = true; vec_beta.relu = true;
+  vec_beta.p.alpha = 2.0f;
+  vec_beta.p.beta = 1.0f;
+  vec_beta.bias = true;
+  vec_beta.relu = true;
   v.push_back(vec_beta);
   v.push_back({make(1, 3, 224 / 8, 224 / 8, 16, 7, 7, 3, 2)});
   v.push_back({make(3, 4, 5, 5, 4, 5, 5, 6, 1)});        // padding larger than the filter
@@ -63,7 +75,10 @@ inline std::vector<Case> edge_cases() {
   v.push_back({make(1, 6, 1, 9, 4, 1, 3, 0)});           // P = 1
   v.push_back({make(2, 6, 9, 1, 4, 3, 1, 0)});           // Q = 1
   Case asym{make(2, 5, 9, 7, 3, 3, 5)};
-  asym.p.pad_h = 0; asym.p.pad_w = 2; asym.p.stride_h = 2; asym.p.dil_w = 2;
+  asym.p.pad_h = 0;
+  asym.p.pad_w = 2;
+  asym.p.stride_h = 2;
+  asym.p.dil_w = 2;
   v.push_back(asym);
   return v;
 }
@@ -76,31 +91,78 @@ inline Case random_case(std::mt19937_64& g, int64_t max_macs = 1500000) {
     const int family = int(u(0, 11));
     p.n = u(0, 3) == 0 ? 1 : u(1, 4);
     p.groups = 1;
-    p.c = u(1, 24); p.k = u(1, 40);
+    p.c = u(1, 24);
+    p.k = u(1, 40);
     const int64_t rs[] = {1, 3, 5, 7};
     p.r = p.s = rs[u(0, 3)];
-    p.h = u(1, 20); p.w = u(1, 20);
-    p.pad_h = u(0, p.r / 2); p.pad_w = u(0, p.s / 2);
-    p.stride_h = u(1, 2); p.stride_w = u(1, 2);
+    p.h = u(1, 20);
+    p.w = u(1, 20);
+    p.pad_h = u(0, p.r / 2);
+    p.pad_w = u(0, p.s / 2);
+    p.stride_h = u(1, 2);
+    p.stride_w = u(1, 2);
     switch (family) {
-      case 0: p.r = 1; p.s = 1; p.pad_h = p.pad_w = 0; break;
-      case 1: p.r = u(1, 7); p.s = u(1, 7); break;                                 // non-square
-      case 2: p.pad_h = p.r + u(0, 2); p.pad_w = p.s + u(0, 2); break;             // padding > filter
-      case 3: p.stride_h = p.r + u(1, 2); p.stride_w = p.s + u(1, 2); break;       // stride > filter
-      case 4: p.dil_h = u(2, 3); p.dil_w = u(1, 3); break;                         // dilation
-      case 5: { const int64_t g2 = u(2, 4); p.groups = g2; p.c = g2 * u(1, 6); p.k = g2 * u(1, 8); break; }
-      case 6: p.groups = p.c = p.k = u(2, 24); break;                              // depthwise
-      case 7: p.k = p.c * u(1, 2); p.groups = p.c; break;                          // depthwise multiplier
-      case 8: p.h = p.r + 2 * p.pad_h - 1 + u(1, 1); break;                        // P often 1
-      case 9: p.h = u(20, 40); p.w = u(20, 40); p.c = u(1, 4); break;              // larger maps
-      default: break;
+      case 0:
+        p.r = 1;
+        p.s = 1;
+        p.pad_h = p.pad_w = 0;
+        break;
+      case 1:
+        p.r = u(1, 7);
+        p.s = u(1, 7);
+        break;  // non-square
+      case 2:
+        p.pad_h = p.r + u(0, 2);
+        p.pad_w = p.s + u(0, 2);
+        break;  // padding > filter
+      case 3:
+        p.stride_h = p.r + u(1, 2);
+        p.stride_w = p.s + u(1, 2);
+        break;  // stride > filter
+      case 4:
+        p.dil_h = u(2, 3);
+        p.dil_w = u(1, 3);
+        break;  // dilation
+      case 5: {
+        const int64_t g2 = u(2, 4);
+        p.groups = g2;
+        p.c = g2 * u(1, 6);
+        p.k = g2 * u(1, 8);
+        break;
+      }
+      case 6:
+        p.groups = p.c = p.k = u(2, 24);
+        break;  // depthwise
+      case 7:
+        p.k = p.c * u(1, 2);
+        p.groups = p.c;
+        break;  // depthwise multiplier
+      case 8:
+        p.h = p.r + 2 * p.pad_h - 1 + u(1, 1);
+        break;  // P often 1
+      case 9:
+        p.h = u(20, 40);
+        p.w = u(20, 40);
+        p.c = u(1, 4);
+        break;  // larger maps
+      default:
+        break;
     }
-    c.xl = Layout(u(0, 2)); c.wl = Layout(u(0, 2)); c.yl = Layout(u(0, 2));
+    c.xl = Layout(u(0, 2));
+    c.wl = Layout(u(0, 2));
+    c.yl = Layout(u(0, 2));
     p.mode = u(0, 1) ? Mode::Convolution : Mode::CrossCorrelation;
-    if (u(0, 2) == 0) { p.alpha = float(u(1, 4)) * 0.5f; p.beta = float(u(0, 4)) * 0.25f; }
+    if (u(0, 2) == 0) {
+      p.alpha = float(u(1, 4)) * 0.5f;
+      p.beta = float(u(0, 4)) * 0.25f;
+    }
     c.relu = u(0, 3) == 0;
     c.bias = u(0, 3) == 0;
-    try { p.validate(); } catch (const Error&) { continue; }
+    try {
+      p.validate();
+    } catch (const Error&) {
+      continue;
+    }
     if (double(p.n) * p.k * p.p() * p.q() * p.c_per_group() * p.r * p.s > max_macs) continue;
     return c;
   }
@@ -129,11 +191,22 @@ struct HostTensors {
   TensorDesc xd, wd, yd;
   std::vector<float> x, w, y, bias;
   HostTensors(const Case& c, std::mt19937_64& g, bool integers) {
-    xd = c.p.x_desc(c.xl); wd = c.p.w_desc(c.wl); yd = c.p.y_desc(c.yl);
-    x.resize(xd.span_elements()); w.resize(wd.span_elements()); y.resize(yd.span_elements());
-    fill(x, g, integers); fill(w, g, integers);
-    if (c.p.beta != 0.0f) fill(y, g, integers); else std::fill(y.begin(), y.end(), NAN);
-    if (c.bias) { bias.resize(c.p.k); fill(bias, g, integers); }
+    xd = c.p.x_desc(c.xl);
+    wd = c.p.w_desc(c.wl);
+    yd = c.p.y_desc(c.yl);
+    x.resize(xd.span_elements());
+    w.resize(wd.span_elements());
+    y.resize(yd.span_elements());
+    fill(x, g, integers);
+    fill(w, g, integers);
+    if (c.p.beta != 0.0f)
+      fill(y, g, integers);
+    else
+      std::fill(y.begin(), y.end(), NAN);
+    if (c.bias) {
+      bias.resize(c.p.k);
+      fill(bias, g, integers);
+    }
   }
   Epilogue epilogue(const float* bias_ptr) const {
     Epilogue e;

@@ -9,7 +9,14 @@ namespace {
 
 TEST(CApi, RunsAConvolutionOnTheCpu) {
   mconv_problem_t p = mconv_problem_default();
-  p.n = 1; p.c = 2; p.h = 5; p.w = 5; p.k = 3; p.r = 3; p.s = 3; p.pad_h = p.pad_w = 1;
+  p.n = 1;
+  p.c = 2;
+  p.h = 5;
+  p.w = 5;
+  p.k = 3;
+  p.r = 3;
+  p.s = 3;
+  p.pad_h = p.pad_w = 1;
   mconv_tensor_desc_t x, w, y;
   ASSERT_EQ(mconv_tensor_desc_packed(MCONV_LAYOUT_NCHW, 1, 2, 5, 5, &x), MCONV_STATUS_SUCCESS);
   ASSERT_EQ(mconv_tensor_desc_packed(MCONV_LAYOUT_NCHW, 3, 2, 3, 3, &w), MCONV_STATUS_SUCCESS);

@@ -72,12 +72,18 @@ TEST(CpuReference, AllLayoutsAgree) {
   for (int l = 0; l < 3; ++l) {
     const TensorDesc xd = p.x_desc(Layout(l)), wd = p.w_desc(Layout(l)), yd = p.y_desc(Layout::NCHW);
     std::vector<float> x(xd.span_elements()), w(wd.span_elements()), y(yd.span_elements());
-    for (int64_t n = 0; n < p.n; ++n) for (int64_t c = 0; c < p.c; ++c) for (int64_t h = 0; h < p.h; ++h) for (int64_t ww = 0; ww < p.w; ++ww)
-      x[n * xd.strides[0] + c * xd.strides[1] + h * xd.strides[2] + ww * xd.strides[3]] =
-          x_nchw[n * xn.strides[0] + c * xn.strides[1] + h * xn.strides[2] + ww * xn.strides[3]];
-    for (int64_t k = 0; k < p.k; ++k) for (int64_t c = 0; c < p.c; ++c) for (int64_t r = 0; r < p.r; ++r) for (int64_t s = 0; s < p.s; ++s)
-      w[k * wd.strides[0] + c * wd.strides[1] + r * wd.strides[2] + s * wd.strides[3]] =
-          w_kcrs[k * wn.strides[0] + c * wn.strides[1] + r * wn.strides[2] + s * wn.strides[3]];
+    for (int64_t n = 0; n < p.n; ++n)
+      for (int64_t c = 0; c < p.c; ++c)
+        for (int64_t h = 0; h < p.h; ++h)
+          for (int64_t ww = 0; ww < p.w; ++ww)
+            x[n * xd.strides[0] + c * xd.strides[1] + h * xd.strides[2] + ww * xd.strides[3]] =
+                x_nchw[n * xn.strides[0] + c * xn.strides[1] + h * xn.strides[2] + ww * xn.strides[3]];
+    for (int64_t k = 0; k < p.k; ++k)
+      for (int64_t c = 0; c < p.c; ++c)
+        for (int64_t r = 0; r < p.r; ++r)
+          for (int64_t s = 0; s < p.s; ++s)
+            w[k * wd.strides[0] + c * wd.strides[1] + r * wd.strides[2] + s * wd.strides[3]] =
+                w_kcrs[k * wn.strides[0] + c * wn.strides[1] + r * wn.strides[2] + s * wn.strides[3]];
     cpu::reference_forward(p, xd, x.data(), wd, w.data(), yd, y.data());
     outs.push_back(y);
   }

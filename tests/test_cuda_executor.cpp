@@ -29,8 +29,8 @@ struct DeviceBuffer {
 // Runs one case on the GPU with the given tile ("" = planner's choice); compares with the reference.
 void run_case(Engine& engine, const Case& c, std::mt19937_64& g, bool integers, const std::string& tile = "",
               int split_k = 0, Algorithm algo = Algorithm::Auto) {
-  SCOPED_TRACE(c.name() + (tile.empty() ? "" : " tile " + tile) + (split_k ? " split_k " + std::to_string(split_k) : "") +
-               " algo " + algorithm_name(algo));
+  SCOPED_TRACE(c.name() + (tile.empty() ? "" : " tile " + tile) +
+               (split_k ? " split_k " + std::to_string(split_k) : "") + " algo " + algorithm_name(algo));
   HostTensors t(c, g, integers);
   std::vector<float> ref = t.y, got(t.y.size());
   Epilogue host_e{t.bias.empty() ? nullptr : t.bias.data(), c.relu};
@@ -147,7 +147,8 @@ TEST_F(CudaExecutor, DirectBlockDepthwiseShapesAndAutoChoice) {
   // Large map (64-wide tile), small map (16-wide tile), multiplier 2, stride 2, 5x5 and 7x7.
   for (Case c : {Case{make(2, 6, 40, 70, 6, 3, 3, 1, 1, 1, 6)}, Case{make(3, 5, 7, 7, 5, 3, 3, 1, 1, 1, 5)},
                  Case{make(2, 4, 20, 19, 8, 5, 5, 2, 2, 1, 4)}, Case{make(1, 3, 30, 33, 3, 7, 7, 3, 1, 1, 3)},
-                 Case{make(2, 6, 24, 28, 6, 3, 3, 1, 2, 1, 6)}, Case{make(3, 5, 40, 68, 5, 3, 3, 1, 1, 1, 5)},  // W % 4 == 0: 16-byte halo copies
+                 Case{make(2, 6, 24, 28, 6, 3, 3, 1, 2, 1, 6)},
+                 Case{make(3, 5, 40, 68, 5, 3, 3, 1, 1, 1, 5)},  // W % 4 == 0: 16-byte halo copies
                  // Note [packed groups]: slot counts not divisible by the groups per block.
                  Case{make(2, 601, 7, 7, 601, 3, 3, 1, 1, 1, 601)}, Case{make(2, 265, 14, 14, 265, 3, 3, 1, 1, 1, 265)},
                  Case{make(2, 530, 14, 14, 530, 3, 3, 1, 2, 1, 530)}}) {
@@ -178,9 +179,12 @@ TEST_F(CudaExecutor, DirectBlockTileTooLargeIsAnError) {
 TEST_F(CudaExecutor, SingleChannelExactAndFloat) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 10);
-  std::vector<Case> cases{{make(1, 1, 28, 28, 70, 3, 3)},          {make(2, 1, 33, 17, 9, 5, 5, 2)},
-                          {make(1, 1, 64, 40, 32, 1, 1, 0, 2)},     {make(1, 1, 30, 30, 5, 7, 7, 3, 2, 2)},
-                          {make(3, 4, 20, 19, 8, 3, 3, 1, 1, 1, 4)}, {make(2, 6, 9, 9, 6, 2, 4, 1, 1, 1, 6)},
+  std::vector<Case> cases{{make(1, 1, 28, 28, 70, 3, 3)},
+                          {make(2, 1, 33, 17, 9, 5, 5, 2)},
+                          {make(1, 1, 64, 40, 32, 1, 1, 0, 2)},
+                          {make(1, 1, 30, 30, 5, 7, 7, 3, 2, 2)},
+                          {make(3, 4, 20, 19, 8, 3, 3, 1, 1, 1, 4)},
+                          {make(2, 6, 9, 9, 6, 2, 4, 1, 1, 1, 6)},
                           {make(1, 1, 300, 260, 3, 3, 3, 1)}};
   for (Case c : cases)
     for (int l = 0; l < 3; ++l) {
@@ -193,7 +197,8 @@ TEST_F(CudaExecutor, SingleChannelExactAndFloat) {
   Problem multi = make(1, 3, 8, 8, 4, 3, 3);
   PlanOptions o;
   o.algorithm = Algorithm::SingleChannel;
-  EXPECT_THROW(engine.plan(multi, multi.x_desc(Layout::NCHW), multi.w_desc(Layout::NCHW), multi.y_desc(Layout::NCHW), o), Error);
+  EXPECT_THROW(
+      engine.plan(multi, multi.x_desc(Layout::NCHW), multi.w_desc(Layout::NCHW), multi.y_desc(Layout::NCHW), o), Error);
 }
 
 TEST_F(CudaExecutor, StrideFixedEdgeCasesAndRandom) {

@@ -32,9 +32,12 @@ TEST(Heuristics, AlgorithmChoice) {
 
 TEST(Heuristics, TileChoice) {
   std::vector<std::string> why;
-  EXPECT_EQ(detail::choose_implicit_precomp_tile(make(32, 512, 7, 7, 512, 3, 3, 1), kH100, false, why).name, "128x128x16");
-  EXPECT_EQ(detail::choose_implicit_precomp_tile(make(32, 512, 7, 7, 512, 3, 3, 1), kH100, true, why).name, "128x128x8");
-  EXPECT_EQ(detail::choose_implicit_precomp_tile(make(32, 64, 56, 56, 64, 3, 3, 1), kH100, false, why).name, "128x64x16");
+  EXPECT_EQ(detail::choose_implicit_precomp_tile(make(32, 512, 7, 7, 512, 3, 3, 1), kH100, false, why).name,
+            "128x128x16");
+  EXPECT_EQ(detail::choose_implicit_precomp_tile(make(32, 512, 7, 7, 512, 3, 3, 1), kH100, true, why).name,
+            "128x128x8");
+  EXPECT_EQ(detail::choose_implicit_precomp_tile(make(32, 64, 56, 56, 64, 3, 3, 1), kH100, false, why).name,
+            "128x64x16");
   EXPECT_EQ(detail::choose_implicit_precomp_tile(make(32, 64, 56, 56, 64, 3, 3, 1), kH100, true, why).name, "128x64x8");
   EXPECT_EQ(detail::choose_implicit_precomp_tile(make(1, 512, 7, 7, 512, 3, 3, 1), kH100, false, why).name, "64x32x8");
   EXPECT_EQ(why.size(), 5u);
@@ -53,8 +56,10 @@ TEST(Heuristics, DirectShapeFitsOrSaysWhy) {
   std::vector<std::string> why;
   EXPECT_EQ(detail::choose_direct_shape(make(1, 8, 7, 7, 8, 3, 3, 1, 1, 1, 8), kH100, why).name, "direct_16x8_r1x1_f1");
   EXPECT_EQ(detail::choose_direct_shape(make(1, 1, 56, 56, 64, 3, 3), kH100, why).name, "direct_32x8_r2x2_f4");
-  EXPECT_EQ(detail::choose_direct_shape(make(32, 960, 7, 7, 960, 3, 3, 1, 1, 1, 960), kH100, why).name, "direct_8x8_r1x1_f1_g4");
-  EXPECT_EQ(detail::choose_direct_shape(make(32, 576, 14, 14, 576, 3, 3, 1, 1, 1, 576), kH100, why).name, "direct_16x8_r2x1_f1_g2");
+  EXPECT_EQ(detail::choose_direct_shape(make(32, 960, 7, 7, 960, 3, 3, 1, 1, 1, 960), kH100, why).name,
+            "direct_8x8_r1x1_f1_g4");
+  EXPECT_EQ(detail::choose_direct_shape(make(32, 576, 14, 14, 576, 3, 3, 1, 1, 1, 576), kH100, why).name,
+            "direct_16x8_r2x1_f1_g2");
   EXPECT_THROW(detail::choose_direct_shape(make(1, 1, 3000, 3000, 1, 7, 7, 0, 1, 400), kH100, why), Error);
 }
 
@@ -68,9 +73,14 @@ namespace {
 
 HardwareModel h100_model() {
   HardwareModel m;
-  m.name = "H100 (test)"; m.sm_count = 132; m.cores_per_sm = 128;
-  m.smem_per_sm = 228 * 1024; m.smem_per_block_optin = 227 * 1024;
-  m.clock_mhz = 1980; m.latency_cycles = 291; m.bandwidth = 3.0e12;
+  m.name = "H100 (test)";
+  m.sm_count = 132;
+  m.cores_per_sm = 128;
+  m.smem_per_sm = 228 * 1024;
+  m.smem_per_block_optin = 227 * 1024;
+  m.clock_mhz = 1980;
+  m.latency_cycles = 291;
+  m.bandwidth = 3.0e12;
   return m;
 }
 

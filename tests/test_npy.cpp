@@ -7,7 +7,9 @@
 namespace mconv::test {
 namespace {
 
-std::string tmp_path(const std::string& name) { return ::testing::TempDir() + "mconv_" + name; }
+std::string tmp_path(const std::string& name) {
+  return ::testing::TempDir() + "mconv_" + name;
+}
 
 TEST(Npy, RoundTrip) {
   std::mt19937_64 g(test_seed());
@@ -29,7 +31,8 @@ TEST(Npy, ReadsWhatNumpyWrites) {
   std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }";
   header.append(128 - 10 - header.size() - 1, ' ');
   header += '\n';
-  std::string bytes = std::string("\x93NUMPY\x01\x00", 8) + char(header.size() & 0xff) + char(header.size() >> 8) + header;
+  std::string bytes =
+      std::string("\x93NUMPY\x01\x00", 8) + char(header.size() & 0xff) + char(header.size() >> 8) + header;
   const float vals[3] = {0.0f, 1.0f, 2.0f};
   bytes.append(reinterpret_cast<const char*>(vals), 12);
   npy::Array a = npy::parse(bytes);
@@ -49,7 +52,8 @@ void expect_io_error(const std::string& bytes, const std::string& what) {
 
 std::string with_header(const std::string& dict, size_t data_bytes) {
   std::string h = dict + "\n";
-  return std::string("\x93NUMPY\x01\x00", 8) + char(h.size() & 0xff) + char(h.size() >> 8) + h + std::string(data_bytes, '\0');
+  return std::string("\x93NUMPY\x01\x00", 8) + char(h.size() & 0xff) + char(h.size() >> 8) + h +
+         std::string(data_bytes, '\0');
 }
 
 TEST(Npy, MalformedFilesGetClearErrors) {

@@ -16,13 +16,23 @@ void expect_error(F&& f, Status status, const std::string& field) {
   }
 }
 
-Problem good() { return make(2, 4, 8, 8, 6, 3, 3, 1, 1, 1, 2); }
+Problem good() {
+  return make(2, 4, 8, 8, 6, 3, 3, 1, 1, 1, 2);
+}
 
 TEST(Validation, EverySizeMustBePositive) {
-  for (auto [member, name] : std::vector<std::pair<int64_t Problem::*, std::string>>{
-           {&Problem::n, "n"}, {&Problem::c, "c"}, {&Problem::h, "h"}, {&Problem::w, "w"}, {&Problem::k, "k"},
-           {&Problem::r, "r"}, {&Problem::s, "s"}, {&Problem::stride_h, "stride_h"}, {&Problem::stride_w, "stride_w"},
-           {&Problem::dil_h, "dil_h"}, {&Problem::dil_w, "dil_w"}, {&Problem::groups, "groups"}}) {
+  for (auto [member, name] : std::vector<std::pair<int64_t Problem::*, std::string>>{{&Problem::n, "n"},
+                                                                                     {&Problem::c, "c"},
+                                                                                     {&Problem::h, "h"},
+                                                                                     {&Problem::w, "w"},
+                                                                                     {&Problem::k, "k"},
+                                                                                     {&Problem::r, "r"},
+                                                                                     {&Problem::s, "s"},
+                                                                                     {&Problem::stride_h, "stride_h"},
+                                                                                     {&Problem::stride_w, "stride_w"},
+                                                                                     {&Problem::dil_h, "dil_h"},
+                                                                                     {&Problem::dil_w, "dil_w"},
+                                                                                     {&Problem::groups, "groups"}}) {
     for (int64_t bad : {0, -3}) {
       Problem p = good();
       p.*member = bad;
@@ -98,7 +108,8 @@ TEST(Validation, ErrorsLeaveTheOutputUntouched) {
   expect_error([&] { e.conv2d_forward(*plan, xs.data(), ws.data(), ys.data(), ep); }, Status::Misaligned, "bias");
   TensorDesc bad = x;
   bad.dims[0] = 3;
-  expect_error([&] { cpu::reference_forward(p, bad, xs.data(), w, ws.data(), y, ys.data()); }, Status::BadParam, "x.dims[0]");
+  expect_error([&] { cpu::reference_forward(p, bad, xs.data(), w, ws.data(), y, ys.data()); }, Status::BadParam,
+               "x.dims[0]");
   for (float v : ys) ASSERT_EQ(v, 42.0f);
 }
 
@@ -122,8 +133,14 @@ namespace {
 
 TEST(HardwareModel, JsonRoundTripAndDerivedQuantities) {
   HardwareModel m;
-  m.name = "Test GPU"; m.uuid = "abc"; m.cc_major = 9; m.sm_count = 132; m.cores_per_sm = 128;
-  m.clock_mhz = 1980; m.latency_cycles = 600; m.bandwidth = 3.0e12;
+  m.name = "Test GPU";
+  m.uuid = "abc";
+  m.cc_major = 9;
+  m.sm_count = 132;
+  m.cores_per_sm = 128;
+  m.clock_mhz = 1980;
+  m.latency_cycles = 600;
+  m.bandwidth = 3.0e12;
   EXPECT_DOUBLE_EQ(m.n_fma(), 600.0 * 128 * 2);
   EXPECT_NEAR(m.bytes_per_cycle(), 3.0e12 / 1.98e9, 1e-6);
   EXPECT_NEAR(m.v_s(), m.bytes_per_cycle() * 600, 1e-6);
@@ -138,7 +155,11 @@ TEST(HardwareModel, CorruptOrStaleCacheIsRejected) {
   EXPECT_THROW(HardwareModel::from_json("{\"version\": 1, \"name\": \"tru"), Error);
   EXPECT_THROW(HardwareModel::from_json("{\"version\": 1}"), Error);
   HardwareModel m;
-  m.name = "x"; m.sm_count = 1; m.clock_mhz = 1; m.latency_cycles = 1; m.bandwidth = 1;
+  m.name = "x";
+  m.sm_count = 1;
+  m.clock_mhz = 1;
+  m.latency_cycles = 1;
+  m.bandwidth = 1;
   std::string j = m.to_json();
   j.replace(j.find("\"version\": 1"), 12, "\"version\": 0");
   EXPECT_THROW(HardwareModel::from_json(j), Error);

@@ -9,14 +9,12 @@ namespace mconv::cpu {
 
 /// Direct loops accumulating in double: the oracle every test compares against.
 /// Validates like every executor; y is untouched on error. Bias/ReLU as in Epilogue.
-void reference_forward(const Problem& problem, const TensorDesc& xd, const float* x,
-                       const TensorDesc& wd, const float* w, const TensorDesc& yd, float* y,
-                       const Epilogue& epilogue = {});
+void reference_forward(const Problem& problem, const TensorDesc& xd, const float* x, const TensorDesc& wd,
+                       const float* w, const TensorDesc& yd, float* y, const Epilogue& epilogue = {});
 
 /// The reference value of one output element y[n, k, p, q] (before alpha/beta), in double.
-double reference_point(const Problem& problem, const TensorDesc& xd, const float* x,
-                       const TensorDesc& wd, const float* w, int64_t n, int64_t k, int64_t p,
-                       int64_t q);
+double reference_point(const Problem& problem, const TensorDesc& xd, const float* x, const TensorDesc& wd,
+                       const float* w, int64_t n, int64_t k, int64_t p, int64_t q);
 
 /// Implicit GEMM that executes the Plan: tiles of the virtual matrix are gathered through the offset
 /// table into a small per-thread buffer (no im2col), multiplied with register-blocked, vectorised

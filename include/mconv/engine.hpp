@@ -43,8 +43,7 @@ class Engine {
 
   /// y = alpha * conv(x, w) + beta * y (+ epilogue). Pointers live in the target's memory space.
   /// On CUDA the call is asynchronous on the engine's stream. On error nothing is written to y.
-  void conv2d_forward(const Plan& plan, const void* x, const void* w, void* y,
-                      const Epilogue& epilogue = {});
+  void conv2d_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& epilogue = {});
 
   /// Waits for the engine's stream (no-op on the CPU).
   void synchronize();

@@ -65,18 +65,17 @@ mconv_status_t mconv_engine_destroy(mconv_engine_t engine);
 mconv_status_t mconv_engine_synchronize(mconv_engine_t engine);
 
 /* tile may be NULL (planner's choice). The plan is owned by the caller; destroy it when done. */
-mconv_status_t mconv_plan_create(mconv_engine_t engine, const mconv_problem_t* problem,
-                                 const mconv_tensor_desc_t* x, const mconv_tensor_desc_t* w,
-                                 const mconv_tensor_desc_t* y, int algorithm, const char* tile,
-                                 mconv_plan_t* out);
+mconv_status_t mconv_plan_create(mconv_engine_t engine, const mconv_problem_t* problem, const mconv_tensor_desc_t* x,
+                                 const mconv_tensor_desc_t* w, const mconv_tensor_desc_t* y, int algorithm,
+                                 const char* tile, mconv_plan_t* out);
 mconv_status_t mconv_plan_destroy(mconv_plan_t plan);
 mconv_status_t mconv_plan_table_bytes(mconv_plan_t plan, int64_t* bytes);
 /* Writes the plan's text form into buf (truncated to size, always NUL-terminated); *needed gets the full length + 1. */
 mconv_status_t mconv_plan_describe(mconv_plan_t plan, char* buf, int64_t size, int64_t* needed);
 
 /* y = alpha*conv(x, w) + beta*y (+ bias[k], ReLU). bias may be NULL. */
-mconv_status_t mconv_conv2d_forward(mconv_engine_t engine, mconv_plan_t plan, const void* x, const void* w,
-                                    void* y, const float* bias, int relu);
+mconv_status_t mconv_conv2d_forward(mconv_engine_t engine, mconv_plan_t plan, const void* x, const void* w, void* y,
+                                    const float* bias, int relu);
 
 #ifdef __cplusplus
 }

@@ -109,8 +109,8 @@ struct PlanOptions {
 class Plan {
  public:
   /// Validates everything and builds the tables. Throws Error naming the bad field.
-  static Plan build(const Problem& problem, const TensorDesc& x, const TensorDesc& w,
-                    const TensorDesc& y, const PlanOptions& options = {});
+  static Plan build(const Problem& problem, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y,
+                    const PlanOptions& options = {});
 
   const Problem& problem() const { return problem_; }
   const TensorDesc& x_desc() const { return x_; }

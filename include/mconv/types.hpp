@@ -20,14 +20,14 @@ namespace mconv {
 /// Status codes shared by the C++ exceptions and the C ABI (`mconv_status_t`).
 enum class Status : int {
   Success = 0,
-  BadParam = 1,      ///< a size, stride or descriptor field is invalid
-  Unsupported = 2,   ///< a valid combination mconv does not implement (yet)
-  Overflow = 3,      ///< an element count or byte offset does not fit the index type
-  NullPointer = 4,   ///< a required pointer is null
-  Misaligned = 5,    ///< a pointer lacks the alignment of its element type
-  CudaError = 6,     ///< the CUDA runtime reported an error (its message is attached)
-  IoError = 7,       ///< a file could not be read or written, or is malformed
-  NoDevice = 8,      ///< no usable GPU, or mconv was built without CUDA
+  BadParam = 1,     ///< a size, stride or descriptor field is invalid
+  Unsupported = 2,  ///< a valid combination mconv does not implement (yet)
+  Overflow = 3,     ///< an element count or byte offset does not fit the index type
+  NullPointer = 4,  ///< a required pointer is null
+  Misaligned = 5,   ///< a pointer lacks the alignment of its element type
+  CudaError = 6,    ///< the CUDA runtime reported an error (its message is attached)
+  IoError = 7,      ///< a file could not be read or written, or is malformed
+  NoDevice = 8,     ///< no usable GPU, or mconv was built without CUDA
   Internal = 9,
 };
 
@@ -36,8 +36,7 @@ const char* status_name(Status s);
 /// The one exception type of mconv: a status plus a message naming the bad field.
 class Error : public std::runtime_error {
  public:
-  Error(Status status, const std::string& message)
-      : std::runtime_error(message), status_(status) {}
+  Error(Status status, const std::string& message) : std::runtime_error(message), status_(status) {}
   Status status() const { return status_; }
 
  private:
@@ -61,17 +60,10 @@ struct TensorDesc {
   std::array<int64_t, 4> dims{};     // n, c, h, w
   std::array<int64_t, 4> strides{};  // in elements
 
-  static TensorDesc packed(Layout layout, int64_t n, int64_t c, int64_t h, int64_t w,
-                           DType dtype = DType::Float32);
-  static TensorDesc nchw(int64_t n, int64_t c, int64_t h, int64_t w) {
-    return packed(Layout::NCHW, n, c, h, w);
-  }
-  static TensorDesc nhwc(int64_t n, int64_t c, int64_t h, int64_t w) {
-    return packed(Layout::NHWC, n, c, h, w);
-  }
-  static TensorDesc cnhw(int64_t n, int64_t c, int64_t h, int64_t w) {
-    return packed(Layout::CNHW, n, c, h, w);
-  }
+  static TensorDesc packed(Layout layout, int64_t n, int64_t c, int64_t h, int64_t w, DType dtype = DType::Float32);
+  static TensorDesc nchw(int64_t n, int64_t c, int64_t h, int64_t w) { return packed(Layout::NCHW, n, c, h, w); }
+  static TensorDesc nhwc(int64_t n, int64_t c, int64_t h, int64_t w) { return packed(Layout::NHWC, n, c, h, w); }
+  static TensorDesc cnhw(int64_t n, int64_t c, int64_t h, int64_t w) { return packed(Layout::CNHW, n, c, h, w); }
 
   /// Number of elements of the smallest buffer that holds every addressed element.
   int64_t span_elements() const;
@@ -79,9 +71,7 @@ struct TensorDesc {
   /// The named layout these strides are a packed instance of, or Custom.
   Layout layout() const;
   std::string to_string() const;
-  bool operator==(const TensorDesc& o) const {
-    return dtype == o.dtype && dims == o.dims && strides == o.strides;
-  }
+  bool operator==(const TensorDesc& o) const { return dtype == o.dtype && dims == o.dims && strides == o.strides; }
 };
 
 }  // namespace mconv

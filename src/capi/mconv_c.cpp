@@ -1,11 +1,10 @@
 // The C ABI: translates handles and structs, and exceptions into status codes.
-#include "mconv/mconv.h"
-
 #include <cstring>
 #include <memory>
 #include <string>
 
 #include "mconv/engine.hpp"
+#include "mconv/mconv.h"
 
 struct mconv_engine_s {
   std::unique_ptr<mconv::Engine> engine;
@@ -41,7 +40,10 @@ mconv::TensorDesc to_cpp(const mconv_tensor_desc_t& d) {
   if (d.dtype != MCONV_DTYPE_FLOAT32)
     throw mconv::Error(mconv::Status::Unsupported, "dtype: only MCONV_DTYPE_FLOAT32 is implemented");
   mconv::TensorDesc t;
-  for (int i = 0; i < 4; ++i) { t.dims[i] = d.dims[i]; t.strides[i] = d.strides[i]; }
+  for (int i = 0; i < 4; ++i) {
+    t.dims[i] = d.dims[i];
+    t.strides[i] = d.strides[i];
+  }
   return t;
 }
 
@@ -49,11 +51,23 @@ mconv::Problem to_cpp(const mconv_problem_t& p) {
   if (p.mode != MCONV_MODE_CROSS_CORRELATION && p.mode != MCONV_MODE_CONVOLUTION)
     throw mconv::Error(mconv::Status::BadParam, "mode: must be MCONV_MODE_CROSS_CORRELATION or MCONV_MODE_CONVOLUTION");
   mconv::Problem q;
-  q.n = p.n; q.c = p.c; q.h = p.h; q.w = p.w; q.k = p.k; q.r = p.r; q.s = p.s;
-  q.pad_h = p.pad_h; q.pad_w = p.pad_w; q.stride_h = p.stride_h; q.stride_w = p.stride_w;
-  q.dil_h = p.dil_h; q.dil_w = p.dil_w; q.groups = p.groups;
+  q.n = p.n;
+  q.c = p.c;
+  q.h = p.h;
+  q.w = p.w;
+  q.k = p.k;
+  q.r = p.r;
+  q.s = p.s;
+  q.pad_h = p.pad_h;
+  q.pad_w = p.pad_w;
+  q.stride_h = p.stride_h;
+  q.stride_w = p.stride_w;
+  q.dil_h = p.dil_h;
+  q.dil_w = p.dil_w;
+  q.groups = p.groups;
   q.mode = static_cast<mconv::Mode>(p.mode);
-  q.alpha = p.alpha; q.beta = p.beta;
+  q.alpha = p.alpha;
+  q.beta = p.beta;
   return q;
 }
 
@@ -65,7 +79,9 @@ const char* mconv_status_string(mconv_status_t status) {
   return mconv::status_name(static_cast<mconv::Status>(status));
 }
 
-const char* mconv_last_error_message(void) { return g_last_error.c_str(); }
+const char* mconv_last_error_message(void) {
+  return g_last_error.c_str();
+}
 
 mconv_problem_t mconv_problem_default(void) {
   mconv_problem_t p{};
@@ -83,7 +99,10 @@ mconv_status_t mconv_tensor_desc_packed(int layout, int64_t n, int64_t c, int64_
       throw mconv::Error(mconv::Status::BadParam, "layout: unknown value " + std::to_string(layout));
     auto d = mconv::TensorDesc::packed(static_cast<mconv::Layout>(layout), n, c, h, w);
     out->dtype = MCONV_DTYPE_FLOAT32;
-    for (int i = 0; i < 4; ++i) { out->dims[i] = d.dims[i]; out->strides[i] = d.strides[i]; }
+    for (int i = 0; i < 4; ++i) {
+      out->dims[i] = d.dims[i];
+      out->strides[i] = d.strides[i];
+    }
   });
 }
 
@@ -109,13 +128,16 @@ mconv_status_t mconv_engine_synchronize(mconv_engine_t engine) {
   });
 }
 
-mconv_status_t mconv_plan_create(mconv_engine_t engine, const mconv_problem_t* problem,
-                                 const mconv_tensor_desc_t* x, const mconv_tensor_desc_t* w,
-                                 const mconv_tensor_desc_t* y, int algorithm, const char* tile,
-                                 mconv_plan_t* out) {
+mconv_status_t mconv_plan_create(mconv_engine_t engine, const mconv_problem_t* problem, const mconv_tensor_desc_t* x,
+                                 const mconv_tensor_desc_t* w, const mconv_tensor_desc_t* y, int algorithm,
+                                 const char* tile, mconv_plan_t* out) {
   return guarded([&] {
-    require(engine, "engine"); require(problem, "problem");
-    require(x, "x"); require(w, "w"); require(y, "y"); require(out, "out");
+    require(engine, "engine");
+    require(problem, "problem");
+    require(x, "x");
+    require(w, "w");
+    require(y, "y");
+    require(out, "out");
     if (algorithm < MCONV_ALGO_AUTO || algorithm > MCONV_ALGO_STRIDE_FIXED)
       throw mconv::Error(mconv::Status::BadParam, "algorithm: unknown value " + std::to_string(algorithm));
     mconv::PlanOptions opt;
@@ -133,7 +155,8 @@ mconv_status_t mconv_plan_destroy(mconv_plan_t plan) {
 
 mconv_status_t mconv_plan_table_bytes(mconv_plan_t plan, int64_t* bytes) {
   return guarded([&] {
-    require(plan, "plan"); require(bytes, "bytes");
+    require(plan, "plan");
+    require(bytes, "bytes");
     *bytes = plan->plan->table_bytes();
   });
 }
@@ -151,10 +174,11 @@ mconv_status_t mconv_plan_describe(mconv_plan_t plan, char* buf, int64_t size, i
   });
 }
 
-mconv_status_t mconv_conv2d_forward(mconv_engine_t engine, mconv_plan_t plan, const void* x, const void* w,
-                                    void* y, const float* bias, int relu) {
+mconv_status_t mconv_conv2d_forward(mconv_engine_t engine, mconv_plan_t plan, const void* x, const void* w, void* y,
+                                    const float* bias, int relu) {
   return guarded([&] {
-    require(engine, "engine"); require(plan, "plan");
+    require(engine, "engine");
+    require(plan, "plan");
     mconv::Epilogue e;
     e.bias = bias;
     e.relu = relu != 0;

@@ -9,11 +9,17 @@
 
 namespace mconv {
 
-bool built_with_cuda() { return detail::cuda_backend::compiled(); }
-bool cuda_available() { return detail::cuda_backend::available(); }
+bool built_with_cuda() {
+  return detail::cuda_backend::compiled();
+}
+bool cuda_available() {
+  return detail::cuda_backend::available();
+}
 
 namespace detail {
-DeviceSummary current_device_summary() { return cuda_backend::available() ? cuda_backend::summary() : DeviceSummary{}; }
+DeviceSummary current_device_summary() {
+  return cuda_backend::available() ? cuda_backend::summary() : DeviceSummary{};
+}
 }  // namespace detail
 
 // Device copies of plan tables, keyed like the plan cache.
@@ -42,9 +48,9 @@ std::shared_ptr<const Plan> Engine::plan(const Problem& problem, const TensorDes
                                       " on an engine bound to " + target_name(target_));
   options.target = target_;
   std::ostringstream key;
-  key << problem.to_string() << " m" << int(problem.mode) << " a" << problem.alpha << " b" << problem.beta
-      << "|" << x.to_string() << "|" << w.to_string() << "|" << y.to_string() << "|"
-      << algorithm_name(options.algorithm) << "|" << options.tile << "|split" << options.split_k << "|dev" << device_;
+  key << problem.to_string() << " m" << int(problem.mode) << " a" << problem.alpha << " b" << problem.beta << "|"
+      << x.to_string() << "|" << w.to_string() << "|" << y.to_string() << "|" << algorithm_name(options.algorithm)
+      << "|" << options.tile << "|split" << options.split_k << "|dev" << device_;
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = plans_.find(key.str());
   if (it != plans_.end()) return it->second;
@@ -71,8 +77,8 @@ int64_t Engine::plan_device_bytes(const Plan& plan) {
 
 void Engine::conv2d_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& e) {
   if (plan.target() != target_)
-    throw Error(Status::BadParam, std::string("plan: built for ") + target_name(plan.target()) +
-                                      ", engine runs on " + target_name(target_));
+    throw Error(Status::BadParam, std::string("plan: built for ") + target_name(plan.target()) + ", engine runs on " +
+                                      target_name(target_));
   detail::check_tensors(x, w, y, e);
   const auto* xf = static_cast<const float*>(x);
   const auto* wf = static_cast<const float*>(w);

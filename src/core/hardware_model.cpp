@@ -1,6 +1,4 @@
 // The hardware model: text/JSON forms and the on-disk cache. Measurement is in src/cuda/device_probe.cu.
-#include "mconv/hardware.hpp"
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +7,7 @@
 #include <sstream>
 
 #include "../cuda/cuda_backend.hpp"
+#include "mconv/hardware.hpp"
 #include "mconv/types.hpp"
 
 namespace mconv {
@@ -40,13 +39,23 @@ std::string HardwareModel::to_text() const {
 }
 
 std::string HardwareModel::to_json() const {
-  nlohmann::json j = {{"version", kCacheVersion}, {"name", name}, {"uuid", uuid}, {"cc_major", cc_major},
-                      {"cc_minor", cc_minor}, {"sm_count", sm_count}, {"cores_per_sm", cores_per_sm},
-                      {"smem_per_sm", smem_per_sm}, {"smem_per_block_optin", smem_per_block_optin},
-                      {"l2_bytes", l2_bytes}, {"regs_per_sm", regs_per_sm},
-                      {"max_threads_per_sm", max_threads_per_sm}, {"clock_mhz", clock_mhz},
-                      {"latency_cycles", latency_cycles}, {"bandwidth", bandwidth},
-                      {"n_fma", n_fma()}, {"v_s", v_s()}};
+  nlohmann::json j = {{"version", kCacheVersion},
+                      {"name", name},
+                      {"uuid", uuid},
+                      {"cc_major", cc_major},
+                      {"cc_minor", cc_minor},
+                      {"sm_count", sm_count},
+                      {"cores_per_sm", cores_per_sm},
+                      {"smem_per_sm", smem_per_sm},
+                      {"smem_per_block_optin", smem_per_block_optin},
+                      {"l2_bytes", l2_bytes},
+                      {"regs_per_sm", regs_per_sm},
+                      {"max_threads_per_sm", max_threads_per_sm},
+                      {"clock_mhz", clock_mhz},
+                      {"latency_cycles", latency_cycles},
+                      {"bandwidth", bandwidth},
+                      {"n_fma", n_fma()},
+                      {"v_s", v_s()}};
   return j.dump(2);
 }
 
@@ -55,13 +64,20 @@ HardwareModel HardwareModel::from_json(const std::string& text) {
     const auto j = nlohmann::json::parse(text);
     if (j.at("version").get<int>() != kCacheVersion) throw Error(Status::IoError, "hardware cache: version mismatch");
     HardwareModel m;
-    m.name = j.at("name"); m.uuid = j.at("uuid");
-    m.cc_major = j.at("cc_major"); m.cc_minor = j.at("cc_minor");
-    m.sm_count = j.at("sm_count"); m.cores_per_sm = j.at("cores_per_sm");
-    m.smem_per_sm = j.at("smem_per_sm"); m.smem_per_block_optin = j.at("smem_per_block_optin");
-    m.l2_bytes = j.at("l2_bytes"); m.regs_per_sm = j.at("regs_per_sm");
-    m.max_threads_per_sm = j.at("max_threads_per_sm"); m.clock_mhz = j.at("clock_mhz");
-    m.latency_cycles = j.at("latency_cycles"); m.bandwidth = j.at("bandwidth");
+    m.name = j.at("name");
+    m.uuid = j.at("uuid");
+    m.cc_major = j.at("cc_major");
+    m.cc_minor = j.at("cc_minor");
+    m.sm_count = j.at("sm_count");
+    m.cores_per_sm = j.at("cores_per_sm");
+    m.smem_per_sm = j.at("smem_per_sm");
+    m.smem_per_block_optin = j.at("smem_per_block_optin");
+    m.l2_bytes = j.at("l2_bytes");
+    m.regs_per_sm = j.at("regs_per_sm");
+    m.max_threads_per_sm = j.at("max_threads_per_sm");
+    m.clock_mhz = j.at("clock_mhz");
+    m.latency_cycles = j.at("latency_cycles");
+    m.bandwidth = j.at("bandwidth");
     if (m.sm_count <= 0 || m.latency_cycles <= 0 || m.bandwidth <= 0 || m.clock_mhz <= 0)
       throw Error(Status::IoError, "hardware cache: non-positive measurement");
     return m;
@@ -78,7 +94,8 @@ std::string hardware_cache_dir() {
 
 HardwareModel hardware_model(int device, bool refresh, std::string* note) {
   HardwareModel reported = detail::cuda_backend::reported_hardware(device);
-  const std::string path = hardware_cache_dir() + "/hardware-" + (reported.uuid.empty() ? std::to_string(device) : reported.uuid) + ".json";
+  const std::string path =
+      hardware_cache_dir() + "/hardware-" + (reported.uuid.empty() ? std::to_string(device) : reported.uuid) + ".json";
   if (!refresh) {
     std::ifstream in(path);
     if (in) {
@@ -103,8 +120,10 @@ HardwareModel hardware_model(int device, bool refresh, std::string* note) {
   std::filesystem::create_directories(hardware_cache_dir(), ec);
   std::ofstream out(path);
   if (out) out << m.to_json();
-  if (note && note->empty()) *note = out ? "measured; cached in " + path : "measured; cache not writable (" + path + ")";
-  else if (note) *note += out ? "; cached in " + path : "";
+  if (note && note->empty())
+    *note = out ? "measured; cached in " + path : "measured; cache not writable (" + path + ")";
+  else if (note)
+    *note += out ? "; cached in " + path : "";
   return m;
 }
 

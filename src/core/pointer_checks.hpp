@@ -12,8 +12,8 @@ namespace mconv::detail {
 inline void check_pointer(const void* p, const char* field, int alignment) {
   if (p == nullptr) throw Error(Status::NullPointer, std::string(field) + ": null pointer");
   if (reinterpret_cast<uintptr_t>(p) % alignment != 0)
-    throw Error(Status::Misaligned, std::string(field) + ": pointer is not " + std::to_string(alignment) +
-                                        "-byte aligned");
+    throw Error(Status::Misaligned,
+                std::string(field) + ": pointer is not " + std::to_string(alignment) + "-byte aligned");
 }
 
 inline void check_tensors(const void* x, const void* w, const void* y, const Epilogue& e) {
@@ -24,8 +24,7 @@ inline void check_tensors(const void* x, const void* w, const void* y, const Epi
 }
 
 /// alpha*acc + beta*old + bias, then ReLU. beta == 0 never reads y (it may hold NaN).
-inline float apply_epilogue(float alpha, double acc, float beta, const float* y_old, const float* bias,
-                            bool relu) {
+inline float apply_epilogue(float alpha, double acc, float beta, const float* y_old, const float* bias, bool relu) {
   double v = alpha * acc;
   if (beta != 0.0f) v += double(beta) * double(*y_old);
   if (bias) v += double(*bias);

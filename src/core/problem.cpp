@@ -21,16 +21,15 @@ int64_t checked_mul(int64_t a, int64_t b, const std::string& what) {
   return r;
 }
 
-void check_desc(const char* name, const TensorDesc& d, const std::array<int64_t, 4>& want,
-                const char* dim_names) {
+void check_desc(const char* name, const TensorDesc& d, const std::array<int64_t, 4>& want, const char* dim_names) {
   std::string n(name);
   if (d.dtype != DType::Float32)
     throw Error(Status::Unsupported, n + ".dtype: " + dtype_name(d.dtype) + " is not implemented yet (fp32 only)");
   for (int i = 0; i < 4; ++i) {
     if (d.dims[i] != want[i]) {
       std::ostringstream os;
-      os << n << ".dims[" << i << "] (" << dim_names[i] << "): descriptor says " << d.dims[i]
-         << ", problem needs " << want[i];
+      os << n << ".dims[" << i << "] (" << dim_names[i] << "): descriptor says " << d.dims[i] << ", problem needs "
+         << want[i];
       throw Error(Status::BadParam, os.str());
     }
     if (d.strides[i] < 0 || (d.strides[i] == 0 && d.dims[i] > 1)) {
@@ -68,10 +67,18 @@ void Problem::validate() const {
   auto positive = [](int64_t v, const char* name) {
     require(v >= 1, Status::BadParam, std::string(name) + ": must be >= 1, got " + std::to_string(v));
   };
-  positive(n, "n"); positive(c, "c"); positive(h, "h"); positive(w, "w");
-  positive(k, "k"); positive(r, "r"); positive(s, "s");
-  positive(stride_h, "stride_h"); positive(stride_w, "stride_w");
-  positive(dil_h, "dil_h"); positive(dil_w, "dil_w"); positive(groups, "groups");
+  positive(n, "n");
+  positive(c, "c");
+  positive(h, "h");
+  positive(w, "w");
+  positive(k, "k");
+  positive(r, "r");
+  positive(s, "s");
+  positive(stride_h, "stride_h");
+  positive(stride_w, "stride_w");
+  positive(dil_h, "dil_h");
+  positive(dil_w, "dil_w");
+  positive(groups, "groups");
   require(pad_h >= 0, Status::BadParam, "pad_h: must be >= 0, got " + std::to_string(pad_h));
   require(pad_w >= 0, Status::BadParam, "pad_w: must be >= 0, got " + std::to_string(pad_w));
   require(c % groups == 0, Status::BadParam,
@@ -79,17 +86,26 @@ void Problem::validate() const {
   require(k % groups == 0, Status::BadParam,
           "groups: " + std::to_string(groups) + " does not divide k = " + std::to_string(k));
   // 32-bit limits of the kernels' per-dimension indices (addresses themselves are 64-bit).
-  for (auto [v, name] : {std::pair{h, "h"}, {w, "w"}, {r, "r"}, {s, "s"}, {pad_h, "pad_h"},
-                         {pad_w, "pad_w"}, {stride_h, "stride_h"}, {stride_w, "stride_w"},
-                         {dil_h, "dil_h"}, {dil_w, "dil_w"}}) {
+  for (auto [v, name] : {std::pair{h, "h"},
+                         {w, "w"},
+                         {r, "r"},
+                         {s, "s"},
+                         {pad_h, "pad_h"},
+                         {pad_w, "pad_w"},
+                         {stride_h, "stride_h"},
+                         {stride_w, "stride_w"},
+                         {dil_h, "dil_h"},
+                         {dil_w, "dil_w"}}) {
     require(v <= (1 << 24), Status::Overflow, std::string(name) + ": " + std::to_string(v) + " exceeds 2^24");
   }
   require(groups <= 65535, Status::Unsupported, "groups: more than 65535 groups are not supported");
   int64_t eff_r = dil_h * (r - 1) + 1, eff_s = dil_w * (s - 1) + 1;
   require(eff_r <= h + 2 * pad_h, Status::BadParam,
-          "r: dilated filter height " + std::to_string(eff_r) + " exceeds padded input height " + std::to_string(h + 2 * pad_h));
+          "r: dilated filter height " + std::to_string(eff_r) + " exceeds padded input height " +
+              std::to_string(h + 2 * pad_h));
   require(eff_s <= w + 2 * pad_w, Status::BadParam,
-          "s: dilated filter width " + std::to_string(eff_s) + " exceeds padded input width " + std::to_string(w + 2 * pad_w));
+          "s: dilated filter width " + std::to_string(eff_s) + " exceeds padded input width " +
+              std::to_string(w + 2 * pad_w));
   int64_t cols = checked_mul(checked_mul(n, p(), "n*p"), q(), "n*p*q");
   require(cols <= kInt32Max, Status::Overflow, "n*p*q: " + std::to_string(cols) + " output pixels exceed 2^31-1");
   int64_t rows = checked_mul(checked_mul(c / groups, r, "c*r"), s, "c/g*r*s");
@@ -107,15 +123,20 @@ void Problem::validate(const TensorDesc& x, const TensorDesc& wd, const TensorDe
   check_no_overlap(y);
 }
 
-TensorDesc Problem::x_desc(Layout l, DType t) const { return TensorDesc::packed(l, n, c, h, w, t); }
-TensorDesc Problem::w_desc(Layout l, DType t) const { return TensorDesc::packed(l, k, c / groups, r, s, t); }
-TensorDesc Problem::y_desc(Layout l, DType t) const { return TensorDesc::packed(l, n, k, p(), q(), t); }
+TensorDesc Problem::x_desc(Layout l, DType t) const {
+  return TensorDesc::packed(l, n, c, h, w, t);
+}
+TensorDesc Problem::w_desc(Layout l, DType t) const {
+  return TensorDesc::packed(l, k, c / groups, r, s, t);
+}
+TensorDesc Problem::y_desc(Layout l, DType t) const {
+  return TensorDesc::packed(l, n, k, p(), q(), t);
+}
 
 std::string Problem::to_string() const {
   std::ostringstream os;
-  os << "n" << n << " c" << c << " h" << h << " w" << w << " k" << k << " r" << r << " s" << s
-     << " pad" << pad_h << "," << pad_w << " stride" << stride_h << "," << stride_w << " dil" << dil_h
-     << "," << dil_w << " g" << groups;
+  os << "n" << n << " c" << c << " h" << h << " w" << w << " k" << k << " r" << r << " s" << s << " pad" << pad_h << ","
+     << pad_w << " stride" << stride_h << "," << stride_w << " dil" << dil_h << "," << dil_w << " g" << groups;
   if (mode == Mode::Convolution) os << " conv";
   if (alpha != 1.0f || beta != 0.0f) os << " alpha" << alpha << " beta" << beta;
   return os.str();

@@ -8,37 +8,56 @@ namespace mconv {
 
 const char* status_name(Status s) {
   switch (s) {
-    case Status::Success: return "success";
-    case Status::BadParam: return "bad parameter";
-    case Status::Unsupported: return "unsupported";
-    case Status::Overflow: return "overflow";
-    case Status::NullPointer: return "null pointer";
-    case Status::Misaligned: return "misaligned pointer";
-    case Status::CudaError: return "CUDA error";
-    case Status::IoError: return "I/O error";
-    case Status::NoDevice: return "no device";
-    case Status::Internal: return "internal error";
+    case Status::Success:
+      return "success";
+    case Status::BadParam:
+      return "bad parameter";
+    case Status::Unsupported:
+      return "unsupported";
+    case Status::Overflow:
+      return "overflow";
+    case Status::NullPointer:
+      return "null pointer";
+    case Status::Misaligned:
+      return "misaligned pointer";
+    case Status::CudaError:
+      return "CUDA error";
+    case Status::IoError:
+      return "I/O error";
+    case Status::NoDevice:
+      return "no device";
+    case Status::Internal:
+      return "internal error";
   }
   return "unknown status";
 }
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::Float32: return "fp32";
-    case DType::Float16: return "fp16";
-    case DType::BFloat16: return "bf16";
+    case DType::Float32:
+      return "fp32";
+    case DType::Float16:
+      return "fp16";
+    case DType::BFloat16:
+      return "bf16";
   }
   return "?";
 }
 
-int dtype_size(DType t) { return t == DType::Float32 ? 4 : 2; }
+int dtype_size(DType t) {
+  return t == DType::Float32 ? 4 : 2;
+}
 
 const char* layout_name(Layout l) {
   switch (l) {
-    case Layout::NCHW: return "NCHW";
-    case Layout::NHWC: return "NHWC";
-    case Layout::CNHW: return "CNHW";
-    case Layout::Custom: return "custom";
+    case Layout::NCHW:
+      return "NCHW";
+    case Layout::NHWC:
+      return "NHWC";
+    case Layout::CNHW:
+      return "CNHW";
+    case Layout::Custom:
+      return "custom";
   }
   return "?";
 }
@@ -57,9 +76,15 @@ TensorDesc TensorDesc::packed(Layout layout, int64_t n, int64_t c, int64_t h, in
   d.dtype = dtype;
   d.dims = {n, c, h, w};
   switch (layout) {
-    case Layout::NCHW: d.strides = {c * h * w, h * w, w, 1}; break;
-    case Layout::NHWC: d.strides = {h * w * c, 1, w * c, c}; break;
-    case Layout::CNHW: d.strides = {h * w, n * h * w, w, 1}; break;
+    case Layout::NCHW:
+      d.strides = {c * h * w, h * w, w, 1};
+      break;
+    case Layout::NHWC:
+      d.strides = {h * w * c, 1, w * c, c};
+      break;
+    case Layout::CNHW:
+      d.strides = {h * w, n * h * w, w, 1};
+      break;
     case Layout::Custom:
       throw Error(Status::BadParam, "layout: 'custom' has no packed form; give strides");
   }
@@ -84,9 +109,9 @@ Layout TensorDesc::layout() const {
 
 std::string TensorDesc::to_string() const {
   std::ostringstream os;
-  os << dtype_name(dtype) << " " << layout_name(layout()) << " dims(" << dims[0] << "," << dims[1]
-     << "," << dims[2] << "," << dims[3] << ") strides(" << strides[0] << "," << strides[1] << ","
-     << strides[2] << "," << strides[3] << ")";
+  os << dtype_name(dtype) << " " << layout_name(layout()) << " dims(" << dims[0] << "," << dims[1] << "," << dims[2]
+     << "," << dims[3] << ") strides(" << strides[0] << "," << strides[1] << "," << strides[2] << "," << strides[3]
+     << ")";
   return os.str();
 }
 

@@ -16,9 +16,9 @@
 namespace mconv::cpu {
 namespace {
 
-constexpr int kTileCols = 64;       // output pixels per work item
-constexpr int kTileFilters = 64;    // filters per work item
-constexpr int kChunkRows = 256;     // rows gathered at once: 256*64*4 B = 64 KB image tile
+constexpr int kTileCols = 64;     // output pixels per work item
+constexpr int kTileFilters = 64;  // filters per work item
+constexpr int kChunkRows = 256;   // rows gathered at once: 256*64*4 B = 64 KB image tile
 // Register block: accumulators fill half the vector registers, leaving room for operands.
 // Measured on the 2-core AVX-512 development machine (min of 5, three resnet50 layers, 1 thread):
 // 8 x 32 in zmm (with -mprefer-vector-width=512) 34.3 ms, 4 x 16 43.0 ms.
@@ -38,8 +38,12 @@ struct Scratch {
   std::vector<int64_t> start;  // per column: start address (the compiled representation's base)
   std::vector<int64_t> h0, w0;
   Scratch()
-      : image(kChunkRows * kTileCols), filters(kTileFilters * kChunkRows), acc(kTileFilters * kTileCols),
-        start(kTileCols), h0(kTileCols), w0(kTileCols) {}
+      : image(kChunkRows * kTileCols),
+        filters(kTileFilters * kChunkRows),
+        acc(kTileFilters * kTileCols),
+        start(kTileCols),
+        h0(kTileCols),
+        w0(kTileCols) {}
 };
 
 // acc[f][j] += sum_row filters[f][row] * image[row][j] for one register block.
@@ -64,8 +68,7 @@ inline void micro_kernel(const float* __restrict image, const float* __restrict 
 }  // namespace
 
 int64_t implicit_precomp_scratch_bytes_per_thread() {
-  return int64_t(kChunkRows * kTileCols + kTileFilters * kChunkRows + kTileFilters * kTileCols) * 4 +
-         3 * kTileCols * 8;
+  return int64_t(kChunkRows * kTileCols + kTileFilters * kChunkRows + kTileFilters * kTileCols) * 4 + 3 * kTileCols * 8;
 }
 
 void implicit_precomp_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e) {

@@ -6,8 +6,8 @@
 
 namespace mconv::cpu {
 
-double reference_point(const Problem& pr, const TensorDesc& xd, const float* x, const TensorDesc& wd,
-                       const float* w, int64_t n, int64_t k, int64_t p, int64_t q) {
+double reference_point(const Problem& pr, const TensorDesc& xd, const float* x, const TensorDesc& wd, const float* w,
+                       int64_t n, int64_t k, int64_t p, int64_t q) {
   const int64_t cg = pr.c_per_group(), g = k / pr.k_per_group();
   double acc = 0.0;
   for (int64_t c = 0; c < cg; ++c)
@@ -27,8 +27,8 @@ double reference_point(const Problem& pr, const TensorDesc& xd, const float* x, 
   return acc;
 }
 
-void reference_forward(const Problem& pr, const TensorDesc& xd, const float* x, const TensorDesc& wd,
-                       const float* w, const TensorDesc& yd, float* y, const Epilogue& e) {
+void reference_forward(const Problem& pr, const TensorDesc& xd, const float* x, const TensorDesc& wd, const float* w,
+                       const TensorDesc& yd, float* y, const Epilogue& e) {
   pr.validate(xd, wd, yd);
   detail::check_tensors(x, w, y, e);
   const int64_t P = pr.p(), Q = pr.q();
@@ -38,8 +38,8 @@ void reference_forward(const Problem& pr, const TensorDesc& xd, const float* x, 
       for (int64_t p = 0; p < P; ++p)
         for (int64_t q = 0; q < Q; ++q) {
           float* out = y + n * yd.strides[0] + k * yd.strides[1] + p * yd.strides[2] + q * yd.strides[3];
-          *out = detail::apply_epilogue(pr.alpha, reference_point(pr, xd, x, wd, w, n, k, p, q), pr.beta,
-                                        out, e.bias ? e.bias + k : nullptr, e.relu);
+          *out = detail::apply_epilogue(pr.alpha, reference_point(pr, xd, x, wd, w, n, k, p, q), pr.beta, out,
+                                        e.bias ? e.bias + k : nullptr, e.relu);
         }
 }
 

@@ -20,16 +20,14 @@ void free_table(void* table, int device);
 /// Throws NullPointer/Misaligned/BadParam if `p` is not device-accessible memory.
 void check_device_pointer(const void* p, const char* field, int device);
 
-void implicit_precomp_forward(const Plan& plan, const void* table, const float* x, const float* w,
-                              float* y, const Epilogue& e, void* stream);
+void implicit_precomp_forward(const Plan& plan, const void* table, const float* x, const float* w, float* y,
+                              const Epilogue& e, void* stream);
 
-void direct_block_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e,
-                          void* stream);
+void direct_block_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e, void* stream);
 
 void single_channel_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e,
                             void* stream);
-void stride_fixed_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e,
-                          void* stream);
+void stride_fixed_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e, void* stream);
 int current_device();
 
 void synchronize(void* stream);

@@ -11,8 +11,8 @@ namespace mconv::cuda {
 
 inline void check_cuda(cudaError_t err, const char* what, const char* file, int line) {
   if (err != cudaSuccess)
-    throw Error(Status::CudaError, std::string(what) + ": " + cudaGetErrorName(err) + ": " +
-                                       cudaGetErrorString(err) + " (" + file + ":" + std::to_string(line) + ")");
+    throw Error(Status::CudaError, std::string(what) + ": " + cudaGetErrorName(err) + ": " + cudaGetErrorString(err) +
+                                       " (" + file + ":" + std::to_string(line) + ")");
 }
 
 }  // namespace mconv::cuda

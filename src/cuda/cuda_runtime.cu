@@ -4,7 +4,9 @@
 
 namespace mconv::detail::cuda_backend {
 
-bool compiled() { return true; }
+bool compiled() {
+  return true;
+}
 
 bool available() {
   int count = 0;
@@ -33,8 +35,8 @@ void set_device(int device) {
   int count = 0;
   MCONV_CUDA_CHECK(cudaGetDeviceCount(&count));
   if (device < 0 || device >= count)
-    throw Error(Status::BadParam, "device: index " + std::to_string(device) + " but " + std::to_string(count) +
-                                      " device(s) are visible");
+    throw Error(Status::BadParam,
+                "device: index " + std::to_string(device) + " but " + std::to_string(count) + " device(s) are visible");
   MCONV_CUDA_CHECK(cudaSetDevice(device));
 }
 
@@ -47,7 +49,9 @@ void* upload_table(const Plan& plan, int device) {
   return table;
 }
 
-void free_table(void* table, int) { cudaFree(table); }
+void free_table(void* table, int) {
+  cudaFree(table);
+}
 
 void check_device_pointer(const void* p, const char* field, int device) {
   cudaPointerAttributes attr{};
@@ -63,6 +67,8 @@ void check_device_pointer(const void* p, const char* field, int device) {
                                       " given to an engine on device " + std::to_string(device));
 }
 
-void synchronize(void* stream) { MCONV_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream))); }
+void synchronize(void* stream) {
+  MCONV_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+}
 
 }  // namespace mconv::detail::cuda_backend

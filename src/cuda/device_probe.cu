@@ -14,7 +14,8 @@ namespace {
 
 // One thread follows `steps` dependent loads through a random cycle; each load misses L2 because
 // the cycle spans far more than the L2 and its order is random.
-__global__ void pointer_chase_kernel(const unsigned* next, int steps, unsigned start, long long* cycles, unsigned* sink) {
+__global__ void pointer_chase_kernel(const unsigned* next, int steps, unsigned start, long long* cycles,
+                                     unsigned* sink) {
   unsigned i = start;
   for (int k = 0; k < 64; ++k) i = next[i];  // warm the TLB path a little
   const long long t0 = clock64();
@@ -45,7 +46,8 @@ HardwareModel reported_hardware(int device) {
   char uuid[40];
   for (int i = 0; i < 16; ++i) snprintf(uuid + 2 * i, 3, "%02x", static_cast<unsigned char>(p.uuid.bytes[i]));
   m.uuid = uuid;
-  m.cc_major = p.major; m.cc_minor = p.minor;
+  m.cc_major = p.major;
+  m.cc_minor = p.minor;
   m.sm_count = p.multiProcessorCount;
   m.cores_per_sm = cores_per_sm(p.major, p.minor);
   m.smem_per_sm = static_cast<int64_t>(p.sharedMemPerMultiprocessor);
@@ -109,7 +111,11 @@ void measure_memory(int device, double& latency_cycles, double& bandwidth) {
   bandwidth = bw[bw.size() / 2];
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
-  cudaFree(a); cudaFree(b); cudaFree(d_next); cudaFree(d_cycles); cudaFree(d_sink);
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(d_next);
+  cudaFree(d_cycles);
+  cudaFree(d_sink);
 }
 
 }  // namespace mconv::detail::cuda_backend

@@ -47,17 +47,17 @@ struct DirectBlockParams {
   long long x_sn, x_sc, x_sh, x_sw;
   long long w_sk, w_sc, w_sr, w_ss;
   long long y_sn, y_sk, y_sp, y_sq;
-  int cg, kg;             // channels and filters per group
-  int filter_slices;      // ceil(kg / kFilters); slot = group * filter_slices + slice
-  int slots;              // groups * filter_slices; blockIdx.z covers kGroupsPerBlock slots
+  int cg, kg;               // channels and filters per group
+  int filter_slices;        // ceil(kg / kFilters); slot = group * filter_slices + slice
+  int slots;                // groups * filter_slices; blockIdx.z covers kGroupsPerBlock slots
   int N, images_per_block;  // blockIdx.y covers images [y * images_per_block, ... + images_per_block)
-  int H, W, P, Q, R, S;   // R, S used when the kernel is instantiated with R = S = 0 (runtime size)
-  int tiles_x;            // spatial tiles along Q; blockIdx.x = tile_row * tiles_x + tile_col
+  int H, W, P, Q, R, S;     // R, S used when the kernel is instantiated with R = S = 0 (runtime size)
+  int tiles_x;              // spatial tiles along Q; blockIdx.x = tile_row * tiles_x + tile_col
   int stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
   int tile_rows, tile_cols;  // input tile with halo (Note [halo sub-blocks])
   int pitch;                 // shared-memory row pitch in floats, a multiple of 4
   int vec4;                  // Note [vector halo]: 16-byte copies allowed
-  int flip;               // true convolution: w[R-1-r][S-1-s]
+  int flip;                  // true convolution: w[R-1-r][S-1-s]
   float alpha, beta;
   int relu;
 };
@@ -159,9 +159,9 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
     __syncthreads();  // item it-1 is no longer read: its buffer may be refilled
     const int next_c = c + 1 == prm.cg ? 0 : c + 1, next_n = c + 1 == prm.cg ? n + 1 : n;
     if (it + 1 < items) load((it + 1) & 1, next_n, next_c);
-    detail::cp_async_commit();    // possibly empty: keeps one group per item
-    detail::cp_async_wait<1>();   // this thread's copies of item `it` have landed
-    __syncthreads();              // ... and everyone else's
+    detail::cp_async_commit();   // possibly empty: keeps one group per item
+    detail::cp_async_wait<1>();  // this thread's copies of item `it` have landed
+    __syncthreads();             // ... and everyone else's
     const float* tile = sTile(it & 1);
     const float* filt = sFilter(it & 1);
     // With R and S template constants these loops unroll fully; R = S = 0 is the generic fallback.

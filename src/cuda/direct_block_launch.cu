@@ -28,7 +28,8 @@ constexpr bool matches_catalog(std::string_view name) {
 template <class Shape>
 void launch(const DirectBlockParams& prm, dim3 grid, int smem, cudaStream_t stream) {
   if (smem > 48 * 1024)
-    MCONV_CUDA_CHECK(cudaFuncSetAttribute(cuda::direct_block_kernel<Shape>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    MCONV_CUDA_CHECK(
+        cudaFuncSetAttribute(cuda::direct_block_kernel<Shape>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   cuda::direct_block_kernel<Shape><<<grid, Shape::kThreads, smem, stream>>>(prm);
   MCONV_CUDA_CHECK(cudaGetLastError());
 }
@@ -38,11 +39,16 @@ template <int TX, int TY, int RH, int RW, int KF, int GB>
 void launch_sized(const DirectBlockParams& prm, dim3 grid, int smem, cudaStream_t stream) {
   const int rs = prm.R == prm.S ? prm.R : 0;
   switch (rs) {
-    case 1: return launch<DirectBlockShape<1, 1, KF, TX, TY, RH, RW, GB>>(prm, grid, smem, stream);
-    case 3: return launch<DirectBlockShape<3, 3, KF, TX, TY, RH, RW, GB>>(prm, grid, smem, stream);
-    case 5: return launch<DirectBlockShape<5, 5, KF, TX, TY, RH, RW, GB>>(prm, grid, smem, stream);
-    case 7: return launch<DirectBlockShape<7, 7, KF, TX, TY, RH, RW, GB>>(prm, grid, smem, stream);
-    default: return launch<DirectBlockShape<0, 0, KF, TX, TY, RH, RW, GB>>(prm, grid, smem, stream);
+    case 1:
+      return launch<DirectBlockShape<1, 1, KF, TX, TY, RH, RW, GB>>(prm, grid, smem, stream);
+    case 3:
+      return launch<DirectBlockShape<3, 3, KF, TX, TY, RH, RW, GB>>(prm, grid, smem, stream);
+    case 5:
+      return launch<DirectBlockShape<5, 5, KF, TX, TY, RH, RW, GB>>(prm, grid, smem, stream);
+    case 7:
+      return launch<DirectBlockShape<7, 7, KF, TX, TY, RH, RW, GB>>(prm, grid, smem, stream);
+    default:
+      return launch<DirectBlockShape<0, 0, KF, TX, TY, RH, RW, GB>>(prm, grid, smem, stream);
   }
 }
 
@@ -57,24 +63,43 @@ static_assert(matches_catalog<16, 8, 2, 1, 1, 2>("direct_16x8_r2x1_f1_g2"), "cat
 void direct_block_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e, void* stream) {
   const Problem& pr = plan.problem();
   const DirectShape* shape = find_direct_shape(plan.tile().name);
-  if (!shape) throw Error(Status::Internal, "tile: plan names direct shape '" + plan.tile().name + "' that has no instantiation");
+  if (!shape)
+    throw Error(Status::Internal, "tile: plan names direct shape '" + plan.tile().name + "' that has no instantiation");
   const TensorDesc &xd = plan.x_desc(), &wd = plan.w_desc(), &yd = plan.y_desc();
   DirectBlockParams prm{};
-  prm.x = x; prm.w = w; prm.y = y; prm.bias = e.bias;
-  prm.x_sn = xd.strides[0]; prm.x_sc = xd.strides[1]; prm.x_sh = xd.strides[2]; prm.x_sw = xd.strides[3];
-  prm.w_sk = wd.strides[0]; prm.w_sc = wd.strides[1]; prm.w_sr = wd.strides[2]; prm.w_ss = wd.strides[3];
-  prm.y_sn = yd.strides[0]; prm.y_sk = yd.strides[1]; prm.y_sp = yd.strides[2]; prm.y_sq = yd.strides[3];
+  prm.x = x;
+  prm.w = w;
+  prm.y = y;
+  prm.bias = e.bias;
+  prm.x_sn = xd.strides[0];
+  prm.x_sc = xd.strides[1];
+  prm.x_sh = xd.strides[2];
+  prm.x_sw = xd.strides[3];
+  prm.w_sk = wd.strides[0];
+  prm.w_sc = wd.strides[1];
+  prm.w_sr = wd.strides[2];
+  prm.w_ss = wd.strides[3];
+  prm.y_sn = yd.strides[0];
+  prm.y_sk = yd.strides[1];
+  prm.y_sp = yd.strides[2];
+  prm.y_sq = yd.strides[3];
   prm.cg = static_cast<int>(pr.c_per_group());
   prm.kg = static_cast<int>(pr.k_per_group());
   prm.filter_slices = (prm.kg + shape->filters - 1) / shape->filters;
-  prm.H = static_cast<int>(pr.h); prm.W = static_cast<int>(pr.w);
-  prm.P = static_cast<int>(pr.p()); prm.Q = static_cast<int>(pr.q());
-  prm.R = static_cast<int>(pr.r); prm.S = static_cast<int>(pr.s);
+  prm.H = static_cast<int>(pr.h);
+  prm.W = static_cast<int>(pr.w);
+  prm.P = static_cast<int>(pr.p());
+  prm.Q = static_cast<int>(pr.q());
+  prm.R = static_cast<int>(pr.r);
+  prm.S = static_cast<int>(pr.s);
   prm.tiles_x = (prm.Q + shape->out_cols() - 1) / shape->out_cols();
   const int tiles_y = (prm.P + shape->out_rows() - 1) / shape->out_rows();
-  prm.stride_h = static_cast<int>(pr.stride_h); prm.stride_w = static_cast<int>(pr.stride_w);
-  prm.pad_h = static_cast<int>(pr.pad_h); prm.pad_w = static_cast<int>(pr.pad_w);
-  prm.dil_h = static_cast<int>(pr.dil_h); prm.dil_w = static_cast<int>(pr.dil_w);
+  prm.stride_h = static_cast<int>(pr.stride_h);
+  prm.stride_w = static_cast<int>(pr.stride_w);
+  prm.pad_h = static_cast<int>(pr.pad_h);
+  prm.pad_w = static_cast<int>(pr.pad_w);
+  prm.dil_h = static_cast<int>(pr.dil_h);
+  prm.dil_w = static_cast<int>(pr.dil_w);
   prm.tile_rows = static_cast<int>(direct_tile_rows(pr, *shape));
   prm.tile_cols = static_cast<int>(direct_tile_cols(pr, *shape));
   prm.pitch = static_cast<int>(direct_tile_pitch(pr, *shape));
@@ -82,7 +107,9 @@ void direct_block_forward(const Plan& plan, const float* x, const float* w, floa
   prm.vec4 = xd.strides[3] == 1 && pr.w % 4 == 0 && xd.strides[2] % 4 == 0 && xd.strides[1] % 4 == 0 &&
              xd.strides[0] % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
   prm.flip = pr.mode == Mode::Convolution;
-  prm.alpha = pr.alpha; prm.beta = pr.beta; prm.relu = e.relu;
+  prm.alpha = pr.alpha;
+  prm.beta = pr.beta;
+  prm.relu = e.relu;
   const long long blocks_x = static_cast<long long>(tiles_y) * prm.tiles_x;
   prm.slots = static_cast<int>(pr.groups * prm.filter_slices);
   const long long blocks_z = (prm.slots + shape->groups_per_block - 1) / shape->groups_per_block;
@@ -101,12 +128,18 @@ void direct_block_forward(const Plan& plan, const float* x, const float* w, floa
   const int smem = static_cast<int>(direct_smem_bytes(pr, *shape));
   const auto s = static_cast<cudaStream_t>(stream);
   const std::string& name = plan.tile().name;
-  if (name == "direct_32x8_r2x2_f1") launch_sized<32, 8, 2, 2, 1, 1>(prm, grid, smem, s);
-  else if (name == "direct_16x8_r1x1_f1") launch_sized<16, 8, 1, 1, 1, 1>(prm, grid, smem, s);
-  else if (name == "direct_32x8_r2x2_f4") launch_sized<32, 8, 2, 2, 4, 1>(prm, grid, smem, s);
-  else if (name == "direct_8x8_r1x1_f1_g4") launch_sized<8, 8, 1, 1, 1, 4>(prm, grid, smem, s);
-  else if (name == "direct_16x8_r2x1_f1_g2") launch_sized<16, 8, 2, 1, 1, 2>(prm, grid, smem, s);
-  else throw Error(Status::Internal, "tile: no instantiation for direct shape '" + name + "'");
+  if (name == "direct_32x8_r2x2_f1")
+    launch_sized<32, 8, 2, 2, 1, 1>(prm, grid, smem, s);
+  else if (name == "direct_16x8_r1x1_f1")
+    launch_sized<16, 8, 1, 1, 1, 1>(prm, grid, smem, s);
+  else if (name == "direct_32x8_r2x2_f4")
+    launch_sized<32, 8, 2, 2, 4, 1>(prm, grid, smem, s);
+  else if (name == "direct_8x8_r1x1_f1_g4")
+    launch_sized<8, 8, 1, 1, 1, 4>(prm, grid, smem, s);
+  else if (name == "direct_16x8_r2x1_f1_g2")
+    launch_sized<16, 8, 2, 1, 1, 2>(prm, grid, smem, s);
+  else
+    throw Error(Status::Internal, "tile: no instantiation for direct shape '" + name + "'");
 }
 
 }  // namespace mconv::detail::cuda_backend

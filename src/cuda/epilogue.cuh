@@ -5,8 +5,8 @@ namespace mconv::cuda {
 
 /// `old` is read only when beta != 0, so a y that holds NaN (or was never written) is never read
 /// into the result; `bias` is null or the filter's bias value.
-__device__ __forceinline__ float epilogue_value(float alpha, float acc, float beta, const float* old,
-                                                const float* bias, int relu) {
+__device__ __forceinline__ float epilogue_value(float alpha, float acc, float beta, const float* old, const float* bias,
+                                                int relu) {
   float v = alpha * acc;
   if (beta != 0.0f) v = fmaf(beta, *old, v);
   if (bias) v += *bias;

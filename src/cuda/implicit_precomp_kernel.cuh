@@ -59,7 +59,7 @@ struct ImplicitPrecompTile {
   static constexpr int kThreadM = ThreadM, kThreadN = ThreadN, kStages = Stages;
   static constexpr int kThreadsM = BlockM / ThreadM, kThreadsN = BlockN / ThreadN;
   static constexpr int kThreads = kThreadsM * kThreadsN;
-  static constexpr int kImageLoads = BlockK * BlockM / kThreads;   // per thread per stage
+  static constexpr int kImageLoads = BlockK * BlockM / kThreads;  // per thread per stage
   static constexpr int kFilterLoads = BlockK * BlockN / kThreads;
   // Rows padded by one float4 so that row-wise gathers (kk fastest) hit distinct banks.
   static constexpr int kImageStride = BlockM + 4, kFilterStride = BlockN + 4;
@@ -73,13 +73,12 @@ struct ImplicitPrecompTile {
   static_assert(kSmemFloats * 4 <= 48 * 1024, "static shared memory is limited to 48 KB");
 };
 
-
 template <class Tile, GatherOrder Order>
 __global__ void __launch_bounds__(Tile::kThreads, 2) implicit_precomp_kernel(const ImplicitPrecompParams prm) {
   constexpr int BM = Tile::kBlockM, BN = Tile::kBlockN, BK = Tile::kBlockK;
   constexpr int TM = Tile::kThreadM, TN = Tile::kThreadN, S = Tile::kStages, T = Tile::kThreads;
   constexpr bool kByColumns = Order == GatherOrder::Columns;
-  constexpr int kCols = kByColumns ? 1 : Tile::kImageLoads;  // columns a thread gathers
+  constexpr int kCols = kByColumns ? 1 : Tile::kImageLoads;            // columns a thread gathers
   __shared__ __align__(16) float sImage[S][BK][Tile::kImageStride];    // [stage][row][pixel]
   __shared__ __align__(16) float sFilter[S][BK][Tile::kFilterStride];  // [stage][row][filter]
 
@@ -161,12 +160,18 @@ __global__ void __launch_bounds__(Tile::kThreads, 2) implicit_precomp_kernel(con
 #pragma unroll
       for (int c = 0; c < TM / 4; ++c) {
         const float4 v = *reinterpret_cast<const float4*>(&sImage[st][kk][c * (BM / (TM / 4)) + tm * 4]);
-        rA[c * 4 + 0] = v.x; rA[c * 4 + 1] = v.y; rA[c * 4 + 2] = v.z; rA[c * 4 + 3] = v.w;
+        rA[c * 4 + 0] = v.x;
+        rA[c * 4 + 1] = v.y;
+        rA[c * 4 + 2] = v.z;
+        rA[c * 4 + 3] = v.w;
       }
 #pragma unroll
       for (int c = 0; c < TN / 4; ++c) {
         const float4 v = *reinterpret_cast<const float4*>(&sFilter[st][kk][c * (BN / (TN / 4)) + tn * 4]);
-        rB[c * 4 + 0] = v.x; rB[c * 4 + 1] = v.y; rB[c * 4 + 2] = v.z; rB[c * 4 + 3] = v.w;
+        rB[c * 4 + 0] = v.x;
+        rB[c * 4 + 1] = v.y;
+        rB[c * 4 + 2] = v.z;
+        rB[c * 4 + 3] = v.w;
       }
 #pragma unroll
       for (int i = 0; i < TM; ++i)
@@ -227,8 +232,10 @@ __global__ void __launch_bounds__(Tile::kThreads, 2) implicit_precomp_kernel(con
       const int f = block_n + (j / 4) * (BN / (TN / 4)) + tn * 4 + (j % 4);
       if (f >= prm.kg) continue;
       float* dst = yPix + f * prm.y_sk;
-      if (split) atomicAdd(dst, prm.alpha * rAcc[i][j]);
-      else *dst = finish(rAcc[i][j], f, dst);
+      if (split)
+        atomicAdd(dst, prm.alpha * rAcc[i][j]);
+      else
+        *dst = finish(rAcc[i][j], f, dst);
     }
   }
 }

@@ -66,36 +66,56 @@ void implicit_precomp_forward(const Plan& plan, const void* table, const float* 
   const auto& sr = plan.start_rule();
   const auto& out = plan.output_rule();
   ImplicitPrecompParams prm{};
-  prm.x = x; prm.w = w; prm.y = y;
+  prm.x = x;
+  prm.w = w;
+  prm.y = y;
   prm.table = static_cast<const int4*>(table);
   prm.bias = e.bias;
-  prm.x_group = plan.group_strides().x; prm.w_group = plan.group_strides().w; prm.y_group = plan.group_strides().y;
-  prm.x_sn = sr.stride_n; prm.x_sh = sr.stride_h; prm.x_sw = sr.stride_w;
+  prm.x_group = plan.group_strides().x;
+  prm.w_group = plan.group_strides().w;
+  prm.y_group = plan.group_strides().y;
+  prm.x_sn = sr.stride_n;
+  prm.x_sh = sr.stride_h;
+  prm.x_sw = sr.stride_w;
   prm.w_sk = plan.w_desc().strides[0];
-  prm.y_sn = out.stride_n; prm.y_sk = out.stride_k; prm.y_sp = out.stride_p; prm.y_sq = out.stride_q;
+  prm.y_sn = out.stride_n;
+  prm.y_sk = out.stride_k;
+  prm.y_sp = out.stride_p;
+  prm.y_sq = out.stride_q;
   prm.npq = static_cast<int>(pr.n * pr.p() * pr.q());  // < 2^31: Problem::validate
   prm.pq = static_cast<int>(pr.p() * pr.q());
   prm.q = static_cast<int>(pr.q());
   prm.kg = static_cast<int>(pr.k_per_group());
   prm.rows = static_cast<int>(plan.rows());
-  prm.H = static_cast<int>(pr.h); prm.W = static_cast<int>(pr.w);
-  prm.stride_h = static_cast<int>(pr.stride_h); prm.stride_w = static_cast<int>(pr.stride_w);
-  prm.pad_h = static_cast<int>(pr.pad_h); prm.pad_w = static_cast<int>(pr.pad_w);
-  prm.alpha = pr.alpha; prm.beta = pr.beta;
+  prm.H = static_cast<int>(pr.h);
+  prm.W = static_cast<int>(pr.w);
+  prm.stride_h = static_cast<int>(pr.stride_h);
+  prm.stride_w = static_cast<int>(pr.stride_w);
+  prm.pad_h = static_cast<int>(pr.pad_h);
+  prm.pad_w = static_cast<int>(pr.pad_w);
+  prm.alpha = pr.alpha;
+  prm.beta = pr.beta;
   prm.relu = e.relu ? 1 : 0;
   // Note [vector epilogue]: contiguous pixels, whole float4 groups that never straddle a row, and
   // every group start 16-byte aligned (pointer and the n, k, group strides multiples of 4).
   prm.vector_store = out.stride_q == 1 && out.stride_p == pr.q() && pr.q() % 4 == 0 &&
-                     reinterpret_cast<uintptr_t>(y) % 16 == 0 && out.stride_n % 4 == 0 &&
-                     out.stride_k % 4 == 0 && prm.y_group % 4 == 0;
+                     reinterpret_cast<uintptr_t>(y) % 16 == 0 && out.stride_n % 4 == 0 && out.stride_k % 4 == 0 &&
+                     prm.y_group % 4 == 0;
 
   // Note [split-k without workspace]: ReLU needs the whole sum, so it runs unsplit.
   prm.splits = e.relu ? 1 : plan.tile().split_k;
   if (prm.splits > 1) {
     cuda::OutputPrepassParams pp{};
-    pp.y = y; pp.bias = e.bias; pp.total = static_cast<long long>(pr.n) * pr.k * prm.pq;
-    pp.k = static_cast<int>(pr.k); pp.pq = prm.pq; pp.q = prm.q;
-    pp.y_sn = out.stride_n; pp.y_sk = out.stride_k; pp.y_sp = out.stride_p; pp.y_sq = out.stride_q;
+    pp.y = y;
+    pp.bias = e.bias;
+    pp.total = static_cast<long long>(pr.n) * pr.k * prm.pq;
+    pp.k = static_cast<int>(pr.k);
+    pp.pq = prm.pq;
+    pp.q = prm.q;
+    pp.y_sn = out.stride_n;
+    pp.y_sk = out.stride_k;
+    pp.y_sp = out.stride_p;
+    pp.y_sq = out.stride_q;
     pp.beta = pr.beta;
     const int blocks = static_cast<int>(std::min<long long>((pp.total + 255) / 256, 132 * 16));
     cuda::output_prepass_kernel<<<blocks, 256, 0, static_cast<cudaStream_t>(stream)>>>(pp);
@@ -106,14 +126,22 @@ void implicit_precomp_forward(const Plan& plan, const void* table, const float* 
   const auto s = static_cast<cudaStream_t>(stream);
   const int g = static_cast<int>(pr.groups);
   const std::string& tile = plan.tile().name;
-  if (tile == "128x128x8") launch<Tile128x128>(prm, order, g, s);
-  else if (tile == "128x64x8") launch<Tile128x64>(prm, order, g, s);
-  else if (tile == "64x64x8") launch<Tile64x64>(prm, order, g, s);
-  else if (tile == "128x32x8") launch<Tile128x32>(prm, order, g, s);
-  else if (tile == "64x32x8") launch<Tile64x32>(prm, order, g, s);
-  else if (tile == "128x128x16") launch<Tile128x128k16>(prm, order, g, s);
-  else if (tile == "128x64x16") launch<Tile128x64k16>(prm, order, g, s);
-  else throw Error(Status::Internal, "tile: plan names tile '" + tile + "' that has no instantiation");
+  if (tile == "128x128x8")
+    launch<Tile128x128>(prm, order, g, s);
+  else if (tile == "128x64x8")
+    launch<Tile128x64>(prm, order, g, s);
+  else if (tile == "64x64x8")
+    launch<Tile64x64>(prm, order, g, s);
+  else if (tile == "128x32x8")
+    launch<Tile128x32>(prm, order, g, s);
+  else if (tile == "64x32x8")
+    launch<Tile64x32>(prm, order, g, s);
+  else if (tile == "128x128x16")
+    launch<Tile128x128k16>(prm, order, g, s);
+  else if (tile == "128x64x16")
+    launch<Tile128x64k16>(prm, order, g, s);
+  else
+    throw Error(Status::Internal, "tile: plan names tile '" + tile + "' that has no instantiation");
 }
 
 }  // namespace mconv::detail::cuda_backend

@@ -35,7 +35,7 @@ __global__ void __launch_bounds__(kSingleChannelThreads) single_channel_kernel(c
   constexpr int TX = 32, TY = kSingleChannelThreads / 32, KF = 4;  // 4 filters in registers per pass
   const int R = R_ > 0 ? R_ : prm.R, S = S_ > 0 ? S_ : prm.S, RS = R * S;
   extern __shared__ __align__(16) float smem[];
-  float* sStrip = smem;                                  // [strip_rows][strip_cols]
+  float* sStrip = smem;                                     // [strip_rows][strip_cols]
   float* sFilter = smem + prm.strip_rows * prm.strip_cols;  // [filters_per_block][R*S]
 
   const int tx = threadIdx.x % TX, ty = threadIdx.x / TX;

@@ -25,9 +25,9 @@ struct StrideFixedParams {
   int groups, cg, kg;
   int H, W, P, Q, R, S;
   int stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
-  int seg;           // channels per round
-  int line_cols;     // input columns of the pixel segment's receptive field
-  int segments_x;    // ceil(Q / kPixels)
+  int seg;         // channels per round
+  int line_cols;   // input columns of the pixel segment's receptive field
+  int segments_x;  // ceil(Q / kPixels)
   int flip;
   float alpha, beta;
   int relu;
@@ -41,8 +41,8 @@ __global__ void __launch_bounds__(kStrideFixedPixels) stride_fixed_kernel(const 
   constexpr int MF = kStrideFixedFilters, WX = kStrideFixedPixels;
   const int R = R_ > 0 ? R_ : prm.R, S = S_ > 0 ? S_ : prm.S, RS = R * S;
   extern __shared__ __align__(16) float smem[];
-  const int line_elems = prm.seg * R * prm.line_cols;   // [seg][R][line_cols]
-  const int filter_elems = prm.seg * RS * MF;            // [seg][R*S][MF]
+  const int line_elems = prm.seg * R * prm.line_cols;  // [seg][R][line_cols]
+  const int filter_elems = prm.seg * RS * MF;          // [seg][R*S][MF]
   auto sLines = [&](int b) { return smem + b * (line_elems + filter_elems); };
   auto sFilters = [&](int b) { return smem + b * (line_elems + filter_elems) + line_elems; };
 
@@ -68,7 +68,8 @@ __global__ void __launch_bounds__(kStrideFixedPixels) stride_fixed_kernel(const 
       const int f = e % MF, crs = e / MF, rs = crs % RS, c = crs / RS, r = rs / S, s = rs - r * S;
       const int fr = prm.flip ? R - 1 - r : r, fs = prm.flip ? S - 1 - s : s;
       const bool ok = f < nf && c0 + c < prm.cg;
-      detail::cp_async_f32(filters + e, ok ? gW + f * prm.w_sk + (c0 + c) * prm.w_sc + fr * prm.w_sr + fs * prm.w_ss : prm.w, ok);
+      detail::cp_async_f32(filters + e,
+                           ok ? gW + f * prm.w_sk + (c0 + c) * prm.w_sc + fr * prm.w_sr + fs * prm.w_ss : prm.w, ok);
     }
   };
 

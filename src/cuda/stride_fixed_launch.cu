@@ -11,7 +11,8 @@ namespace {
 template <int R, int S>
 void launch(const cuda::StrideFixedParams& prm, dim3 grid, int smem, cudaStream_t stream) {
   if (smem > 48 * 1024)
-    MCONV_CUDA_CHECK(cudaFuncSetAttribute(cuda::stride_fixed_kernel<R, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    MCONV_CUDA_CHECK(
+        cudaFuncSetAttribute(cuda::stride_fixed_kernel<R, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   cuda::stride_fixed_kernel<R, S><<<grid, cuda::kStrideFixedPixels, smem, stream>>>(prm);
   MCONV_CUDA_CHECK(cudaGetLastError());
 }
@@ -22,24 +23,44 @@ void stride_fixed_forward(const Plan& plan, const float* x, const float* w, floa
   const Problem& pr = plan.problem();
   const TensorDesc &xd = plan.x_desc(), &wd = plan.w_desc(), &yd = plan.y_desc();
   cuda::StrideFixedParams prm{};
-  prm.x = x; prm.w = w; prm.y = y; prm.bias = e.bias;
-  prm.x_sn = xd.strides[0]; prm.x_sc = xd.strides[1]; prm.x_sh = xd.strides[2]; prm.x_sw = xd.strides[3];
-  prm.w_sk = wd.strides[0]; prm.w_sc = wd.strides[1]; prm.w_sr = wd.strides[2]; prm.w_ss = wd.strides[3];
-  prm.y_sn = yd.strides[0]; prm.y_sk = yd.strides[1]; prm.y_sp = yd.strides[2]; prm.y_sq = yd.strides[3];
+  prm.x = x;
+  prm.w = w;
+  prm.y = y;
+  prm.bias = e.bias;
+  prm.x_sn = xd.strides[0];
+  prm.x_sc = xd.strides[1];
+  prm.x_sh = xd.strides[2];
+  prm.x_sw = xd.strides[3];
+  prm.w_sk = wd.strides[0];
+  prm.w_sc = wd.strides[1];
+  prm.w_sr = wd.strides[2];
+  prm.w_ss = wd.strides[3];
+  prm.y_sn = yd.strides[0];
+  prm.y_sk = yd.strides[1];
+  prm.y_sp = yd.strides[2];
+  prm.y_sq = yd.strides[3];
   prm.groups = static_cast<int>(pr.groups);
   prm.cg = static_cast<int>(pr.c_per_group());
   prm.kg = static_cast<int>(pr.k_per_group());
-  prm.H = static_cast<int>(pr.h); prm.W = static_cast<int>(pr.w);
-  prm.P = static_cast<int>(pr.p()); prm.Q = static_cast<int>(pr.q());
-  prm.R = static_cast<int>(pr.r); prm.S = static_cast<int>(pr.s);
-  prm.stride_h = static_cast<int>(pr.stride_h); prm.stride_w = static_cast<int>(pr.stride_w);
-  prm.pad_h = static_cast<int>(pr.pad_h); prm.pad_w = static_cast<int>(pr.pad_w);
-  prm.dil_h = static_cast<int>(pr.dil_h); prm.dil_w = static_cast<int>(pr.dil_w);
+  prm.H = static_cast<int>(pr.h);
+  prm.W = static_cast<int>(pr.w);
+  prm.P = static_cast<int>(pr.p());
+  prm.Q = static_cast<int>(pr.q());
+  prm.R = static_cast<int>(pr.r);
+  prm.S = static_cast<int>(pr.s);
+  prm.stride_h = static_cast<int>(pr.stride_h);
+  prm.stride_w = static_cast<int>(pr.stride_w);
+  prm.pad_h = static_cast<int>(pr.pad_h);
+  prm.pad_w = static_cast<int>(pr.pad_w);
+  prm.dil_h = static_cast<int>(pr.dil_h);
+  prm.dil_w = static_cast<int>(pr.dil_w);
   prm.seg = plan.tile().segment_channels;
   prm.line_cols = static_cast<int>(stride_fixed_line_cols(pr, cuda::kStrideFixedPixels));
   prm.segments_x = (prm.Q + cuda::kStrideFixedPixels - 1) / cuda::kStrideFixedPixels;
   prm.flip = pr.mode == Mode::Convolution;
-  prm.alpha = pr.alpha; prm.beta = pr.beta; prm.relu = e.relu;
+  prm.alpha = pr.alpha;
+  prm.beta = pr.beta;
+  prm.relu = e.relu;
   const long long gx = static_cast<long long>(prm.P) * prm.segments_x;
   const long long gy = (prm.kg + cuda::kStrideFixedFilters - 1) / cuda::kStrideFixedFilters;
   const long long gz = pr.n * pr.groups;
@@ -50,11 +71,16 @@ void stride_fixed_forward(const Plan& plan, const float* x, const float* w, floa
   const auto s = static_cast<cudaStream_t>(stream);
   const int rs = pr.r == pr.s ? static_cast<int>(pr.r) : 0;
   switch (rs) {
-    case 1: return launch<1, 1>(prm, grid, smem, s);
-    case 3: return launch<3, 3>(prm, grid, smem, s);
-    case 5: return launch<5, 5>(prm, grid, smem, s);
-    case 7: return launch<7, 7>(prm, grid, smem, s);
-    default: return launch<0, 0>(prm, grid, smem, s);
+    case 1:
+      return launch<1, 1>(prm, grid, smem, s);
+    case 3:
+      return launch<3, 3>(prm, grid, smem, s);
+    case 5:
+      return launch<5, 5>(prm, grid, smem, s);
+    case 7:
+      return launch<7, 7>(prm, grid, smem, s);
+    default:
+      return launch<0, 0>(prm, grid, smem, s);
   }
 }
 

@@ -70,7 +70,11 @@ Array parse(const std::string& bytes, const std::string& name) {
     if (b == std::string::npos) continue;
     size_t used = 0;
     long long v = 0;
-    try { v = std::stoll(item.substr(b), &used); } catch (...) { fail(name, "bad shape entry '" + item + "'"); }
+    try {
+      v = std::stoll(item.substr(b), &used);
+    } catch (...) {
+      fail(name, "bad shape entry '" + item + "'");
+    }
     if (v < 0) fail(name, "negative dimension in shape");
     if (v > 0 && count > (int64_t(1) << 40) / v) fail(name, "shape too large");
     a.shape.push_back(v);
@@ -78,8 +82,8 @@ Array parse(const std::string& bytes, const std::string& name) {
   }
   const size_t data_off = offset + header_len;
   if (bytes.size() - data_off != static_cast<size_t>(count) * 4)
-    fail(name, "data holds " + std::to_string(bytes.size() - data_off) + " bytes, shape needs " +
-                   std::to_string(count * 4));
+    fail(name,
+         "data holds " + std::to_string(bytes.size() - data_off) + " bytes, shape needs " + std::to_string(count * 4));
   a.data.resize(count);
   if (count) std::memcpy(a.data.data(), bytes.data() + data_off, count * 4);
   return a;

@@ -41,8 +41,8 @@ const TileShape& choose_implicit_precomp_tile(const Problem& p, const DeviceSumm
     int64_t blocks = ((cols + t.block_m - 1) / t.block_m) * ((kg + t.block_n - 1) / t.block_n) * p.groups;
     if (blocks >= sms || &t == last) {
       std::ostringstream os;
-      os << "tile " << t.name << ": " << blocks << " blocks for " << sms << " SMs (K/G = " << kg
-         << ", N*P*Q = " << cols << "); larger tiles skipped for K/G <= block_n/2 or fewer blocks than SMs";
+      os << "tile " << t.name << ": " << blocks << " blocks for " << sms << " SMs (K/G = " << kg << ", N*P*Q = " << cols
+         << "); larger tiles skipped for K/G <= block_n/2 or fewer blocks than SMs";
       why.push_back(os.str());
       return t;
     }
@@ -78,8 +78,9 @@ Algorithm choose_algorithm(const Problem& p, std::vector<std::string>& why) {
                   ", N*P*Q = " + std::to_string(cols) + " (measured faster than implicit GEMM there)");
     return Algorithm::DirectBlock;
   }
-  why.push_back("algorithm implicit_precomp: C/G = " + std::to_string(p.c_per_group()) + ", K/G = " +
-                std::to_string(p.k_per_group()) + " fill the GEMM tiles (single_channel and stride_fixed are not built yet)");
+  why.push_back("algorithm implicit_precomp: C/G = " + std::to_string(p.c_per_group()) +
+                ", K/G = " + std::to_string(p.k_per_group()) +
+                " fill the GEMM tiles (single_channel and stride_fixed are not built yet)");
   return Algorithm::ImplicitPrecomp;
 }
 
@@ -100,9 +101,10 @@ const DirectShape& choose_direct_shape(const Problem& p, const DeviceSummary& de
   const int64_t smem = direct_smem_bytes(p, *d);
   const int64_t limit = dev.smem_per_block_optin > 0 ? dev.smem_per_block_optin : 227 * 1024;
   if (smem > limit)
-    throw Error(Status::Unsupported, "algorithm: direct_block needs " + std::to_string(smem / 1024) +
-                                         " KB of shared memory for its tile and halo (stride, dilation, filter), more than the " +
-                                         std::to_string(limit / 1024) + " KB a block can have");
+    throw Error(Status::Unsupported,
+                "algorithm: direct_block needs " + std::to_string(smem / 1024) +
+                    " KB of shared memory for its tile and halo (stride, dilation, filter), more than the " +
+                    std::to_string(limit / 1024) + " KB a block can have");
   std::ostringstream os;
   os << "shape " << d->name << ": " << d->out_rows() << "x" << d->out_cols() << " outputs x " << d->filters
      << " filter(s) per block, input tile " << direct_tile_rows(p, *d) << "x" << direct_tile_cols(p, *d)
@@ -114,7 +116,8 @@ const DirectShape& choose_direct_shape(const Problem& p, const DeviceSummary& de
 int choose_split_k(const Problem& p, const TileShape& t, const DeviceSummary& dev, std::vector<std::string>& why) {
   const int sms = dev.sm_count > 0 ? dev.sm_count : 132;
   const int64_t cols = p.n * p.p() * p.q();
-  const int64_t blocks = ((cols + t.block_m - 1) / t.block_m) * ((p.k_per_group() + t.block_n - 1) / t.block_n) * p.groups;
+  const int64_t blocks =
+      ((cols + t.block_m - 1) / t.block_m) * ((p.k_per_group() + t.block_n - 1) / t.block_n) * p.groups;
   const int64_t k_tiles = (p.c_per_group() * p.r * p.s + t.block_k - 1) / t.block_k;
   // Aim at two resident blocks per SM; keep >= 8 row tiles (64 rows) per slice so each slice's
   // pipeline runs long enough to pay for its prologue, epilogue atomics and the y pre-pass.

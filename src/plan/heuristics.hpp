@@ -38,7 +38,9 @@ inline int64_t direct_tile_cols(const Problem& p, const DirectShape& d) {
 }
 /// Shared-memory row pitch: the tile plus up to 3 columns of left shift for 16-byte copies
 /// (Note [vector halo]), rounded up to whole float4s.
-inline int64_t direct_tile_pitch(const Problem& p, const DirectShape& d) { return (direct_tile_cols(p, d) + 3 + 3) / 4 * 4; }
+inline int64_t direct_tile_pitch(const Problem& p, const DirectShape& d) {
+  return (direct_tile_cols(p, d) + 3 + 3) / 4 * 4;
+}
 inline int64_t direct_smem_bytes(const Problem& p, const DirectShape& d) {
   return int64_t(d.groups_per_block) * 2 * 4 *  // double-buffered, per packed group
          (direct_tile_rows(p, d) * direct_tile_pitch(p, d) + d.filters * p.r * p.s);

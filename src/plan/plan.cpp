@@ -7,18 +7,21 @@
 
 #include "../cuda/cuda_backend.hpp"
 #include "heuristics.hpp"
+#include "mconv/engine.hpp"
 #include "mconv/hardware.hpp"
 #include "single_channel_planner.hpp"
 #include "stride_fixed_planner.hpp"
-#include "mconv/engine.hpp"
 
 namespace mconv {
 
 const char* target_name(Target t) {
   switch (t) {
-    case Target::Auto: return "auto";
-    case Target::Cpu: return "cpu";
-    case Target::Cuda: return "cuda";
+    case Target::Auto:
+      return "auto";
+    case Target::Cpu:
+      return "cpu";
+    case Target::Cuda:
+      return "cuda";
   }
   return "?";
 }
@@ -32,19 +35,25 @@ Target parse_target(const std::string& s) {
 
 const char* algorithm_name(Algorithm a) {
   switch (a) {
-    case Algorithm::Auto: return "auto";
-    case Algorithm::Reference: return "reference";
-    case Algorithm::ImplicitPrecomp: return "implicit_precomp";
-    case Algorithm::DirectBlock: return "direct_block";
-    case Algorithm::SingleChannel: return "single_channel";
-    case Algorithm::StrideFixed: return "stride_fixed";
+    case Algorithm::Auto:
+      return "auto";
+    case Algorithm::Reference:
+      return "reference";
+    case Algorithm::ImplicitPrecomp:
+      return "implicit_precomp";
+    case Algorithm::DirectBlock:
+      return "direct_block";
+    case Algorithm::SingleChannel:
+      return "single_channel";
+    case Algorithm::StrideFixed:
+      return "stride_fixed";
   }
   return "?";
 }
 
 Algorithm parse_algorithm(const std::string& s) {
-  for (Algorithm a : {Algorithm::Auto, Algorithm::Reference, Algorithm::ImplicitPrecomp,
-                      Algorithm::DirectBlock, Algorithm::SingleChannel, Algorithm::StrideFixed})
+  for (Algorithm a : {Algorithm::Auto, Algorithm::Reference, Algorithm::ImplicitPrecomp, Algorithm::DirectBlock,
+                      Algorithm::SingleChannel, Algorithm::StrideFixed})
     if (s == algorithm_name(a)) return a;
   throw Error(Status::BadParam, "algorithm: unknown name '" + s +
                                     "' (expected auto, reference, implicit_precomp, direct_block, "
@@ -55,18 +64,21 @@ namespace {
 
 int32_t to_offset32(int64_t v, const char* field) {
   if (v > std::numeric_limits<int32_t>::max() || v < std::numeric_limits<int32_t>::min())
-    throw Error(Status::Overflow, std::string(field) + ": an offset-table entry exceeds 32 bits (" +
-                                      std::to_string(v) + " elements)");
+    throw Error(Status::Overflow,
+                std::string(field) + ": an offset-table entry exceeds 32 bits (" + std::to_string(v) + " elements)");
   return static_cast<int32_t>(v);
 }
 
 // (c, r, s) of row `i` in the given order.
-void row_coords(RowOrder order, int64_t i, int64_t r_, int64_t s_, int64_t cg, int64_t& c, int64_t& r,
-                int64_t& s) {
+void row_coords(RowOrder order, int64_t i, int64_t r_, int64_t s_, int64_t cg, int64_t& c, int64_t& r, int64_t& s) {
   if (order == RowOrder::CRS) {
-    s = i % s_; r = (i / s_) % r_; c = i / (s_ * r_);
+    s = i % s_;
+    r = (i / s_) % r_;
+    c = i / (s_ * r_);
   } else {
-    c = i % cg; s = (i / cg) % s_; r = i / (cg * s_);
+    c = i % cg;
+    s = (i / cg) % s_;
+    r = i / (cg * s_);
   }
 }
 
@@ -77,7 +89,9 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
   pr.validate(x, w, y);
   Plan plan;
   plan.problem_ = pr;
-  plan.x_ = x; plan.w_ = w; plan.y_ = y;
+  plan.x_ = x;
+  plan.w_ = w;
+  plan.y_ = y;
 
   Target target = options.target;
   if (target == Target::Auto) target = cuda_available() ? Target::Cuda : Target::Cpu;
@@ -91,8 +105,7 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
     plan.decisions_.push_back("algorithm implicit_precomp: a tile or split_k was forced");
   } else if (algo == Algorithm::Auto) {
     algo = target == Target::Cuda ? detail::choose_algorithm(pr, plan.decisions_) : Algorithm::ImplicitPrecomp;
-    if (target != Target::Cuda)
-      plan.decisions_.push_back("algorithm implicit_precomp: the CPU executor of the Plan");
+    if (target != Target::Cuda) plan.decisions_.push_back("algorithm implicit_precomp: the CPU executor of the Plan");
   } else {
     plan.decisions_.push_back(std::string("algorithm ") + algorithm_name(algo) + ": forced");
   }
@@ -100,7 +113,8 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
     throw Error(Status::Unsupported, "algorithm: reference runs on the CPU only");
   if ((algo == Algorithm::DirectBlock || algo == Algorithm::SingleChannel || algo == Algorithm::StrideFixed) &&
       target != Target::Cuda)
-    throw Error(Status::Unsupported, std::string("algorithm: ") + algorithm_name(algo) + " runs on the cuda target only");
+    throw Error(Status::Unsupported,
+                std::string("algorithm: ") + algorithm_name(algo) + " runs on the cuda target only");
   plan.algorithm_ = algo;
 
   // Row order: the one in which consecutive rows are closest in x (Note [row order]): with channels
@@ -153,7 +167,8 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
       plan.tile_.reason = plan.decisions_.back();
       return plan;
     } catch (const Error& e) {
-      if (options.algorithm != Algorithm::Auto) throw;  // Auto falls back on any error (no device memory to measure, ...)
+      if (options.algorithm != Algorithm::Auto)
+        throw;  // Auto falls back on any error (no device memory to measure, ...)
       plan.decisions_.push_back(std::string("algorithm implicit_precomp: fallback, ") + e.what());
       plan.algorithm_ = Algorithm::ImplicitPrecomp;
     }
@@ -161,7 +176,8 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
   if (plan.algorithm_ == Algorithm::DirectBlock) {
     if (!options.tile.empty() || options.split_k > 1)
       throw Error(Status::BadParam, "tile: tiles and split_k apply to implicit_precomp only");
-    if (pr.n > 65535) throw Error(Status::Unsupported, "n: direct_block launches one grid row per image, at most 65535");
+    if (pr.n > 65535)
+      throw Error(Status::Unsupported, "n: direct_block launches one grid row per image, at most 65535");
     try {
       const auto& shape = detail::choose_direct_shape(pr, detail::current_device_summary(), plan.decisions_);
       plan.tile_.name = std::string(shape.name);
@@ -180,7 +196,8 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
       tile = detail::find_tile(options.tile);
       if (!tile) {
         std::string names;
-        for (const auto& t : detail::kTileCatalog) names += std::string(names.empty() ? "" : ", ") + std::string(t.name);
+        for (const auto& t : detail::kTileCatalog)
+          names += std::string(names.empty() ? "" : ", ") + std::string(t.name);
         throw Error(Status::BadParam, "tile: unknown tile '" + options.tile + "' (known: " + names + ")");
       }
       plan.decisions_.push_back("tile " + options.tile + ": forced");
@@ -228,10 +245,9 @@ CompiledRepresentation Plan::compile(int64_t threads, int64_t block) const {
 
 std::string Plan::key() const {
   std::ostringstream os;
-  os << problem_.to_string() << " mode" << int(problem_.mode) << " a" << problem_.alpha << " b"
-     << problem_.beta << " | x " << x_.to_string() << " | w " << w_.to_string() << " | y "
-     << y_.to_string() << " | " << target_name(target_) << " " << algorithm_name(algorithm_) << " "
-     << tile_.name << " split" << tile_.split_k;
+  os << problem_.to_string() << " mode" << int(problem_.mode) << " a" << problem_.alpha << " b" << problem_.beta
+     << " | x " << x_.to_string() << " | w " << w_.to_string() << " | y " << y_.to_string() << " | "
+     << target_name(target_) << " " << algorithm_name(algorithm_) << " " << tile_.name << " split" << tile_.split_k;
   return os.str();
 }
 

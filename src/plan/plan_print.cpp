@@ -8,11 +8,13 @@
 namespace mconv {
 namespace {
 
-const char* row_order_name(RowOrder o) { return o == RowOrder::CRS ? "CRS" : "RSC"; }
+const char* row_order_name(RowOrder o) {
+  return o == RowOrder::CRS ? "CRS" : "RSC";
+}
 
 nlohmann::json desc_json(const TensorDesc& d) {
-  return {{"dtype", dtype_name(d.dtype)}, {"layout", layout_name(d.layout())}, {"dims", d.dims},
-          {"strides", d.strides}};
+  return {
+      {"dtype", dtype_name(d.dtype)}, {"layout", layout_name(d.layout())}, {"dims", d.dims}, {"strides", d.strides}};
 }
 
 }  // namespace
@@ -23,33 +25,39 @@ std::string Plan::to_text(int64_t max_rows) const {
   std::ostringstream os;
   os << "mconv plan: " << algorithm_name(algorithm_) << " on " << target_name(target_)
      << (tile_.name.empty() ? "" : " tile " + tile_.name) << "\n";
-  os << "problem   " << p.to_string() << "  ->  P=" << p.p() << " Q=" << p.q()
-     << "  FLOPs=" << std::setprecision(4) << p.flops() << "\n";
+  os << "problem   " << p.to_string() << "  ->  P=" << p.p() << " Q=" << p.q() << "  FLOPs=" << std::setprecision(4)
+     << p.flops() << "\n";
   os << "x         " << x_.to_string() << "\n";
   os << "w         " << w_.to_string() << "\n";
   os << "y         " << y_.to_string() << "\n";
-  os << "GEMM      per group: M = N*P*Q = " << p.n * p.p() * p.q() << " columns, N = K/G = "
-     << p.k_per_group() << " filters, K = C/G*R*S = " << valid_rows_ << " rows; groups = " << p.groups << "\n";
-  os << "start     start[n,p,q] = n*" << start_.stride_n << " + (p*" << start_.conv_stride_h << " - "
-     << start_.pad_h << ")*" << start_.stride_h << " + (q*" << start_.conv_stride_w << " - "
-     << start_.pad_w << ")*" << start_.stride_w << "   (elements; load predicated on 0 <= h0+dh < "
-     << p.h << " && 0 <= w0+dw < " << p.w << ")\n";
-  os << "output    y[n,k,p,q] = n*" << out_.stride_n << " + k*" << out_.stride_k << " + p*"
-     << out_.stride_p << " + q*" << out_.stride_q << "\n";
+  os << "GEMM      per group: M = N*P*Q = " << p.n * p.p() * p.q() << " columns, N = K/G = " << p.k_per_group()
+     << " filters, K = C/G*R*S = " << valid_rows_ << " rows; groups = " << p.groups << "\n";
+  os << "start     start[n,p,q] = n*" << start_.stride_n << " + (p*" << start_.conv_stride_h << " - " << start_.pad_h
+     << ")*" << start_.stride_h << " + (q*" << start_.conv_stride_w << " - " << start_.pad_w << ")*" << start_.stride_w
+     << "   (elements; load predicated on 0 <= h0+dh < " << p.h << " && 0 <= w0+dw < " << p.w << ")\n";
+  os << "output    y[n,k,p,q] = n*" << out_.stride_n << " + k*" << out_.stride_k << " + p*" << out_.stride_p << " + q*"
+     << out_.stride_q << "\n";
   os << "groups    group g adds x " << group_.x << ", w " << group_.w << ", y " << group_.y << " elements\n";
-  os << "offset table (row order " << row_order_name(row_order_) << ", " << valid_rows_ << " rows, "
-     << rows_.size() << " stored with padding, " << table_bytes() << " bytes):\n";
+  os << "offset table (row order " << row_order_name(row_order_) << ", " << valid_rows_ << " rows, " << rows_.size()
+     << " stored with padding, " << table_bytes() << " bytes):\n";
   os << "   row    c    r    s   x_offset  byte_off    relo    dh    dw  w_offset\n";
   const int64_t cg = p.c_per_group();
   int32_t prev = 0;
   for (int64_t i = 0; i < valid_rows_ && (max_rows < 0 || i < max_rows); ++i) {
     const OffsetRow& r = rows_[i];
     int64_t c, rr, ss;
-    if (row_order_ == RowOrder::CRS) { ss = i % p.s; rr = (i / p.s) % p.r; c = i / (p.s * p.r); }
-    else { c = i % cg; ss = (i / cg) % p.s; rr = i / (cg * p.s); }
-    os << std::setw(6) << i << std::setw(5) << c << std::setw(5) << rr << std::setw(5) << ss
-       << std::setw(11) << r.x_offset << std::setw(10) << int64_t(r.x_offset) * esz << std::setw(8)
-       << r.x_offset - prev << std::setw(6) << r.dh << std::setw(6) << r.dw << std::setw(10) << r.w_offset << "\n";
+    if (row_order_ == RowOrder::CRS) {
+      ss = i % p.s;
+      rr = (i / p.s) % p.r;
+      c = i / (p.s * p.r);
+    } else {
+      c = i % cg;
+      ss = (i / cg) % p.s;
+      rr = i / (cg * p.s);
+    }
+    os << std::setw(6) << i << std::setw(5) << c << std::setw(5) << rr << std::setw(5) << ss << std::setw(11)
+       << r.x_offset << std::setw(10) << int64_t(r.x_offset) * esz << std::setw(8) << r.x_offset - prev << std::setw(6)
+       << r.dh << std::setw(6) << r.dw << std::setw(10) << r.w_offset << "\n";
     prev = r.x_offset;
   }
   if (max_rows >= 0 && valid_rows_ > max_rows) os << "   ... " << valid_rows_ - max_rows << " more rows\n";
@@ -69,27 +77,48 @@ std::string Plan::to_json(int64_t max_rows) const {
   j["algorithm"] = algorithm_name(algorithm_);
   j["target"] = target_name(target_);
   j["tile"] = tile_.name;
-  j["problem"] = {{"n", p.n}, {"c", p.c}, {"h", p.h}, {"w", p.w}, {"k", p.k}, {"r", p.r},
-                  {"s", p.s}, {"pad_h", p.pad_h}, {"pad_w", p.pad_w}, {"stride_h", p.stride_h},
-                  {"stride_w", p.stride_w}, {"dil_h", p.dil_h}, {"dil_w", p.dil_w},
-                  {"groups", p.groups}, {"mode", p.mode == Mode::Convolution ? "convolution" : "cross_correlation"},
-                  {"alpha", p.alpha}, {"beta", p.beta}, {"p", p.p()}, {"q", p.q()}, {"flops", p.flops()}};
+  j["problem"] = {{"n", p.n},
+                  {"c", p.c},
+                  {"h", p.h},
+                  {"w", p.w},
+                  {"k", p.k},
+                  {"r", p.r},
+                  {"s", p.s},
+                  {"pad_h", p.pad_h},
+                  {"pad_w", p.pad_w},
+                  {"stride_h", p.stride_h},
+                  {"stride_w", p.stride_w},
+                  {"dil_h", p.dil_h},
+                  {"dil_w", p.dil_w},
+                  {"groups", p.groups},
+                  {"mode", p.mode == Mode::Convolution ? "convolution" : "cross_correlation"},
+                  {"alpha", p.alpha},
+                  {"beta", p.beta},
+                  {"p", p.p()},
+                  {"q", p.q()},
+                  {"flops", p.flops()}};
   j["x"] = desc_json(x_);
   j["w"] = desc_json(w_);
   j["y"] = desc_json(y_);
   j["row_order"] = row_order_name(row_order_);
   j["rows"] = valid_rows_;
   j["table_bytes"] = table_bytes();
-  j["start_rule"] = {{"stride_n", start_.stride_n}, {"stride_h", start_.stride_h},
-                     {"stride_w", start_.stride_w}, {"conv_stride_h", start_.conv_stride_h},
-                     {"conv_stride_w", start_.conv_stride_w}, {"pad_h", start_.pad_h}, {"pad_w", start_.pad_w}};
-  j["output_rule"] = {{"stride_n", out_.stride_n}, {"stride_k", out_.stride_k},
-                      {"stride_p", out_.stride_p}, {"stride_q", out_.stride_q}};
+  j["start_rule"] = {{"stride_n", start_.stride_n},
+                     {"stride_h", start_.stride_h},
+                     {"stride_w", start_.stride_w},
+                     {"conv_stride_h", start_.conv_stride_h},
+                     {"conv_stride_w", start_.conv_stride_w},
+                     {"pad_h", start_.pad_h},
+                     {"pad_w", start_.pad_w}};
+  j["output_rule"] = {{"stride_n", out_.stride_n},
+                      {"stride_k", out_.stride_k},
+                      {"stride_p", out_.stride_p},
+                      {"stride_q", out_.stride_q}};
   j["group_strides"] = {{"x", group_.x}, {"w", group_.w}, {"y", group_.y}};
   nlohmann::json rows = nlohmann::json::array();
   for (int64_t i = 0; i < valid_rows_ && (max_rows < 0 || i < max_rows); ++i)
-    rows.push_back({{"x_offset", rows_[i].x_offset}, {"dh", rows_[i].dh}, {"dw", rows_[i].dw},
-                    {"w_offset", rows_[i].w_offset}});
+    rows.push_back(
+        {{"x_offset", rows_[i].x_offset}, {"dh", rows_[i].dh}, {"dw", rows_[i].dw}, {"w_offset", rows_[i].w_offset}});
   j["offset_table"] = rows;
   j["decisions"] = decisions_;
   return j.dump(2);

@@ -15,7 +15,8 @@ StrideFixedDivision plan_stride_fixed(const Problem& p, const HardwareModel& hw,
   StrideFixedDivision d;
   d.line_cols = int(stride_fixed_line_cols(p, d.pixels));
   const int64_t budget = hw.smem_per_block_optin > 0 ? hw.smem_per_block_optin : 227 * 1024;
-  if (p.n * p.groups > 65535) throw Error(Status::Unsupported, "n*groups: stride_fixed launches at most 65535 image x group blocks");
+  if (p.n * p.groups > 65535)
+    throw Error(Status::Unsupported, "n*groups: stride_fixed launches at most 65535 image x group blocks");
   for (int seg : {16, 8, 4, 2, 1}) {
     const int64_t round = int64_t(seg) * p.r * d.line_cols + int64_t(seg) * p.r * p.s * d.filters;
     if (2 * round * 4 <= budget) {

@@ -11,13 +11,13 @@
 namespace mconv::tools {
 
 struct BenchOptions {
-  int64_t batch = 0;       ///< overrides n when > 0
+  int64_t batch = 0;             ///< overrides n when > 0
   Layout layout = Layout::NCHW;  ///< of x, w (KCRS/KRSC/CRSK) and y
-  PlanOptions plan;        ///< algorithm / tile overrides
-  bool vs_cudnn = false;   ///< time the two cuDNN peers too (CUDA builds with cuDNN)
-  bool all_algorithms = false;  ///< also time every mconv algorithm that supports the layer
-  int launches = 20;       ///< back-to-back launches per timed loop
-  int repeats = 5;         ///< timed loops; the median is reported
+  PlanOptions plan;              ///< algorithm / tile overrides
+  bool vs_cudnn = false;         ///< time the two cuDNN peers too (CUDA builds with cuDNN)
+  bool all_algorithms = false;   ///< also time every mconv algorithm that supports the layer
+  int launches = 20;             ///< back-to-back launches per timed loop
+  int repeats = 5;               ///< timed loops; the median is reported
   int64_t check_samples = 4096;
   uint64_t seed = 1;
 };

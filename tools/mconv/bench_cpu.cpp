@@ -1,9 +1,9 @@
 // The CPU side of `mconv bench`: wall-clock median of repeated calls of the CPU executor.
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <iostream>
-
-#include <omp.h>
 
 #include "bench.hpp"
 #include "layer_args.hpp"
@@ -45,7 +45,8 @@ std::vector<LayerResult> bench_cpu(const std::vector<Layer>& layers, const Bench
     }
     std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
     r.ms = times[times.size() / 2];
-    r.extra_bytes = plan->table_bytes() + int64_t(omp_get_max_threads()) * cpu::implicit_precomp_scratch_bytes_per_thread();
+    r.extra_bytes =
+        plan->table_bytes() + int64_t(omp_get_max_threads()) * cpu::implicit_precomp_scratch_bytes_per_thread();
     std::cerr << "  " << r.ms << " ms, " << p.flops() / (r.ms * 1e-3) / 1e9 << " GFLOP/s"
               << (r.correct ? "" : "  WRONG") << "\n";
     out.push_back(r);

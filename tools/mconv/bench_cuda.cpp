@@ -48,7 +48,8 @@ void measure_peaks(Peaks& peaks) {
     cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH);  // FFMA only: no TF32
     const float one = 1.0f, zero = 0.0f;
     const double ms = median_ms_per_launch(
-        [&](int) { cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &one, a.ptr, m, b.ptr, m, &zero, c.ptr, m); }, 5, 3);
+        [&](int) { cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &one, a.ptr, m, b.ptr, m, &zero, c.ptr, m); }, 5,
+        3);
     peaks.fp32_flops = 2.0 * m * m * double(m) / (ms * 1e-3);
     cublasDestroy(h);
   }
@@ -84,10 +85,14 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
     std::vector<DeviceArray> bx, bw, by;
     std::vector<float*> xs, ws, ys;
     for (int c = 0; c < copies; ++c) {
-      bx.emplace_back(hx.size()); bw.emplace_back(hw.size()); by.emplace_back(yd.span_elements());
+      bx.emplace_back(hx.size());
+      bw.emplace_back(hw.size());
+      by.emplace_back(yd.span_elements());
       cuda_ok(cudaMemcpy(bx.back().ptr, hx.data(), hx.size() * 4, cudaMemcpyHostToDevice), "copy x");
       cuda_ok(cudaMemcpy(bw.back().ptr, hw.data(), hw.size() * 4, cudaMemcpyHostToDevice), "copy w");
-      xs.push_back(bx.back().ptr); ws.push_back(bw.back().ptr); ys.push_back(by.back().ptr);
+      xs.push_back(bx.back().ptr);
+      ws.push_back(bw.back().ptr);
+      ys.push_back(by.back().ptr);
     }
     std::vector<float> hy(yd.span_elements());
     auto error_of = [&](const float* dy) {
@@ -112,8 +117,8 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
         opt.repeats, static_cast<cudaStream_t>(engine.stream()));
     r.extra_bytes = engine.plan_device_bytes(*plan);
     if (opt.all_algorithms) {
-      for (Algorithm a : {Algorithm::ImplicitPrecomp, Algorithm::DirectBlock, Algorithm::SingleChannel,
-                          Algorithm::StrideFixed}) {
+      for (Algorithm a :
+           {Algorithm::ImplicitPrecomp, Algorithm::DirectBlock, Algorithm::SingleChannel, Algorithm::StrideFixed}) {
         PlanOptions ao = po;
         ao.algorithm = a;
         std::shared_ptr<const Plan> alt;
@@ -127,8 +132,8 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
         engine.synchronize();
         const bool ok = error_of(ys[0]) < 2e-5;
         const double ms = median_ms_per_launch(
-            [&](int i) { engine.conv2d_forward(*alt, xs[i % copies], ws[i % copies], ys[i % copies]); },
-            opt.launches, opt.repeats, static_cast<cudaStream_t>(engine.stream()));
+            [&](int i) { engine.conv2d_forward(*alt, xs[i % copies], ws[i % copies], ys[i % copies]); }, opt.launches,
+            opt.repeats, static_cast<cudaStream_t>(engine.stream()));
         r.alternatives.emplace_back(algorithm_name(a), ok ? ms : -1.0);
       }
     }
@@ -146,7 +151,9 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
     if (opt.vs_cudnn) throw Error(Status::Unsupported, "--vs cudnn: this build did not find cuDNN");
 #endif
     std::cerr << "  " << r.ms << " ms, " << p.flops() / (r.ms * 1e-3) / 1e12 << " TFLOP/s"
-              << (r.fastest.valid ? ", cuDNN " + std::to_string(r.fastest.ms) + " / " + std::to_string(r.matched.ms) + " ms" : "")
+              << (r.fastest.valid
+                      ? ", cuDNN " + std::to_string(r.fastest.ms) + " / " + std::to_string(r.matched.ms) + " ms"
+                      : "")
               << (r.correct ? "" : "  WRONG") << "\n";
     out.push_back(r);
   }

@@ -34,8 +34,14 @@ Summary summarize(const std::vector<LayerResult>& rows) {
     s.mconv_total += r.ms;
     if (!r.correct) ++s.wrong;
     if (r.ms > 0) tf.push_back(r.problem.flops() / (r.ms * 1e-3) / 1e12);
-    if (r.fastest.valid) { rf.push_back(r.fastest.ms / r.ms); s.fast_total += r.fastest.ms; }
-    if (r.matched.valid) { rm.push_back(r.matched.ms / r.ms); s.matched_total += r.matched.ms; }
+    if (r.fastest.valid) {
+      rf.push_back(r.fastest.ms / r.ms);
+      s.fast_total += r.fastest.ms;
+    }
+    if (r.matched.valid) {
+      rm.push_back(r.matched.ms / r.ms);
+      s.matched_total += r.matched.ms;
+    }
   }
   s.geo_fast = geomean(rf);
   s.geo_matched = geomean(rm);
@@ -61,15 +67,26 @@ void print_report(std::ostream& os, const std::string& format, const std::string
     j["peak_fp32_tflops"] = peaks.fp32_flops / 1e12;
     j["peak_bandwidth_gbs"] = peaks.bytes_per_s / 1e9;
     for (const auto& r : rows) {
-      nlohmann::json l = {{"name", r.name}, {"problem", r.problem.to_string()}, {"target", r.target},
-                          {"algorithm", r.algorithm}, {"tile", r.tile}, {"ms", r.ms},
-                          {"tflops", r.problem.flops() / (r.ms * 1e-3) / 1e12}, {"extra_bytes", r.extra_bytes},
-                          {"rel_err", r.rel_err}, {"correct", r.correct}};
+      nlohmann::json l = {{"name", r.name},
+                          {"problem", r.problem.to_string()},
+                          {"target", r.target},
+                          {"algorithm", r.algorithm},
+                          {"tile", r.tile},
+                          {"ms", r.ms},
+                          {"tflops", r.problem.flops() / (r.ms * 1e-3) / 1e12},
+                          {"extra_bytes", r.extra_bytes},
+                          {"rel_err", r.rel_err},
+                          {"correct", r.correct}};
       if (r.floor_ms > 0) l["roofline_pct"] = 100.0 * r.floor_ms / r.ms;
       for (const auto& [name, ms] : r.alternatives) l["algorithms"][name] = ms;
-      for (auto [key, p] : {std::pair<const char*, const PeerTime*>{"cudnn_fastest", &r.fastest}, {"cudnn_matched", &r.matched}})
+      for (auto [key, p] :
+           {std::pair<const char*, const PeerTime*>{"cudnn_fastest", &r.fastest}, {"cudnn_matched", &r.matched}})
         if (p->valid)
-          l[key] = {{"algo", p->algo}, {"ms", p->ms}, {"workspace", p->workspace}, {"ratio", p->ms / r.ms}, {"rel_err", p->rel_err}};
+          l[key] = {{"algo", p->algo},
+                    {"ms", p->ms},
+                    {"workspace", p->workspace},
+                    {"ratio", p->ms / r.ms},
+                    {"rel_err", p->rel_err}};
       j["layers"].push_back(l);
     }
     j["summary"] = {{"mconv_total_ms", sum.mconv_total}, {"geomean_tflops", sum.geo_tflops}, {"wrong", sum.wrong}};
@@ -88,15 +105,16 @@ void print_report(std::ostream& os, const std::string& format, const std::string
           "cudnn_matched_algo,cudnn_matched_ms,cudnn_matched_ws,ratio_matched\n";
     for (const auto& r : rows) {
       const Problem& p = r.problem;
-      os << suite << "," << r.name << "," << p.n << "," << p.c << "," << p.h << "," << p.w << "," << p.k << ","
-         << p.r << "," << p.s << "," << p.pad_h << "," << p.pad_w << "," << p.stride_h << "," << p.stride_w << ","
-         << p.dil_h << "," << p.dil_w << "," << p.groups << "," << r.target << "," << r.algorithm << "," << r.tile
-         << "," << r.ms << "," << p.flops() / (r.ms * 1e-3) / 1e12 << ","
-         << (r.floor_ms > 0 ? fmt(100.0 * r.floor_ms / r.ms, 1) : "") << "," << r.extra_bytes << ","
-         << r.rel_err << "," << (r.correct ? 1 : 0);
+      os << suite << "," << r.name << "," << p.n << "," << p.c << "," << p.h << "," << p.w << "," << p.k << "," << p.r
+         << "," << p.s << "," << p.pad_h << "," << p.pad_w << "," << p.stride_h << "," << p.stride_w << "," << p.dil_h
+         << "," << p.dil_w << "," << p.groups << "," << r.target << "," << r.algorithm << "," << r.tile << "," << r.ms
+         << "," << p.flops() / (r.ms * 1e-3) / 1e12 << "," << (r.floor_ms > 0 ? fmt(100.0 * r.floor_ms / r.ms, 1) : "")
+         << "," << r.extra_bytes << "," << r.rel_err << "," << (r.correct ? 1 : 0);
       for (const PeerTime* pt : {&r.fastest, &r.matched}) {
-        if (pt->valid) os << "," << pt->algo << "," << pt->ms << "," << pt->workspace << "," << pt->ms / r.ms;
-        else os << ",,,,";
+        if (pt->valid)
+          os << "," << pt->algo << "," << pt->ms << "," << pt->workspace << "," << pt->ms / r.ms;
+        else
+          os << ",,,,";
       }
       os << "\n";
     }
@@ -108,29 +126,31 @@ void print_report(std::ostream& os, const std::string& format, const std::string
     os << "  (measured peaks: SGEMM " << fmt(peaks.fp32_flops / 1e12, 1) << " TFLOP/s, copy "
        << fmt(peaks.bytes_per_s / 1e9, 0) << " GB/s)";
   os << "\n";
-  os << std::left << std::setw(28) << "layer" << std::setw(28) << "mconv algo" << std::right << std::setw(10)
-     << "ms" << std::setw(9) << "TFLOP/s" << std::setw(7) << "roof%" << std::setw(9) << "extra B" << std::setw(9)
-     << "rel err";
+  os << std::left << std::setw(28) << "layer" << std::setw(28) << "mconv algo" << std::right << std::setw(10) << "ms"
+     << std::setw(9) << "TFLOP/s" << std::setw(7) << "roof%" << std::setw(9) << "extra B" << std::setw(9) << "rel err";
   if (peer)
-    os << std::setw(10) << "cuDNN ms" << std::setw(9) << "ws MB" << std::setw(7) << "ratio" << std::setw(10)
-       << "mm ms" << std::setw(9) << "mm ws KB" << std::setw(7) << "ratio" << "  peers (fastest / matched)";
+    os << std::setw(10) << "cuDNN ms" << std::setw(9) << "ws MB" << std::setw(7) << "ratio" << std::setw(10) << "mm ms"
+       << std::setw(9) << "mm ws KB" << std::setw(7) << "ratio"
+       << "  peers (fastest / matched)";
   os << "\n";
   for (const auto& r : rows) {
     const double tflops = r.problem.flops() / (r.ms * 1e-3) / 1e12;
     os << std::left << std::setw(28) << r.name.substr(0, 27) << std::setw(28)
        << (r.algorithm + (r.tile.empty() ? "" : " " + r.tile)).substr(0, 27) << std::right << std::setw(10)
        << fmt(r.ms, 4) << std::setw(9) << fmt(tflops, tflops < 1 ? 3 : 2) << std::setw(7)
-       << (r.floor_ms > 0 ? fmt(100.0 * r.floor_ms / r.ms, 0) : "-") << std::setw(9) << r.extra_bytes
-       << std::setw(9) << (r.correct ? "" : "FAIL ") + fmt(r.rel_err * 1e6, 1) + "u";
+       << (r.floor_ms > 0 ? fmt(100.0 * r.floor_ms / r.ms, 0) : "-") << std::setw(9) << r.extra_bytes << std::setw(9)
+       << (r.correct ? "" : "FAIL ") + fmt(r.rel_err * 1e6, 1) + "u";
     if (peer) {
       if (r.fastest.valid)
         os << std::setw(10) << fmt(r.fastest.ms, 4) << std::setw(9) << fmt(r.fastest.workspace / 1048576.0, 1)
            << std::setw(7) << fmt(r.fastest.ms / r.ms, 2);
-      else os << std::setw(26) << "-";
+      else
+        os << std::setw(26) << "-";
       if (r.matched.valid)
         os << std::setw(10) << fmt(r.matched.ms, 4) << std::setw(9) << fmt(r.matched.workspace / 1024.0, 1)
            << std::setw(7) << fmt(r.matched.ms / r.ms, 2);
-      else os << std::setw(26) << "-";
+      else
+        os << std::setw(26) << "-";
       os << "  " << r.fastest.algo << " / " << r.matched.algo;
     }
     for (const auto& [name, ms] : r.alternatives) os << "  [" << name << " " << (ms < 0 ? "WRONG" : fmt(ms, 4)) << "]";

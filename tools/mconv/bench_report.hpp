@@ -36,8 +36,8 @@ struct LayerResult {
 /// Peaks measured in the same run (GPU); zero where not measured.
 struct Peaks {
   std::string device;
-  double fp32_flops = 0;  ///< FLOP/s (cuBLAS SGEMM, no tensor cores)
-  double bytes_per_s = 0; ///< device copy, bytes read + written
+  double fp32_flops = 0;   ///< FLOP/s (cuBLAS SGEMM, no tensor cores)
+  double bytes_per_s = 0;  ///< device copy, bytes read + written
 };
 
 /// Minimum bytes a layer must move: x and w read once, y written once (fp32).

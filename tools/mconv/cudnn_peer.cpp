@@ -19,15 +19,24 @@ void ok(cudnnStatus_t s, const char* what) {
 
 const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
   switch (a) {
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "IMPLICIT_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "IMPLICIT_PRECOMP_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "DIRECT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "FFT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "FFT_TILING";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "WINOGRAD";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
-    default: return "?";
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM:
+      return "IMPLICIT_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM:
+      return "IMPLICIT_PRECOMP_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM:
+      return "GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT:
+      return "DIRECT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT:
+      return "FFT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING:
+      return "FFT_TILING";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD:
+      return "WINOGRAD";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED:
+      return "WINOGRAD_NONFUSED";
+    default:
+      return "?";
   }
 }
 
@@ -44,11 +53,12 @@ struct Descriptors {
     ok(cudnnCreateFilterDescriptor(&w), "w desc");
     ok(cudnnCreateConvolutionDescriptor(&conv), "conv desc");
     ok(cudnnSetTensor4dDescriptor(x, fmt, CUDNN_DATA_FLOAT, int(p.n), int(p.c), int(p.h), int(p.w)), "x desc");
-    ok(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, fmt, int(p.k), int(p.c / p.groups), int(p.r), int(p.s)), "w desc");
-    ok(cudnnSetConvolution2dDescriptor(conv, int(p.pad_h), int(p.pad_w), int(p.stride_h), int(p.stride_w), int(p.dil_h),
-                                       int(p.dil_w),
-                                       p.mode == Mode::Convolution ? CUDNN_CONVOLUTION : CUDNN_CROSS_CORRELATION,
-                                       CUDNN_DATA_FLOAT), "conv desc");
+    ok(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, fmt, int(p.k), int(p.c / p.groups), int(p.r), int(p.s)),
+       "w desc");
+    ok(cudnnSetConvolution2dDescriptor(
+           conv, int(p.pad_h), int(p.pad_w), int(p.stride_h), int(p.stride_w), int(p.dil_h), int(p.dil_w),
+           p.mode == Mode::Convolution ? CUDNN_CONVOLUTION : CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+       "conv desc");
     ok(cudnnSetConvolutionGroupCount(conv, int(p.groups)), "group count");
     ok(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH), "math type");
     ok(cudnnSetTensor4dDescriptor(y, fmt, CUDNN_DATA_FLOAT, int(p.n), int(p.k), int(p.p()), int(p.q())), "y desc");
@@ -95,7 +105,8 @@ void time_cudnn_peers(const Problem& p, Layout layout, const std::vector<float*>
     auto launch = [&](int i) {
       const size_t s = i % xs.size();
       ok(cudnnConvolutionForward(handle(), &one, d.x, xs[s], d.w, ws[s], d.conv, a.algo, workspace, a.memory, &zero,
-                                 d.y, ys[s]), "cudnnConvolutionForward");
+                                 d.y, ys[s]),
+         "cudnnConvolutionForward");
     };
     launch(0);
     cuda_ok(cudaDeviceSynchronize(), "cudnn run");
@@ -104,7 +115,8 @@ void time_cudnn_peers(const Problem& p, Layout layout, const std::vector<float*>
   };
   for (int i = 0; i < returned; ++i) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
-        perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
+        perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+      continue;
     if (!fastest.valid) measure(perf[i], fastest);
     if (!matched.valid && perf[i].memory <= kMemoryMatchedWorkspace) measure(perf[i], matched);
   }

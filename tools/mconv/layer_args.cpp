@@ -25,12 +25,15 @@ void LayerArgs::add_to(CLI::App& app) {
   app.add_option("--alpha", p.alpha)->capture_default_str();
   app.add_option("--beta", p.beta)->capture_default_str();
   app.add_option("--mode", mode, "cross (cross-correlation, the CNN convention) or conv (flipped filter)")
-      ->check(CLI::IsMember({"cross", "conv"}))->capture_default_str();
+      ->check(CLI::IsMember({"cross", "conv"}))
+      ->capture_default_str();
   app.add_option("--layout", layout, "layout of x, w and y: NCHW, NHWC or CNHW")->capture_default_str();
   app.add_option("--x-layout", x_layout, "overrides --layout for x");
   app.add_option("--w-layout", w_layout, "overrides --layout for w (NCHW = KCRS, NHWC = KRSC, CNHW = CRSK)");
   app.add_option("--y-layout", y_layout, "overrides --layout for y");
-  app.add_option("--target", target, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}))->capture_default_str();
+  app.add_option("--target", target, "auto, cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
   app.add_option("--algo", algorithm, "auto, reference, implicit_precomp, direct_block, single_channel, stride_fixed")
       ->capture_default_str();
   app.add_option("--tile", tile, "force a CUDA tile (e.g. 128x128x8)");

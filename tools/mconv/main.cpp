@@ -43,26 +43,57 @@ int cmd_run(mt::LayerArgs& args, const std::string& input, const std::string& fi
     if (xa.shape.size() != 4) throw Error(Status::BadParam, input + ": input must be 4-d");
     const Layout l = parse_layout(args.x_layout.empty() ? args.layout : args.x_layout);
     const auto& s = xa.shape;
-    if (l == Layout::NCHW) { p.n = s[0]; p.c = s[1]; p.h = s[2]; p.w = s[3]; }
-    else if (l == Layout::NHWC) { p.n = s[0]; p.h = s[1]; p.w = s[2]; p.c = s[3]; }
-    else { p.c = s[0]; p.n = s[1]; p.h = s[2]; p.w = s[3]; }
+    if (l == Layout::NCHW) {
+      p.n = s[0];
+      p.c = s[1];
+      p.h = s[2];
+      p.w = s[3];
+    } else if (l == Layout::NHWC) {
+      p.n = s[0];
+      p.h = s[1];
+      p.w = s[2];
+      p.c = s[3];
+    } else {
+      p.c = s[0];
+      p.n = s[1];
+      p.h = s[2];
+      p.w = s[3];
+    }
   }
   if (!filter.empty()) {
     wa = npy::load(filter);
     if (wa.shape.size() != 4) throw Error(Status::BadParam, filter + ": filter must be 4-d");
     const Layout l = parse_layout(args.w_layout.empty() ? args.layout : args.w_layout);
     const auto& s = wa.shape;
-    if (l == Layout::NCHW) { p.k = s[0]; p.r = s[2]; p.s = s[3]; }
-    else if (l == Layout::NHWC) { p.k = s[0]; p.r = s[1]; p.s = s[2]; }
-    else { p.r = s[1]; p.s = s[2]; p.k = s[3]; }
+    if (l == Layout::NCHW) {
+      p.k = s[0];
+      p.r = s[2];
+      p.s = s[3];
+    } else if (l == Layout::NHWC) {
+      p.k = s[0];
+      p.r = s[1];
+      p.s = s[2];
+    } else {
+      p.r = s[1];
+      p.s = s[2];
+      p.k = s[3];
+    }
   }
   args.problem = p;
   args.problem.mode = Mode::CrossCorrelation;  // resolved again from args.mode
   const TensorDesc xd = args.x_desc(), wd = args.w_desc(), yd = args.y_desc();
   p.validate(xd, wd, yd);
   std::vector<float> x(xd.span_elements()), w(wd.span_elements()), y(yd.span_elements(), 0.0f);
-  if (!input.empty()) { require_shape(xa, xd, input); x = xa.data; } else mt::fill_uniform(x, seed);
-  if (!filter.empty()) { require_shape(wa, wd, filter); w = wa.data; } else mt::fill_uniform(w, seed + 1);
+  if (!input.empty()) {
+    require_shape(xa, xd, input);
+    x = xa.data;
+  } else
+    mt::fill_uniform(x, seed);
+  if (!filter.empty()) {
+    require_shape(wa, wd, filter);
+    w = wa.data;
+  } else
+    mt::fill_uniform(w, seed + 1);
   if (p.beta != 0.0f) mt::fill_uniform(y, seed + 2);
   std::vector<float> y0 = y;
 
@@ -129,10 +160,12 @@ int main(int argc, char** argv) {
   mt::BenchOptions bopt;
   std::string vs;
   auto* bench = app.add_subcommand("bench", "benchmark every layer of a suite (default: built-in resnet50)");
-  bench->add_option("--suite", suite_path, "suite CSV (name,n,c,h,w,k,r,s,pad_h,pad_w,stride_h,stride_w,dil_h,dil_w,groups)");
+  bench->add_option("--suite", suite_path,
+                    "suite CSV (name,n,c,h,w,k,r,s,pad_h,pad_w,stride_h,stride_w,dil_h,dil_w,groups)");
   bench->add_option("--batch", bopt.batch, "override n of every layer");
   std::string bench_layout = "NCHW";
-  bench->add_option("--layout", bench_layout, "layout of x, w and y: NCHW, NHWC or CNHW (cuDNN peer: NCHW, NHWC)")->capture_default_str();
+  bench->add_option("--layout", bench_layout, "layout of x, w and y: NCHW, NHWC or CNHW (cuDNN peer: NCHW, NHWC)")
+      ->capture_default_str();
   bench->add_option("--format", format)->check(CLI::IsMember({"table", "csv", "json"}))->capture_default_str();
   bench->add_option("--out", out_prefix, "also write PREFIX.csv and PREFIX.json");
   bench->add_option("--target", target)->check(CLI::IsMember({"auto", "cpu", "cuda"}))->capture_default_str();
@@ -146,7 +179,8 @@ int main(int argc, char** argv) {
 
   bool refresh = false, device_json = false;
   int device_index = 0;
-  auto* device = app.add_subcommand("device", "the hardware model: device properties, measured latency and bandwidth, N_FMA, V_s");
+  auto* device =
+      app.add_subcommand("device", "the hardware model: device properties, measured latency and bandwidth, N_FMA, V_s");
   device->add_flag("--refresh", refresh, "measure again instead of reading the cache");
   device->add_flag("--json", device_json, "print JSON");
   device->add_option("--index", device_index, "CUDA device")->capture_default_str();
@@ -158,7 +192,8 @@ int main(int argc, char** argv) {
       mconv::Engine engine(mconv::parse_target(plan_args.target));
       mconv::PlanOptions o = plan_args.plan_options();
       o.target = engine.target();
-      auto pl = engine.plan(plan_args.resolved_problem(), plan_args.x_desc(), plan_args.w_desc(), plan_args.y_desc(), o);
+      auto pl =
+          engine.plan(plan_args.resolved_problem(), plan_args.x_desc(), plan_args.w_desc(), plan_args.y_desc(), o);
       std::cout << (plan_format == "json" ? pl->to_json(max_rows) : pl->to_text(max_rows));
       return 0;
     }

@@ -8,8 +8,8 @@
 namespace mconv::tools {
 
 std::vector<Layer> parse_suite(const std::string& text, const std::string& source) {
-  static const char* kColumns[] = {"name", "n", "c", "h", "w", "k", "r", "s", "pad_h", "pad_w",
-                                   "stride_h", "stride_w", "dil_h", "dil_w", "groups"};
+  static const char* kColumns[] = {"name",  "n",     "c",        "h",        "w",     "k",     "r",     "s",
+                                   "pad_h", "pad_w", "stride_h", "stride_w", "dil_h", "dil_w", "groups"};
   std::istringstream in(text);
   std::string line;
   std::vector<Layer> layers;
@@ -27,7 +27,9 @@ std::vector<Layer> parse_suite(const std::string& text, const std::string& sourc
     if (f.size() != 15) throw Error(Status::IoError, where + ": expected 15 columns, got " + std::to_string(f.size()));
     if (!header_seen) {
       for (int i = 0; i < 15; ++i)
-        if (f[i] != kColumns[i]) throw Error(Status::IoError, where + ": header column " + std::to_string(i) + " is '" + f[i] + "', expected '" + kColumns[i] + "'");
+        if (f[i] != kColumns[i])
+          throw Error(Status::IoError, where + ": header column " + std::to_string(i) + " is '" + f[i] +
+                                           "', expected '" + kColumns[i] + "'");
       header_seen = true;
       continue;
     }
@@ -38,14 +40,26 @@ std::vector<Layer> parse_suite(const std::string& text, const std::string& sourc
         v[i] = std::stoll(f[i + 1], &used);
         if (used != f[i + 1].size()) throw std::invalid_argument("trailing");
       } catch (const std::exception&) {
-        throw Error(Status::IoError, where + ": column '" + kColumns[i + 1] + "' is not an integer: '" + f[i + 1] + "'");
+        throw Error(Status::IoError,
+                    where + ": column '" + kColumns[i + 1] + "' is not an integer: '" + f[i + 1] + "'");
       }
     }
     Layer l;
     l.name = f[0];
     Problem& p = l.problem;
-    p.n = v[0]; p.c = v[1]; p.h = v[2]; p.w = v[3]; p.k = v[4]; p.r = v[5]; p.s = v[6];
-    p.pad_h = v[7]; p.pad_w = v[8]; p.stride_h = v[9]; p.stride_w = v[10]; p.dil_h = v[11]; p.dil_w = v[12];
+    p.n = v[0];
+    p.c = v[1];
+    p.h = v[2];
+    p.w = v[3];
+    p.k = v[4];
+    p.r = v[5];
+    p.s = v[6];
+    p.pad_h = v[7];
+    p.pad_w = v[8];
+    p.stride_h = v[9];
+    p.stride_w = v[10];
+    p.dil_h = v[11];
+    p.dil_w = v[12];
     p.groups = v[13];
     try {
       p.validate();
