@@ -9,6 +9,7 @@
 #include "cuda_backend.hpp"
 #include "cuda_check.cuh"
 #include "direct_block_kernel.cuh"
+#include "filter_size_switch.cuh"
 
 namespace mconv::detail::cuda_backend {
 namespace {
@@ -37,19 +38,10 @@ void launch(const DirectBlockParams& prm, dim3 grid, int smem, cudaStream_t stre
 // Static switch over the filter size: 1, 3, 5, 7 square get unrolled kernels, others the generic one.
 template <int TX, int TY, int RH, int RW, int KF, int GB>
 void launch_sized(const DirectBlockParams& prm, dim3 grid, int smem, cudaStream_t stream) {
-  const int rs = prm.R == prm.S ? prm.R : 0;
-  switch (rs) {
-    case 1:
-      return launch<DirectBlockShape<1, 1, KF, TX, TY, RH, RW, GB>>(prm, grid, smem, stream);
-    case 3:
-      return launch<DirectBlockShape<3, 3, KF, TX, TY, RH, RW, GB>>(prm, grid, smem, stream);
-    case 5:
-      return launch<DirectBlockShape<5, 5, KF, TX, TY, RH, RW, GB>>(prm, grid, smem, stream);
-    case 7:
-      return launch<DirectBlockShape<7, 7, KF, TX, TY, RH, RW, GB>>(prm, grid, smem, stream);
-    default:
-      return launch<DirectBlockShape<0, 0, KF, TX, TY, RH, RW, GB>>(prm, grid, smem, stream);
-  }
+  cuda::filter_size_switch(prm.R, prm.S, [&](auto k) {
+    constexpr int K = decltype(k)::value;
+    launch<DirectBlockShape<K, K, KF, TX, TY, RH, RW, GB>>(prm, grid, smem, stream);
+  });
 }
 
 static_assert(matches_catalog<32, 8, 2, 2, 1, 1>("direct_32x8_r2x2_f1"), "catalog and instantiation disagree");

@@ -2,6 +2,7 @@
 // memory opt-in, the filter-size switch (1, 3, 5, 7 square, else generic) and the launch check.
 #include "cuda_backend.hpp"
 #include "cuda_check.cuh"
+#include "filter_size_switch.cuh"
 #include "single_channel_kernel.cuh"
 
 namespace mconv::detail::cuda_backend {
@@ -69,19 +70,8 @@ void single_channel_forward(const Plan& plan, const float* x, const float* w, fl
   const int smem = (prm.strip_rows * prm.strip_cols + t.block_filters * prm.R * prm.S) * 4;
   const dim3 grid(gx, gy, static_cast<unsigned>(z));
   const auto s = static_cast<cudaStream_t>(stream);
-  const int rs = pr.r == pr.s ? static_cast<int>(pr.r) : 0;
-  switch (rs) {
-    case 1:
-      return launch<1, 1>(prm, grid, smem, s);
-    case 3:
-      return launch<3, 3>(prm, grid, smem, s);
-    case 5:
-      return launch<5, 5>(prm, grid, smem, s);
-    case 7:
-      return launch<7, 7>(prm, grid, smem, s);
-    default:
-      return launch<0, 0>(prm, grid, smem, s);
-  }
+  cuda::filter_size_switch(pr.r, pr.s,
+                           [&](auto k) { launch<decltype(k)::value, decltype(k)::value>(prm, grid, smem, s); });
 }
 
 }  // namespace mconv::detail::cuda_backend

@@ -3,6 +3,7 @@
 #include "../plan/stride_fixed_planner.hpp"
 #include "cuda_backend.hpp"
 #include "cuda_check.cuh"
+#include "filter_size_switch.cuh"
 #include "stride_fixed_kernel.cuh"
 
 namespace mconv::detail::cuda_backend {
@@ -69,19 +70,8 @@ void stride_fixed_forward(const Plan& plan, const float* x, const float* w, floa
   const int smem = 2 * 4 * (prm.seg * prm.R * prm.line_cols + prm.seg * prm.R * prm.S * cuda::kStrideFixedFilters);
   const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy), static_cast<unsigned>(gz));
   const auto s = static_cast<cudaStream_t>(stream);
-  const int rs = pr.r == pr.s ? static_cast<int>(pr.r) : 0;
-  switch (rs) {
-    case 1:
-      return launch<1, 1>(prm, grid, smem, s);
-    case 3:
-      return launch<3, 3>(prm, grid, smem, s);
-    case 5:
-      return launch<5, 5>(prm, grid, smem, s);
-    case 7:
-      return launch<7, 7>(prm, grid, smem, s);
-    default:
-      return launch<0, 0>(prm, grid, smem, s);
-  }
+  cuda::filter_size_switch(pr.r, pr.s,
+                           [&](auto k) { launch<decltype(k)::value, decltype(k)::value>(prm, grid, smem, s); });
 }
 
 }  // namespace mconv::detail::cuda_backend
