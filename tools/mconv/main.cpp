@@ -189,11 +189,18 @@ int main(int argc, char** argv) {
   try {
     if (*run) return cmd_run(run_args, input, filter, output, check, relu, seed);
     if (*plan) {
-      mconv::Engine engine(mconv::parse_target(plan_args.target));
       mconv::PlanOptions o = plan_args.plan_options();
-      o.target = engine.target();
-      auto pl =
-          engine.plan(plan_args.resolved_problem(), plan_args.x_desc(), plan_args.w_desc(), plan_args.y_desc(), o);
+      std::shared_ptr<const mconv::Plan> pl;
+      if (o.target == mconv::Target::Cuda && mconv::built_with_cuda() && !mconv::cuda_available()) {
+        // Inspecting a CUDA plan needs no GPU: the planner assumes an H100 (132 SMs) when none is visible.
+        std::cerr << "mconv plan: no GPU visible; planning for an H100-like device\n";
+        pl = std::make_shared<const mconv::Plan>(mconv::Plan::build(plan_args.resolved_problem(), plan_args.x_desc(),
+                                                                    plan_args.w_desc(), plan_args.y_desc(), o));
+      } else {
+        mconv::Engine engine(o.target);
+        o.target = engine.target();
+        pl = engine.plan(plan_args.resolved_problem(), plan_args.x_desc(), plan_args.w_desc(), plan_args.y_desc(), o);
+      }
       std::cout << (plan_format == "json" ? pl->to_json(max_rows) : pl->to_text(max_rows));
       return 0;
     }
