@@ -54,7 +54,7 @@ Layout parse_layout(const std::string& s);  // throws Error(BadParam) on an unkn
 
 /// A 4-d tensor: dtype, logical dims in the order (n, c, h, w) and element strides in the same order.
 /// For a filter the logical dims are (k, c/g, r, s): "NCHW" for a filter is KCRS, "NHWC" is KRSC,
-/// "CNHW" is CRSK.
+/// "CNHW" is CKRS (channel outermost: the strides of a CNHW tensor with dims (k, c, r, s)).
 struct TensorDesc {
   DType dtype = DType::Float32;
   std::array<int64_t, 4> dims{};     // n, c, h, w

@@ -67,7 +67,7 @@ Layout parse_layout(const std::string& s) {
   std::transform(u.begin(), u.end(), u.begin(), ::toupper);
   if (u == "NCHW" || u == "KCRS") return Layout::NCHW;
   if (u == "NHWC" || u == "KRSC") return Layout::NHWC;
-  if (u == "CNHW" || u == "CRSK") return Layout::CNHW;
+  if (u == "CNHW" || u == "CKRS") return Layout::CNHW;
   throw Error(Status::BadParam, "layout: unknown name '" + s + "' (expected NCHW, NHWC or CNHW)");
 }
 

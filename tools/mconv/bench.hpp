@@ -12,7 +12,7 @@ namespace mconv::tools {
 
 struct BenchOptions {
   int64_t batch = 0;             ///< overrides n when > 0
-  Layout layout = Layout::NCHW;  ///< of x, w (KCRS/KRSC/CRSK) and y
+  Layout layout = Layout::NCHW;  ///< of x, w (KCRS/KRSC/CKRS) and y
   PlanOptions plan;              ///< algorithm / tile overrides
   bool vs_cudnn = false;         ///< time the two cuDNN peers too (CUDA builds with cuDNN)
   bool all_algorithms = false;   ///< also time every mconv algorithm that supports the layer

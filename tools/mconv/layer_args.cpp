@@ -29,7 +29,7 @@ void LayerArgs::add_to(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--layout", layout, "layout of x, w and y: NCHW, NHWC or CNHW")->capture_default_str();
   app.add_option("--x-layout", x_layout, "overrides --layout for x");
-  app.add_option("--w-layout", w_layout, "overrides --layout for w (NCHW = KCRS, NHWC = KRSC, CNHW = CRSK)");
+  app.add_option("--w-layout", w_layout, "overrides --layout for w (NCHW = KCRS, NHWC = KRSC, CNHW = CKRS)");
   app.add_option("--y-layout", y_layout, "overrides --layout for y");
   app.add_option("--target", target, "auto, cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))

@@ -22,6 +22,15 @@ std::vector<int64_t> storage_shape(const mconv::TensorDesc& d) {
   return s;
 }
 
+// The logical dims (n, c, h, w) -- (k, c, r, s) for a filter -- of a 4-d array stored in `layout`:
+// the inverse of storage_shape().
+std::array<int64_t, 4> logical_dims(const mconv::npy::Array& a, mconv::Layout layout, const std::string& what) {
+  if (a.shape.size() != 4) throw Error(mconv::Status::BadParam, what + ": the array must be 4-d");
+  static constexpr int kStorageIndex[3][4] = {{0, 1, 2, 3}, {0, 3, 1, 2}, {1, 0, 2, 3}};  // NCHW, NHWC, CNHW
+  const auto& idx = kStorageIndex[static_cast<int>(layout)];
+  return {a.shape[idx[0]], a.shape[idx[1]], a.shape[idx[2]], a.shape[idx[3]]};
+}
+
 void require_shape(const mconv::npy::Array& a, const mconv::TensorDesc& d, const std::string& what) {
   if (a.shape != storage_shape(d)) {
     std::string got, want;
@@ -40,44 +49,18 @@ int cmd_run(mt::LayerArgs& args, const std::string& input, const std::string& fi
   // A given .npy input fixes n, c, h, w; a given filter fixes k, r, s (in the chosen layouts' order).
   if (!input.empty()) {
     xa = npy::load(input);
-    if (xa.shape.size() != 4) throw Error(Status::BadParam, input + ": input must be 4-d");
-    const Layout l = parse_layout(args.x_layout.empty() ? args.layout : args.x_layout);
-    const auto& s = xa.shape;
-    if (l == Layout::NCHW) {
-      p.n = s[0];
-      p.c = s[1];
-      p.h = s[2];
-      p.w = s[3];
-    } else if (l == Layout::NHWC) {
-      p.n = s[0];
-      p.h = s[1];
-      p.w = s[2];
-      p.c = s[3];
-    } else {
-      p.c = s[0];
-      p.n = s[1];
-      p.h = s[2];
-      p.w = s[3];
-    }
+    const auto d = logical_dims(xa, parse_layout(args.x_layout.empty() ? args.layout : args.x_layout), input);
+    p.n = d[0];
+    p.c = d[1];
+    p.h = d[2];
+    p.w = d[3];
   }
   if (!filter.empty()) {
     wa = npy::load(filter);
-    if (wa.shape.size() != 4) throw Error(Status::BadParam, filter + ": filter must be 4-d");
-    const Layout l = parse_layout(args.w_layout.empty() ? args.layout : args.w_layout);
-    const auto& s = wa.shape;
-    if (l == Layout::NCHW) {
-      p.k = s[0];
-      p.r = s[2];
-      p.s = s[3];
-    } else if (l == Layout::NHWC) {
-      p.k = s[0];
-      p.r = s[1];
-      p.s = s[2];
-    } else {
-      p.r = s[1];
-      p.s = s[2];
-      p.k = s[3];
-    }
+    const auto d = logical_dims(wa, parse_layout(args.w_layout.empty() ? args.layout : args.w_layout), filter);
+    p.k = d[0];
+    p.r = d[2];
+    p.s = d[3];
   }
   args.problem = p;
   args.problem.mode = Mode::CrossCorrelation;  // resolved again from args.mode
