@@ -18,3 +18,18 @@ inline void check_cuda(cudaError_t err, const char* what, const char* file, int 
 }  // namespace mconv::cuda
 
 #define MCONV_CUDA_CHECK(call) ::mconv::cuda::check_cuda((call), #call, __FILE__, __LINE__)
+
+namespace mconv::cuda {
+
+/// Launches `kernel(params)` with `smem` bytes of dynamic shared memory, opting the kernel in above
+/// the default 48 KB first, and checks the launch.
+template <class Params>
+void launch_with_smem(void (*kernel)(Params), dim3 grid, int threads, int smem, cudaStream_t stream,
+                      const Params& params) {
+  if (smem > 48 * 1024)
+    MCONV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  kernel<<<grid, threads, smem, stream>>>(params);
+  MCONV_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace mconv::cuda

@@ -28,11 +28,7 @@ constexpr bool matches_catalog(std::string_view name) {
 
 template <class Shape>
 void launch(const DirectBlockParams& prm, dim3 grid, int smem, cudaStream_t stream) {
-  if (smem > 48 * 1024)
-    MCONV_CUDA_CHECK(
-        cudaFuncSetAttribute(cuda::direct_block_kernel<Shape>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  cuda::direct_block_kernel<Shape><<<grid, Shape::kThreads, smem, stream>>>(prm);
-  MCONV_CUDA_CHECK(cudaGetLastError());
+  cuda::launch_with_smem(cuda::direct_block_kernel<Shape>, grid, Shape::kThreads, smem, stream, prm);
 }
 
 // Static switch over the filter size: 1, 3, 5, 7 square get unrolled kernels, others the generic one.

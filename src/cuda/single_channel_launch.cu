@@ -10,11 +10,7 @@ namespace {
 
 template <int R, int S>
 void launch(const cuda::SingleChannelParams& prm, dim3 grid, int smem, cudaStream_t stream) {
-  if (smem > 48 * 1024)
-    MCONV_CUDA_CHECK(
-        cudaFuncSetAttribute(cuda::single_channel_kernel<R, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  cuda::single_channel_kernel<R, S><<<grid, cuda::kSingleChannelThreads, smem, stream>>>(prm);
-  MCONV_CUDA_CHECK(cudaGetLastError());
+  cuda::launch_with_smem(cuda::single_channel_kernel<R, S>, grid, cuda::kSingleChannelThreads, smem, stream, prm);
 }
 
 }  // namespace

@@ -11,11 +11,7 @@ namespace {
 
 template <int R, int S>
 void launch(const cuda::StrideFixedParams& prm, dim3 grid, int smem, cudaStream_t stream) {
-  if (smem > 48 * 1024)
-    MCONV_CUDA_CHECK(
-        cudaFuncSetAttribute(cuda::stride_fixed_kernel<R, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  cuda::stride_fixed_kernel<R, S><<<grid, cuda::kStrideFixedPixels, smem, stream>>>(prm);
-  MCONV_CUDA_CHECK(cudaGetLastError());
+  cuda::launch_with_smem(cuda::stride_fixed_kernel<R, S>, grid, cuda::kStrideFixedPixels, smem, stream, prm);
 }
 
 }  // namespace
