@@ -16,6 +16,13 @@ class CudaExecutor : public ::testing::Test {
   }
 };
 
+// Random cases per test: `full` normally, `few` under compute-sanitizer (MCONV_GPU_TEST_FEW), or
+// exactly MCONV_GPU_TEST_RANDOM (racecheck of the slowest kernels runs with a handful).
+int random_case_count(int full, int few) {
+  if (const char* n = std::getenv("MCONV_GPU_TEST_RANDOM")) return std::atoi(n);
+  return std::getenv("MCONV_GPU_TEST_FEW") ? few : full;
+}
+
 template <class T>
 struct DeviceBuffer {
   T* ptr = nullptr;
@@ -78,7 +85,7 @@ TEST_F(CudaExecutor, EdgeCasesFloatEveryLayout) {
 TEST_F(CudaExecutor, RandomProblemsFloat) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 2);
-  const int count = std::getenv("MCONV_GPU_TEST_FEW") ? 30 : 250;  // fewer under compute-sanitizer
+  const int count = random_case_count(250, 30);
   for (int i = 0; i < count; ++i) run_case(engine, random_case(g), g, false);
 }
 
@@ -126,7 +133,7 @@ TEST_F(CudaExecutor, DirectBlockEdgeCasesExact) {
 TEST_F(CudaExecutor, DirectBlockRandomProblemsFloat) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 8);
-  const int count = std::getenv("MCONV_GPU_TEST_FEW") ? 30 : 200;
+  const int count = random_case_count(200, 30);
   for (int i = 0; i < count; ++i) {
     Case c = random_case(g);
     PlanOptions o;
@@ -201,6 +208,42 @@ TEST_F(CudaExecutor, SingleChannelExactAndFloat) {
       engine.plan(multi, multi.x_desc(Layout::NCHW), multi.w_desc(Layout::NCHW), multi.y_desc(Layout::NCHW), o), Error);
 }
 
+// The plane stream (Note [plane stream]): packed small planes (scalar copies when W % 4 != 0), bands
+// of large planes (16-byte copies), strides 1 and 2 (also unequal), padding wider than the halo,
+// every filter size it runs, the CNHW plane order, mixed layouts, beta, bias and ReLU.
+TEST_F(CudaExecutor, SingleChannelPlaneStream) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 12);
+  std::vector<Case> cases{{make(2, 6, 9, 9, 6, 3, 3, 1, 1, 1, 6)},         {make(3, 5, 16, 20, 5, 3, 3, 1, 2, 1, 5)},
+                          {make(1, 3, 130, 64, 3, 5, 5, 2, 1, 1, 3)},      {make(2, 4, 37, 41, 4, 7, 7, 3, 2, 1, 4)},
+                          {make(2, 8, 10, 10, 8, 3, 3, 0, 2, 1, 8)},       {make(1, 2, 12, 12, 2, 1, 1, 0, 1, 1, 2)},
+                          {make(4, 1, 30, 28, 1, 3, 3, 1, 1)},             {make(2, 3, 11, 11, 3, 3, 3, 2, 1, 1, 3)},
+                          {make(2, 601, 7, 7, 601, 3, 3, 1, 1, 1, 601)},   {make(2, 16, 112, 112, 16, 3, 3, 1, 1, 1, 16)},
+                          {make(2, 12, 112, 112, 12, 3, 3, 1, 2, 1, 12)},  {make(3, 40, 14, 14, 40, 5, 5, 2, 2, 1, 40)}};
+  Case wide_stride{make(2, 4, 20, 33, 4, 3, 3, 1, 1, 1, 4)};
+  wide_stride.p.stride_w = 3;
+  cases.push_back(wide_stride);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    Case c = cases[i];
+    for (int l = 0; l < 4; ++l) {
+      const Layout plane_order = l == 1 ? Layout::CNHW : Layout::NCHW;
+      c.xl = c.wl = c.yl = plane_order;
+      if (l == 3) c.yl = Layout::NHWC;  // y may be any layout: the stores are scalar
+      c.p.mode = l == 1 ? Mode::Convolution : Mode::CrossCorrelation;
+      c.p.beta = l == 2 ? 0.5f : 0.0f;
+      c.bias = l >= 2;
+      c.relu = l == 3;
+      PlanOptions o;
+      o.algorithm = Algorithm::SingleChannel;
+      auto plan = engine.plan(c.p, c.p.x_desc(c.xl), c.p.w_desc(c.wl), c.p.y_desc(c.yl), o);
+      ASSERT_EQ(plan->tile().name, "single_channel_planes") << c.name();
+      EXPECT_EQ(engine.plan_device_bytes(*plan), 0);
+      run_case(engine, c, g, true, "", 0, Algorithm::SingleChannel);
+      run_case(engine, c, g, false, "", 0, Algorithm::SingleChannel);
+    }
+  }
+}
+
 TEST_F(CudaExecutor, StrideFixedEdgeCasesAndRandom) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 11);
@@ -222,7 +265,7 @@ TEST_F(CudaExecutor, StrideFixedEdgeCasesAndRandom) {
       c.xl = c.wl = c.yl = Layout(l);
       if (claims(c)) run_case(engine, c, g, true, "", 0, Algorithm::StrideFixed);
     }
-  const int count = std::getenv("MCONV_GPU_TEST_FEW") ? 20 : 120;
+  const int count = random_case_count(120, 20);
   for (int i = 0; i < count; ++i) {
     Case c = random_case(g);
     if (claims(c)) run_case(engine, c, g, false, "", 0, Algorithm::StrideFixed);

@@ -78,6 +78,8 @@ HardwareModel h100_model() {
   m.cores_per_sm = 128;
   m.smem_per_sm = 228 * 1024;
   m.smem_per_block_optin = 227 * 1024;
+  m.max_threads_per_sm = 2048;
+  m.regs_per_sm = 65536;
   m.clock_mhz = 1980;
   m.latency_cycles = 291;
   m.bandwidth = 3.0e12;
@@ -109,6 +111,50 @@ TEST(SingleChannelPlanner, WideMapsSplitRowsUntilDFits) {
   EXPECT_GT(d.blocks, 1);
 }
 
+// Note [plane stream]: small maps pack whole planes, large maps cut bands, every block near the Th
+// target, within its share of shared memory, and enough blocks for every SM's resident set.
+TEST(PlaneStreamPlanner, PacksSmallPlanesAndBandsLargeOnes) {
+  const HardwareModel hw = h100_model();
+  const int resident = hw.max_threads_per_sm / detail::kPlaneStreamThreads;
+  for (Problem p : {make(32, 960, 7, 7, 960, 3, 3, 1, 1, 1, 960), make(32, 384, 14, 14, 384, 3, 3, 1, 1, 1, 384),
+                    make(32, 32, 112, 112, 32, 3, 3, 1, 1, 1, 32), make(32, 96, 112, 112, 96, 3, 3, 1, 2, 1, 96),
+                    make(32, 144, 56, 56, 144, 3, 3, 1, 2, 1, 144)}) {
+    SCOPED_TRACE(p.to_string());
+    std::vector<std::string> why;
+    const auto d = detail::plan_plane_stream(p, p.x_desc(Layout::NCHW), hw, why);
+    EXPECT_LE(d.d_bytes, hw.smem_per_sm / resident);
+    EXPECT_GE(d.blocks, int64_t(hw.sm_count) * resident);
+    if (d.planes_per_block > 1) EXPECT_EQ(d.rows_per_block, p.p());  // packing needs whole planes
+    if (d.rows_per_block < p.p()) EXPECT_EQ(d.rows_per_block % detail::kPlaneRowsPerThread, 0);
+    EXPECT_EQ(d.layout.pitch % 4, 0);
+    EXPECT_GE(d.layout.pitch, d.layout.lpad + p.w);
+    EXPECT_NE(why.back().find("plane stream"), std::string::npos);
+  }
+  std::vector<std::string> why;
+  const Problem small = make(32, 960, 7, 7, 960, 3, 3, 1, 1, 1, 960);
+  EXPECT_GT(detail::plan_plane_stream(small, small.x_desc(Layout::NCHW), hw, why).planes_per_block, 8);
+  const Problem large = make(32, 32, 112, 112, 32, 3, 3, 1, 1, 1, 32);
+  const auto band = detail::plan_plane_stream(large, large.x_desc(Layout::NCHW), hw, why);
+  EXPECT_EQ(band.planes_per_block, 1);
+  EXPECT_LT(band.rows_per_block, 112);
+  EXPECT_GE(band.th * resident, hw.n_fma());  // the resident blocks of an SM hold N_FMA
+}
+
+TEST(PlaneStreamPlanner, RefusesWhatTheKernelDoesNotRun) {
+  const HardwareModel hw = h100_model();
+  std::vector<std::string> why;
+  const Problem mult2 = make(2, 8, 14, 14, 16, 3, 3, 1, 1, 1, 8), dil = make(2, 8, 14, 14, 8, 3, 3, 2, 1, 2, 8),
+                s3 = make(2, 8, 14, 14, 8, 3, 3, 1, 3, 1, 8), k4 = make(2, 8, 14, 14, 8, 4, 4, 1, 1, 1, 8),
+                dw = make(2, 8, 14, 14, 8, 3, 3, 1, 1, 1, 8);
+  EXPECT_NE(detail::plane_stream_unsupported(mult2, mult2.x_desc(Layout::NCHW)).find("K/G"), std::string::npos);
+  EXPECT_NE(detail::plane_stream_unsupported(dil, dil.x_desc(Layout::NCHW)).find("dilated"), std::string::npos);
+  EXPECT_NE(detail::plane_stream_unsupported(s3, s3.x_desc(Layout::NCHW)).find("stride_h"), std::string::npos);
+  EXPECT_NE(detail::plane_stream_unsupported(k4, k4.x_desc(Layout::NCHW)).find("square"), std::string::npos);
+  EXPECT_NE(detail::plane_stream_unsupported(dw, dw.x_desc(Layout::NHWC)).find("contiguous"), std::string::npos);
+  EXPECT_EQ(detail::plane_stream_unsupported(dw, dw.x_desc(Layout::CNHW)), "");
+  EXPECT_THROW(detail::plan_plane_stream(mult2, mult2.x_desc(Layout::NCHW), hw, why), Error);
+}
+
 TEST(SingleChannelPlanner, RefusesMultiChannel) {
   std::vector<std::string> why;
   EXPECT_THROW(detail::plan_single_channel(make(1, 4, 28, 28, 8, 3, 3), h100_model(), why), Error);
@@ -132,6 +178,35 @@ TEST(StrideFixedPlanner, LargestSegmentThatFitsTwoRounds) {
   EXPECT_LT(d7.segment_channels, 16);  // 7x7 filters: smaller segments to fit two rounds
   EXPECT_LE(d7.smem_bytes, h100_model().smem_per_block_optin);
   EXPECT_EQ(why.size(), 2u);
+}
+
+}  // namespace
+}  // namespace mconv::test
+
+#include "../src/cuda/fast_divmod.cuh"
+
+namespace mconv::test {
+namespace {
+
+// The kernels split flat indices with FastDivmod; it must equal / and % for every divisor and index
+// they can see (indices below 2^31).
+TEST(FastDivmod, MatchesIntegerDivision) {
+  std::mt19937_64 g(test_seed() + 40);
+  std::vector<unsigned> divisors{1, 2, 3, 5, 7, 14, 49, 56, 112, 196, 960, 12544, 65535, 65536, 1u << 20, 0x7fffffffu};
+  for (int i = 0; i < 200; ++i) divisors.push_back(1 + unsigned(g() % 0x7fffffffu));
+  for (unsigned d : divisors) {
+    const cuda::FastDivmod f(d);
+    std::vector<unsigned> ns{0, 1, d - 1, d, d + 1, 0x7fffffffu, 0x7fffffffu - 1};
+    for (int i = 0; i < 2000; ++i) ns.push_back(unsigned(g() % 0x80000000u));
+    for (unsigned k = 1; k < 64; ++k) ns.push_back(std::min<uint64_t>(uint64_t(d) * k, 0x7fffffffu));
+    for (unsigned n : ns) {
+      if (n > 0x7fffffffu) continue;
+      unsigned q, r;
+      f.divmod(n, q, r);
+      ASSERT_EQ(q, n / d) << n << " / " << d;
+      ASSERT_EQ(r, n % d) << n << " % " << d;
+    }
+  }
 }
 
 }  // namespace

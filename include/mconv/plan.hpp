@@ -94,6 +94,8 @@ struct TileChoice {
   int split_k = 1;
   /// single_channel: the planner's division (filters and output rows per block); 0 otherwise.
   int block_filters = 0, block_rows = 0;
+  /// single_channel plane stream (K/G = 1): whole planes per block; 0 for the paper's strip kernel.
+  int block_planes = 0;
   /// stride_fixed: channels per round (the paper's segment S = 4 * this many bytes); 0 otherwise.
   int segment_channels = 0;
 };

@@ -25,8 +25,12 @@ void implicit_precomp_forward(const Plan& plan, const void* table, const float* 
 
 void direct_block_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e, void* stream);
 
+/// The single-channel family: the paper's strip kernel, or the plane stream when the plan has a
+/// plane-stream division (tile().block_planes > 0).
 void single_channel_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e,
                             void* stream);
+void single_channel_planes_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e,
+                                   void* stream);
 void stride_fixed_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e, void* stream);
 int current_device();
 

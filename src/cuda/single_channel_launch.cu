@@ -17,6 +17,7 @@ void launch(const cuda::SingleChannelParams& prm, dim3 grid, int smem, cudaStrea
 
 void single_channel_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e,
                             void* stream) {
+  if (plan.tile().block_planes > 0) return single_channel_planes_forward(plan, x, w, y, e, stream);
   const Problem& pr = plan.problem();
   const TileChoice& t = plan.tile();
   const TensorDesc &xd = plan.x_desc(), &wd = plan.w_desc(), &yd = plan.y_desc();

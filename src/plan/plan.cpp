@@ -160,6 +160,14 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
       throw Error(Status::BadParam, "tile: tiles and split_k apply to implicit_precomp only");
     try {
       const HardwareModel hw = hardware_model(detail::cuda_backend::current_device());
+      if (detail::plane_stream_unsupported(pr, x).empty()) {
+        const auto div = detail::plan_plane_stream(pr, x, hw, plan.decisions_);
+        plan.tile_.name = "single_channel_planes";
+        plan.tile_.block_planes = div.planes_per_block;
+        plan.tile_.block_rows = div.rows_per_block;
+        plan.tile_.reason = plan.decisions_.back();
+        return plan;
+      }
       const auto div = detail::plan_single_channel(pr, hw, plan.decisions_);
       plan.tile_.name = "single_channel_m" + std::to_string(div.method);
       plan.tile_.block_filters = div.filters_per_block;

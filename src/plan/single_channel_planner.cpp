@@ -1,6 +1,7 @@
 #include "single_channel_planner.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "mconv/types.hpp"
@@ -103,6 +104,92 @@ SingleChannelDivision plan_single_channel(const Problem& p, const HardwareModel&
     why.push_back(v.str());
   }
   return best;
+}
+
+}  // namespace mconv::detail
+
+namespace mconv::detail {
+namespace {
+
+int64_t round_up(int64_t a, int64_t b) {
+  return (a + b - 1) / b * b;
+}
+
+}  // namespace
+
+PlaneStreamLayout plane_stream_layout(const Problem& p, int rows_per_block) {
+  PlaneStreamLayout l;
+  const int64_t run_rows = round_up(rows_per_block, kPlaneRowsPerThread);  // every thread computes a full run
+  l.rows = int((run_rows - 1) * p.stride_h + p.r);
+  l.lpad = int(round_up(p.pad_w, 4));
+  const int64_t last_read = l.lpad - p.pad_w + (p.q() - 1) * p.stride_w + p.s;  // one past the last column read
+  l.pitch = int(round_up(std::max<int64_t>(l.lpad + p.w, last_read), 4));
+  return l;
+}
+
+std::string plane_stream_unsupported(const Problem& p, const TensorDesc& x) {
+  if (p.c_per_group() != 1 || p.k_per_group() != 1)
+    return "plane stream needs C/G = 1 and K/G = 1, got " + std::to_string(p.c_per_group()) + " and " +
+           std::to_string(p.k_per_group());
+  if (p.r != p.s || (p.r != 1 && p.r != 3 && p.r != 5 && p.r != 7))
+    return "plane stream runs square 1, 3, 5, 7 filters, got " + std::to_string(p.r) + "x" + std::to_string(p.s);
+  if (p.stride_h != 1 && p.stride_h != 2)
+    return "plane stream runs stride_h 1 or 2, got " + std::to_string(p.stride_h);
+  if (p.dil_h != 1 || p.dil_w != 1) return "plane stream runs undilated filters";
+  if (x.strides[3] != 1) return "plane stream needs contiguous input rows (x W stride 1)";
+  return "";
+}
+
+PlaneStreamDivision plan_plane_stream(const Problem& p, const TensorDesc& x, const HardwareModel& hw,
+                                      std::vector<std::string>& why) {
+  if (const std::string no = plane_stream_unsupported(p, x); !no.empty())
+    throw Error(Status::Unsupported, "algorithm: single_channel: " + no);
+  constexpr int V = kPlaneRowsPerThread;
+  const int64_t planes = p.n * p.groups, P = p.p();
+  const int blocks_per_sm = std::max(1, hw.max_threads_per_sm / kPlaneStreamThreads);
+  // sm_90 keeps 1 KB of every block's shared memory for the runtime.
+  const int64_t budget = hw.smem_per_sm / blocks_per_sm - 1024;
+  const double th_row = double(p.r * p.s * p.q());  // FMAs of one output row of one plane
+  PlaneStreamDivision d;
+  d.th_target = hw.n_fma() / blocks_per_sm;
+  auto d_of = [&](int64_t pb, int64_t rows) {
+    return pb * (plane_stream_layout(p, int(rows)).plane_floats() + p.r * p.s) * 4;
+  };
+  int64_t pb = 1, rows = P;
+  if (th_row * P >= d.th_target)
+    rows = std::min(P, round_up(int64_t(std::ceil(d.th_target / th_row)), V));
+  else
+    pb = std::min(planes, int64_t(std::ceil(d.th_target / (th_row * P))));
+  while (d_of(pb, rows) > budget && pb > 1) pb = (pb + 1) / 2;
+  while (d_of(pb, rows) > budget && rows > V) rows = std::max<int64_t>(V, round_up(rows / 2, V));
+  if (d_of(pb, rows) > hw.smem_per_block_optin)
+    throw Error(Status::Unsupported, "algorithm: single_channel: plane stream needs " +
+                                         std::to_string(d_of(pb, rows)) + " B of shared memory for " +
+                                         std::to_string(V) + " output rows of width " + std::to_string(p.q()) +
+                                         ", more than a block can have");
+  auto blocks_of = [&] { return ((planes + pb - 1) / pb) * ((P + rows - 1) / rows); };
+  // Too few blocks to give every SM its resident set: split further (the paper's V_s refinement).
+  while (blocks_of() < int64_t(hw.sm_count) * blocks_per_sm && (pb > 1 || rows > V)) {
+    if (pb > 1)
+      pb = (pb + 1) / 2;
+    else
+      rows = std::max<int64_t>(V, round_up((rows + 1) / 2, V));
+  }
+  if ((P + rows - 1) / rows > 65535)
+    throw Error(Status::Unsupported, "algorithm: single_channel: plane stream needs more than 65535 bands of rows");
+  d.planes_per_block = int(pb);
+  d.rows_per_block = int(rows);
+  d.layout = plane_stream_layout(p, d.rows_per_block);
+  d.d_bytes = d_of(pb, rows);
+  d.th = th_row * rows * pb;
+  d.blocks = blocks_of();
+  std::ostringstream os;
+  os << "single_channel plane stream (K/G = 1): " << planes << " planes of " << P << "x" << p.q()
+     << " outputs; target Th = N_FMA / " << blocks_per_sm << " resident blocks = " << d.th_target << " FMAs; "
+     << d.planes_per_block << " plane(s) x " << d.rows_per_block << " rows per block, Th = " << d.th
+     << ", D = " << d.d_bytes << " B (budget " << budget << " B), " << d.blocks << " blocks";
+  why.push_back(os.str());
+  return d;
 }
 
 }  // namespace mconv::detail

@@ -43,4 +43,40 @@ int64_t single_channel_strip_rows(const Problem& p, int64_t out_rows);
 /// C/G != 1 or no division fits shared memory.
 SingleChannelDivision plan_single_channel(const Problem& p, const HardwareModel& hw, std::vector<std::string>& why);
 
+// mconv's extension for many small planes (Note [plane stream]): when every group has one channel and
+// one filter (depthwise with multiplier 1), the N*G planes are independent single-channel problems.
+// The paper's division gives one plane per block, which on 7x7..28x28 maps means thousands of blocks
+// that each move a few hundred bytes and do Th << N_FMA FMAs. The plane-stream division packs whole
+// planes (small maps) or cuts bands of output rows (large maps) so that each block does about
+// N_FMA / (resident blocks per SM) FMAs: together the resident blocks of an SM then hold N_FMA.
+
+/// Output rows each thread computes (a vertical run: input rows are loaded once for the run).
+inline constexpr int kPlaneRowsPerThread = 4;
+inline constexpr int kPlaneStreamThreads = 256;
+
+/// Shared-memory layout of one plane of a plane-stream block: `rows` input rows (halo and zero
+/// padding rows included) of `pitch` floats; input column 0 sits at column `lpad` (a multiple of 4,
+/// so 16-byte copies land aligned), the zero columns around it are the padding.
+struct PlaneStreamLayout {
+  int rows = 0, pitch = 0, lpad = 0;
+  int64_t plane_floats() const { return int64_t(rows) * pitch; }
+};
+PlaneStreamLayout plane_stream_layout(const Problem& p, int rows_per_block);
+
+struct PlaneStreamDivision {
+  int planes_per_block = 1;  // whole planes per block (> 1 only when a block holds all output rows)
+  int rows_per_block = 1;    // output rows per block: a band, or P when whole planes
+  PlaneStreamLayout layout;
+  int64_t d_bytes = 0;  // shared memory of one block
+  double th = 0;        // FMAs of one block
+  double th_target = 0; // N_FMA / resident blocks per SM
+  int64_t blocks = 0;   // of the whole problem
+};
+
+/// Empty when the plane-stream kernel runs `p` with input `x`; otherwise the reason it does not.
+std::string plane_stream_unsupported(const Problem& p, const TensorDesc& x);
+/// The division, with its reasons appended to `why`. Throws Error(Unsupported) with the reason.
+PlaneStreamDivision plan_plane_stream(const Problem& p, const TensorDesc& x, const HardwareModel& hw,
+                                      std::vector<std::string>& why);
+
 }  // namespace mconv::detail

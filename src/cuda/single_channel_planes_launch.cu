@@ -1,0 +1,88 @@
+// Launcher of the plane-stream kernel: the plane-stream division from the Plan, x's plane order,
+// 16-byte copies where x's rows and planes allow them, and the (filter size, vertical stride) switch.
+#include <cstdint>
+
+#include "../plan/single_channel_planner.hpp"
+#include "cuda_backend.hpp"
+#include "cuda_check.cuh"
+#include "filter_size_switch.cuh"
+#include "single_channel_planes_kernel.cuh"
+
+namespace mconv::detail::cuda_backend {
+namespace {
+
+template <int K, int SH>
+void launch(const cuda::PlaneStreamParams& prm, bool vec4, dim3 grid, int smem, cudaStream_t stream) {
+  constexpr int RUN = kPlaneRowsPerThread, T = kPlaneStreamThreads;
+  if (vec4)
+    cuda::launch_with_smem(cuda::single_channel_planes_kernel<K, RUN, SH, 4, T>, grid, T, smem, stream, prm);
+  else
+    cuda::launch_with_smem(cuda::single_channel_planes_kernel<K, RUN, SH, 1, T>, grid, T, smem, stream, prm);
+}
+
+}  // namespace
+
+void single_channel_planes_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e,
+                                   void* stream) {
+  const Problem& pr = plan.problem();
+  const TileChoice& t = plan.tile();
+  const TensorDesc &xd = plan.x_desc(), &wd = plan.w_desc(), &yd = plan.y_desc();
+  const PlaneStreamLayout layout = plane_stream_layout(pr, t.block_rows);
+  cuda::PlaneStreamParams prm{};
+  prm.x = x;
+  prm.w = w;
+  prm.y = y;
+  prm.bias = e.bias;
+  prm.x_sn = xd.strides[0];
+  prm.x_sc = xd.strides[1];
+  prm.x_sh = xd.strides[2];
+  prm.w_sk = wd.strides[0];
+  prm.w_sr = wd.strides[2];
+  prm.w_ss = wd.strides[3];
+  prm.y_sn = yd.strides[0];
+  prm.y_sk = yd.strides[1];
+  prm.y_sp = yd.strides[2];
+  prm.y_sq = yd.strides[3];
+  prm.planes = static_cast<int>(pr.n * pr.groups);
+  prm.inner_is_c = xd.strides[1] <= xd.strides[0];  // consecutive planes of a block adjacent in memory
+  prm.inner = cuda::FastDivmod(static_cast<unsigned>(prm.inner_is_c ? pr.groups : pr.n));
+  prm.planes_per_block = t.block_planes;
+  prm.rows_per_block = t.block_rows;
+  // 16-byte copies: every row start 16-byte aligned (x, the plane and row strides, W all multiples of 4).
+  const bool vec4 = reinterpret_cast<uintptr_t>(x) % 16 == 0 && pr.w % 4 == 0 && xd.strides[0] % 4 == 0 &&
+                    xd.strides[1] % 4 == 0 && xd.strides[2] % 4 == 0;
+  prm.row_vectors = cuda::FastDivmod(static_cast<unsigned>(vec4 ? pr.w / 4 : pr.w));
+  const int64_t whole_rows = std::min<int64_t>(layout.rows - pr.pad_h, pr.h);  // rows a block copies when oy0 = 0
+  prm.plane_rows = cuda::FastDivmod(static_cast<unsigned>(std::max<int64_t>(whole_rows, 1)));
+  prm.q_div = cuda::FastDivmod(static_cast<unsigned>(pr.q()));
+  prm.run_div = cuda::FastDivmod(static_cast<unsigned>((t.block_rows + kPlaneRowsPerThread - 1) / kPlaneRowsPerThread));
+  prm.H = static_cast<int>(pr.h);
+  prm.P = static_cast<int>(pr.p());
+  prm.Q = static_cast<int>(pr.q());
+  prm.stride_w = static_cast<int>(pr.stride_w);
+  prm.pad_h = static_cast<int>(pr.pad_h);
+  prm.pad_w = static_cast<int>(pr.pad_w);
+  prm.smem_rows = layout.rows;
+  prm.pitch = layout.pitch;
+  prm.lpad = layout.lpad;
+  prm.flip = pr.mode == Mode::Convolution;
+  prm.alpha = pr.alpha;
+  prm.beta = pr.beta;
+  prm.relu = e.relu;
+  const int smem = static_cast<int>((t.block_planes * (layout.plane_floats() + pr.r * pr.s)) * 4);
+  const dim3 grid(static_cast<unsigned>((prm.planes + t.block_planes - 1) / t.block_planes),
+                  static_cast<unsigned>((prm.P + t.block_rows - 1) / t.block_rows));
+  const auto s = static_cast<cudaStream_t>(stream);
+  cuda::filter_size_switch(pr.r, pr.s, [&](auto k) {
+    constexpr int K = decltype(k)::value;
+    if constexpr (K == 0) {
+      throw Error(Status::Unsupported, "filter: the plane stream runs square 1, 3, 5, 7 filters");  // planner refuses
+    } else if (pr.stride_h == 1) {
+      launch<K, 1>(prm, vec4, grid, smem, s);
+    } else {
+      launch<K, 2>(prm, vec4, grid, smem, s);
+    }
+  });
+}
+
+}  // namespace mconv::detail::cuda_backend
