@@ -9,15 +9,18 @@ namespace {
 using detail::DeviceSummary;
 const DeviceSummary kH100{132, 227 * 1024};
 
-Algorithm pick(const Problem& p) {
+Algorithm pick(const Problem& p, Layout x_layout = Layout::NCHW) {
   std::vector<std::string> why;
-  Algorithm a = detail::choose_algorithm(p, why);
+  Algorithm a = detail::choose_algorithm(p, p.x_desc(x_layout), why);
   EXPECT_EQ(why.size(), 1u);
   return a;
 }
 
 TEST(Heuristics, AlgorithmChoice) {
-  EXPECT_EQ(pick(make(32, 32, 112, 112, 32, 3, 3, 1, 1, 1, 32)), Algorithm::DirectBlock);   // depthwise
+  EXPECT_EQ(pick(make(32, 32, 112, 112, 32, 3, 3, 1, 1, 1, 32)), Algorithm::SingleChannel);  // depthwise: planes
+  EXPECT_EQ(pick(make(32, 32, 112, 112, 32, 3, 3, 1, 1, 1, 32), Layout::CNHW), Algorithm::SingleChannel);
+  EXPECT_EQ(pick(make(32, 32, 112, 112, 32, 3, 3, 1, 1, 1, 32), Layout::NHWC), Algorithm::DirectBlock);  // strided rows
+  EXPECT_EQ(pick(make(32, 32, 112, 112, 32, 3, 3, 1, 3, 1, 32)), Algorithm::DirectBlock);  // stride 3
   EXPECT_EQ(pick(make(32, 96, 112, 112, 192, 3, 3, 1, 2, 1, 96)), Algorithm::DirectBlock);  // multiplier 2
   EXPECT_EQ(pick(make(1, 1, 56, 56, 256, 3, 3)), Algorithm::DirectBlock);                   // single channel
   EXPECT_EQ(pick(make(1, 1, 28, 28, 512, 3, 3)), Algorithm::SingleChannel);                 // small map, many filters
@@ -115,15 +118,15 @@ TEST(SingleChannelPlanner, WideMapsSplitRowsUntilDFits) {
 // target, within its share of shared memory, and enough blocks for every SM's resident set.
 TEST(PlaneStreamPlanner, PacksSmallPlanesAndBandsLargeOnes) {
   const HardwareModel hw = h100_model();
-  const int resident = hw.max_threads_per_sm / detail::kPlaneStreamThreads;
+  const int resident = detail::plane_stream_resident_blocks(3);
   for (Problem p : {make(32, 960, 7, 7, 960, 3, 3, 1, 1, 1, 960), make(32, 384, 14, 14, 384, 3, 3, 1, 1, 1, 384),
                     make(32, 32, 112, 112, 32, 3, 3, 1, 1, 1, 32), make(32, 96, 112, 112, 96, 3, 3, 1, 2, 1, 96),
                     make(32, 144, 56, 56, 144, 3, 3, 1, 2, 1, 144)}) {
     SCOPED_TRACE(p.to_string());
     std::vector<std::string> why;
     const auto d = detail::plan_plane_stream(p, p.x_desc(Layout::NCHW), hw, why);
-    EXPECT_LE(d.d_bytes, hw.smem_per_sm / resident);
-    EXPECT_GE(d.blocks, int64_t(hw.sm_count) * resident);
+    EXPECT_LE(2 * d.d_bytes, hw.smem_per_sm / resident);  // double-buffered
+    EXPECT_GE(d.blocks, 3 * int64_t(hw.sm_count) * resident);  // about three chunks per resident block
     if (d.planes_per_block > 1) EXPECT_EQ(d.rows_per_block, p.p());  // packing needs whole planes
     if (d.rows_per_block < p.p()) EXPECT_EQ(d.rows_per_block % detail::kPlaneRowsPerThread, 0);
     EXPECT_EQ(d.layout.pitch % 4, 0);
@@ -132,7 +135,7 @@ TEST(PlaneStreamPlanner, PacksSmallPlanesAndBandsLargeOnes) {
   }
   std::vector<std::string> why;
   const Problem small = make(32, 960, 7, 7, 960, 3, 3, 1, 1, 1, 960);
-  EXPECT_GT(detail::plan_plane_stream(small, small.x_desc(Layout::NCHW), hw, why).planes_per_block, 8);
+  EXPECT_GT(detail::plan_plane_stream(small, small.x_desc(Layout::NCHW), hw, why).planes_per_block, 4);
   const Problem large = make(32, 32, 112, 112, 32, 3, 3, 1, 1, 1, 32);
   const auto band = detail::plan_plane_stream(large, large.x_desc(Layout::NCHW), hw, why);
   EXPECT_EQ(band.planes_per_block, 1);

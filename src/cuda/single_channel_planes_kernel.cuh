@@ -1,13 +1,15 @@
 // The plane-stream kernel of the single-channel family (Note [plane stream] in
 // src/plan/single_channel_planner.hpp): for groups of one channel and one filter (depthwise,
-// multiplier 1). A block takes several whole planes (small maps) or a band of output rows of one
-// plane (large maps):
-//   1. zero its shared memory (the zeros stay where padding is), then copy the planes' input rows
-//      in with cp.async, 16 bytes at a time when rows allow. The copies walk the rows as one flat
-//      range, so a warp reads contiguous memory even when a row is 7 floats long;
-//   2. each thread computes a vertical run of kPlaneRowsPerThread outputs of one column: it loads
+// multiplier 1). The work is a list of chunks: several whole planes (small maps) or a band of output
+// rows of one plane (large maps). A grid of resident blocks walks the list with two buffers:
+//   1. while it computes one chunk, the next chunk's input rows and filters are in flight (cp.async,
+//      16 bytes at a time when rows allow). The copies walk the rows as one flat range, so a warp
+//      reads contiguous memory even when a row is 7 floats long;
+//   2. padding is zeros left in shared memory (columns: from the first fill; rows outside the map:
+//      cleared per chunk), so the compute reads without predicates;
+//   3. each thread computes a vertical run of kPlaneRowsPerThread outputs of one column: it loads
 //      each of the run's input rows once and adds it into every output of the run that uses it, with
-//      the plane's filter in registers. Shared memory is read without predicates (padding is zeros).
+//      the plane's filter in registers.
 #pragma once
 
 #include "cp_async.cuh"
@@ -28,6 +30,9 @@ struct PlaneStreamParams {
   int inner_is_c;              //   1: plane = n * G + c (NCHW-like); 0: plane = c * N + n (CNHW-like)
   FastDivmod inner;            //   G or N
   int planes_per_block, rows_per_block;
+  int chunks;                  // ceil(planes / planes_per_block) * bands
+  FastDivmod bands;            // bands of output rows per plane: ceil(P / rows_per_block)
+  int buffer_floats;           // one buffer: planes_per_block * (smem_rows * pitch + R * S), rounded to 4
   FastDivmod row_vectors;      // vectors (of VW floats) per input row: W / VW
   FastDivmod plane_rows;       // input rows copied per plane when a block holds whole planes
   FastDivmod q_div;            // Q
@@ -48,67 +53,85 @@ __device__ __forceinline__ void plane_coords(const PlaneStreamParams& prm, unsig
   c = prm.inner_is_c ? inner : outer;
 }
 
-/// K: square filter size; RUN: output rows per thread; SH: vertical stride; VW: floats per copy (4 or 1).
-template <int K, int RUN, int SH, int VW, int THREADS>
-__global__ void __launch_bounds__(THREADS) single_channel_planes_kernel(const PlaneStreamParams prm) {
-  constexpr int KK = K * K, RUN_ROWS = (RUN - 1) * SH + K;  // input rows of one run
-  extern __shared__ __align__(16) float smem[];
-  const int plane_floats = prm.smem_rows * prm.pitch;  // a multiple of 4: pitch is
-  const unsigned g0 = blockIdx.x * prm.planes_per_block;
-  const int nplanes = min(prm.planes_per_block, prm.planes - static_cast<int>(g0));
-  float* sFilter = smem + prm.planes_per_block * plane_floats;  // [planes][K*K]
-  const int oy0 = blockIdx.y * prm.rows_per_block;
-  const int out_rows = min(prm.rows_per_block, prm.P - oy0);
-  const int iy0 = oy0 * SH - prm.pad_h;  // input row of shared row 0
-  const int ih_lo = max(iy0, 0), copy_rows = max(min(iy0 + prm.smem_rows, prm.H) - ih_lo, 0);
+/// Where chunk `chunk` lies: its first plane, planes, first output row and rows, and the input rows it copies.
+struct PlaneChunk {
+  unsigned g0;
+  int nplanes, oy0, out_rows, iy0, ih_lo, copy_rows;
+};
 
-  float4* s4 = reinterpret_cast<float4*>(smem);
-  for (int i = threadIdx.x; i < nplanes * plane_floats / 4; i += THREADS) s4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-  for (int e = threadIdx.x; e < nplanes * KK; e += THREADS) {
-    const int pl = e / KK, rs = e - pl * KK, r = rs / K, s = rs - r * K;
-    unsigned n, c;
-    plane_coords(prm, g0 + pl, n, c);
-    const int fr = prm.flip ? K - 1 - r : r, fs = prm.flip ? K - 1 - s : s;
-    sFilter[e] = __ldg(prm.w + c * prm.w_sk + fr * prm.w_sr + fs * prm.w_ss);
+template <int SH>
+__device__ __forceinline__ PlaneChunk plane_chunk(const PlaneStreamParams& prm, int chunk) {
+  unsigned plane_block, band;
+  prm.bands.divmod(chunk, plane_block, band);
+  PlaneChunk c;
+  c.g0 = plane_block * prm.planes_per_block;
+  c.nplanes = min(prm.planes_per_block, prm.planes - static_cast<int>(c.g0));
+  c.oy0 = band * prm.rows_per_block;
+  c.out_rows = min(prm.rows_per_block, prm.P - c.oy0);
+  c.iy0 = c.oy0 * SH - prm.pad_h;  // input row of shared row 0
+  c.ih_lo = max(c.iy0, 0);
+  c.copy_rows = max(min(c.iy0 + prm.smem_rows, prm.H) - c.ih_lo, 0);
+  return c;
+}
+
+/// Clears the rows of `buf` that chunk `c` does not copy (above and below the map), then starts the
+/// copies of its input rows and filters. The caller commits.
+template <int K, int VW, int THREADS>
+__device__ __forceinline__ void start_chunk(const PlaneStreamParams& prm, const PlaneChunk& c, float* buf) {
+  constexpr int KK = K * K;
+  const int plane_floats = prm.smem_rows * prm.pitch;
+  const int first = c.ih_lo - c.iy0, last = first + c.copy_rows;  // copied shared rows [first, last)
+  if (prm.bands.divisor > 1) {  // bands differ in the rows they copy; whole planes keep the first fill's zeros
+    const int zero_rows = first + prm.smem_rows - last;  // one plane per chunk (the planner's rule for bands)
+    for (int e = threadIdx.x; e < zero_rows * prm.pitch; e += THREADS) {
+      const int r = e / prm.pitch, row = r < first ? r : last + r - first;
+      buf[row * prm.pitch + e - r * prm.pitch] = 0.0f;
+    }
   }
-  __syncthreads();  // the zeros land before the copies overwrite the interior
-
-  const int copies = nplanes * copy_rows * static_cast<int>(prm.row_vectors.divisor);
+  const int copies = c.nplanes * c.copy_rows * static_cast<int>(prm.row_vectors.divisor);
   for (int e = threadIdx.x; e < copies; e += THREADS) {
     unsigned row, vec, pl = 0, rr;
     prm.row_vectors.divmod(e, row, vec);
     if (prm.planes_per_block > 1)
-      prm.plane_rows.divmod(row, pl, rr);  // whole planes: every block copies the same rows
+      prm.plane_rows.divmod(row, pl, rr);  // whole planes: every chunk copies the same rows
     else
       rr = row;
-    unsigned n, c;
-    plane_coords(prm, g0 + pl, n, c);
-    const float* src = prm.x + n * prm.x_sn + c * prm.x_sc + (ih_lo + rr) * prm.x_sh + vec * VW;
-    float* dst = smem + pl * plane_floats + (ih_lo - iy0 + rr) * prm.pitch + prm.lpad + vec * VW;
+    unsigned n, ch;
+    plane_coords(prm, c.g0 + pl, n, ch);
+    const float* src = prm.x + n * prm.x_sn + ch * prm.x_sc + (c.ih_lo + rr) * prm.x_sh + vec * VW;
+    float* dst = buf + pl * plane_floats + (first + rr) * prm.pitch + prm.lpad + vec * VW;
     if constexpr (VW == 4)
       detail::cp_async_f32x4(dst, src, true);
     else
       detail::cp_async_f32(dst, src, true);
   }
-  detail::cp_async_commit();
-  detail::cp_async_wait<0>();
-  __syncthreads();
+  float* sFilter = buf + prm.planes_per_block * plane_floats;  // [planes][K*K]
+  for (int e = threadIdx.x; e < c.nplanes * KK; e += THREADS) {
+    const int pl = e / KK, rs = e - pl * KK, r = rs / K, s = rs - r * K;
+    unsigned n, ch;
+    plane_coords(prm, c.g0 + pl, n, ch);
+    const int fr = prm.flip ? K - 1 - r : r, fs = prm.flip ? K - 1 - s : s;
+    detail::cp_async_f32(sFilter + e, prm.w + ch * prm.w_sk + fr * prm.w_sr + fs * prm.w_ss, true);
+  }
+}
 
-  const int items = nplanes * static_cast<int>(prm.run_div.divisor) * prm.Q;
-  int filter_plane = -1;
-  float wr[KK];
+/// Every output of chunk `c` from `buf`, through the epilogue into y.
+template <int K, int RUN, int SH, int THREADS>
+__device__ __forceinline__ void compute_chunk(const PlaneStreamParams& prm, const PlaneChunk& c, const float* buf) {
+  constexpr int KK = K * K, RUN_ROWS = (RUN - 1) * SH + K;  // input rows of one run
+  const int plane_floats = prm.smem_rows * prm.pitch;
+  const float* sFilter = buf + prm.planes_per_block * plane_floats;
+  const int items = c.nplanes * static_cast<int>(prm.run_div.divisor) * prm.Q;
   for (int it = threadIdx.x; it < items; it += THREADS) {
     unsigned rest, q, pl, run;
     prm.q_div.divmod(it, rest, q);
     prm.run_div.divmod(rest, pl, run);
     const int oy = run * RUN;
-    if (oy >= out_rows) continue;  // the last band's runs past P
-    if (static_cast<int>(pl) != filter_plane) {
-      filter_plane = pl;
+    if (oy >= c.out_rows) continue;  // the last band's runs past P
+    float wr[KK];  // reloaded per run (broadcast reads): kept across runs it would spill at 40 registers
 #pragma unroll
-      for (int i = 0; i < KK; ++i) wr[i] = sFilter[pl * KK + i];
-    }
-    const float* src = smem + pl * plane_floats + oy * SH * prm.pitch + prm.lpad - prm.pad_w + q * prm.stride_w;
+    for (int i = 0; i < KK; ++i) wr[i] = sFilter[pl * KK + i];
+    const float* src = buf + pl * plane_floats + oy * SH * prm.pitch + prm.lpad - prm.pad_w + q * prm.stride_w;
     float acc[RUN];
 #pragma unroll
     for (int j = 0; j < RUN; ++j) acc[j] = 0.0f;
@@ -126,14 +149,38 @@ __global__ void __launch_bounds__(THREADS) single_channel_planes_kernel(const Pl
         }
       }
     }
-    unsigned n, c;
-    plane_coords(prm, g0 + pl, n, c);
-    float* dst = prm.y + n * prm.y_sn + c * prm.y_sk + (oy0 + oy) * prm.y_sp + q * prm.y_sq;
-    const float* bias = prm.bias ? prm.bias + c : nullptr;
+    unsigned n, ch;
+    plane_coords(prm, c.g0 + pl, n, ch);
+    float* dst = prm.y + n * prm.y_sn + ch * prm.y_sk + (c.oy0 + oy) * prm.y_sp + q * prm.y_sq;
+    const float* bias = prm.bias ? prm.bias + ch : nullptr;
 #pragma unroll
     for (int j = 0; j < RUN; ++j)
-      if (oy + j < out_rows)
+      if (oy + j < c.out_rows)
         dst[j * prm.y_sp] = epilogue_value(prm.alpha, acc[j], prm.beta, dst + j * prm.y_sp, bias, prm.relu);
+  }
+}
+
+/// K: square filter size; RUN: output rows per thread; SH: vertical stride; VW: floats per copy (4 or 1);
+/// MIN_BLOCKS: resident blocks per SM the register allocation must allow.
+template <int K, int RUN, int SH, int VW, int THREADS, int MIN_BLOCKS>
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_planes_kernel(const PlaneStreamParams prm) {
+  extern __shared__ __align__(16) float smem[];
+  float4* s4 = reinterpret_cast<float4*>(smem);
+  for (int i = threadIdx.x; i < 2 * prm.buffer_floats / 4; i += THREADS) s4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+  __syncthreads();  // the zero columns land before any copy
+
+  int chunk = blockIdx.x;
+  if (chunk < prm.chunks) start_chunk<K, VW, THREADS>(prm, plane_chunk<SH>(prm, chunk), smem);
+  detail::cp_async_commit();
+  for (int buf = 0; chunk < prm.chunks; chunk += gridDim.x, buf ^= 1) {
+    const int next = chunk + gridDim.x;
+    if (next < prm.chunks)  // the other buffer was released by the barrier that ended its compute
+      start_chunk<K, VW, THREADS>(prm, plane_chunk<SH>(prm, next), smem + (buf ^ 1) * prm.buffer_floats);
+    detail::cp_async_commit();
+    detail::cp_async_wait<1>();  // this chunk's group has landed (the next one may still fly)
+    __syncthreads();
+    compute_chunk<K, RUN, SH, THREADS>(prm, plane_chunk<SH>(prm, chunk), smem + buf * prm.buffer_floats);
+    __syncthreads();  // every thread is done with this buffer before it is refilled
   }
 }
 

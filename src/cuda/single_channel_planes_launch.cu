@@ -1,5 +1,6 @@
 // Launcher of the plane-stream kernel: the plane-stream division from the Plan, x's plane order,
 // 16-byte copies where x's rows and planes allow them, and the (filter size, vertical stride) switch.
+#include <algorithm>
 #include <cstdint>
 
 #include "../plan/single_channel_planner.hpp"
@@ -11,13 +12,28 @@
 namespace mconv::detail::cuda_backend {
 namespace {
 
+// One resident wave: the blocks walk the chunk list (double-buffered), so more would only queue.
+template <int VW, int K, int SH>
+void launch_resident(const cuda::PlaneStreamParams& prm, int smem, cudaStream_t stream) {
+  constexpr int T = kPlaneStreamThreads;
+  const auto kernel =
+      cuda::single_channel_planes_kernel<K, kPlaneRowsPerThread, SH, VW, T, plane_stream_resident_blocks(K)>;
+  if (smem > 48 * 1024)
+    MCONV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  int device = 0, sms = 0, per_sm = 0;
+  MCONV_CUDA_CHECK(cudaGetDevice(&device));
+  MCONV_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  MCONV_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, T, smem));
+  const long long blocks = std::min<long long>(prm.chunks, static_cast<long long>(sms) * std::max(per_sm, 1));
+  cuda::launch_with_smem(kernel, dim3(static_cast<unsigned>(blocks)), T, smem, stream, prm);
+}
+
 template <int K, int SH>
-void launch(const cuda::PlaneStreamParams& prm, bool vec4, dim3 grid, int smem, cudaStream_t stream) {
-  constexpr int RUN = kPlaneRowsPerThread, T = kPlaneStreamThreads;
+void launch(const cuda::PlaneStreamParams& prm, bool vec4, int smem, cudaStream_t stream) {
   if (vec4)
-    cuda::launch_with_smem(cuda::single_channel_planes_kernel<K, RUN, SH, 4, T>, grid, T, smem, stream, prm);
+    launch_resident<4, K, SH>(prm, smem, stream);
   else
-    cuda::launch_with_smem(cuda::single_channel_planes_kernel<K, RUN, SH, 1, T>, grid, T, smem, stream, prm);
+    launch_resident<1, K, SH>(prm, smem, stream);
 }
 
 }  // namespace
@@ -48,6 +64,12 @@ void single_channel_planes_forward(const Plan& plan, const float* x, const float
   prm.inner = cuda::FastDivmod(static_cast<unsigned>(prm.inner_is_c ? pr.groups : pr.n));
   prm.planes_per_block = t.block_planes;
   prm.rows_per_block = t.block_rows;
+  const int64_t bands = (pr.p() + t.block_rows - 1) / t.block_rows;
+  const int64_t chunks = (prm.planes + t.block_planes - 1) / t.block_planes * bands;
+  if (chunks > INT32_MAX) throw Error(Status::Unsupported, "n*groups: more plane-stream chunks than 2^31");
+  prm.chunks = static_cast<int>(chunks);
+  prm.bands = cuda::FastDivmod(static_cast<unsigned>(bands));
+  prm.buffer_floats = static_cast<int>((t.block_planes * (layout.plane_floats() + pr.r * pr.s) + 3) / 4 * 4);
   // 16-byte copies: every row start 16-byte aligned (x, the plane and row strides, W all multiples of 4).
   const bool vec4 = reinterpret_cast<uintptr_t>(x) % 16 == 0 && pr.w % 4 == 0 && xd.strides[0] % 4 == 0 &&
                     xd.strides[1] % 4 == 0 && xd.strides[2] % 4 == 0;
@@ -69,18 +91,16 @@ void single_channel_planes_forward(const Plan& plan, const float* x, const float
   prm.alpha = pr.alpha;
   prm.beta = pr.beta;
   prm.relu = e.relu;
-  const int smem = static_cast<int>((t.block_planes * (layout.plane_floats() + pr.r * pr.s)) * 4);
-  const dim3 grid(static_cast<unsigned>((prm.planes + t.block_planes - 1) / t.block_planes),
-                  static_cast<unsigned>((prm.P + t.block_rows - 1) / t.block_rows));
+  const int smem = 2 * prm.buffer_floats * 4;  // two buffers
   const auto s = static_cast<cudaStream_t>(stream);
   cuda::filter_size_switch(pr.r, pr.s, [&](auto k) {
     constexpr int K = decltype(k)::value;
     if constexpr (K == 0) {
       throw Error(Status::Unsupported, "filter: the plane stream runs square 1, 3, 5, 7 filters");  // planner refuses
     } else if (pr.stride_h == 1) {
-      launch<K, 1>(prm, vec4, grid, smem, s);
+      launch<K, 1>(prm, vec4, smem, s);
     } else {
-      launch<K, 2>(prm, vec4, grid, smem, s);
+      launch<K, 2>(prm, vec4, smem, s);
     }
   });
 }

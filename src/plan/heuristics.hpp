@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "mconv/hardware.hpp"
 #include "mconv/plan.hpp"
 #include "tile_catalog.hpp"
 
@@ -17,6 +18,9 @@ struct DeviceSummary {
 
 /// The device the CUDA planner plans for; defined by the CUDA runtime (engine), 0 SMs without CUDA.
 DeviceSummary current_device_summary();
+/// The hardware model the planners use: the current device's (measured once, cached), or an H100's
+/// when no GPU is visible (so plans can be inspected anywhere); the latter adds a line to `why`.
+HardwareModel planning_hardware_model(std::vector<std::string>& why);
 
 /// Tile for the implicit-GEMM kernel; appends its reason to `why`.
 /// `rows_gather`: the plan gathers along rows (channels innermost, RowOrder::RSC).
@@ -24,7 +28,7 @@ const TileShape& choose_implicit_precomp_tile(const Problem& p, const DeviceSumm
                                               std::vector<std::string>& why);
 
 /// The algorithm Auto runs, with its reason appended to `why`.
-Algorithm choose_algorithm(const Problem& p, std::vector<std::string>& why);
+Algorithm choose_algorithm(const Problem& p, const TensorDesc& x, std::vector<std::string>& why);
 
 /// Shape of the direct-block kernel for `p`; throws Unsupported when its tile cannot fit shared memory.
 const DirectShape& choose_direct_shape(const Problem& p, const DeviceSummary& dev, std::vector<std::string>& why);

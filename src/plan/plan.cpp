@@ -104,7 +104,7 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
     algo = Algorithm::ImplicitPrecomp;  // a forced tile or split names the implicit GEMM
     plan.decisions_.push_back("algorithm implicit_precomp: a tile or split_k was forced");
   } else if (algo == Algorithm::Auto) {
-    algo = target == Target::Cuda ? detail::choose_algorithm(pr, plan.decisions_) : Algorithm::ImplicitPrecomp;
+    algo = target == Target::Cuda ? detail::choose_algorithm(pr, x, plan.decisions_) : Algorithm::ImplicitPrecomp;
     if (target != Target::Cuda) plan.decisions_.push_back("algorithm implicit_precomp: the CPU executor of the Plan");
   } else {
     plan.decisions_.push_back(std::string("algorithm ") + algorithm_name(algo) + ": forced");
@@ -148,7 +148,7 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
   if (plan.algorithm_ == Algorithm::StrideFixed) {
     if (!options.tile.empty() || options.split_k > 1)
       throw Error(Status::BadParam, "tile: tiles and split_k apply to implicit_precomp only");
-    const HardwareModel hw = hardware_model(detail::cuda_backend::current_device());
+    const HardwareModel hw = detail::planning_hardware_model(plan.decisions_);
     const auto div = detail::plan_stride_fixed(pr, hw, plan.decisions_);
     plan.tile_.name = "stride_fixed_s" + std::to_string(div.segment_channels * 4);
     plan.tile_.segment_channels = div.segment_channels;
@@ -159,7 +159,7 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
     if (!options.tile.empty() || options.split_k > 1)
       throw Error(Status::BadParam, "tile: tiles and split_k apply to implicit_precomp only");
     try {
-      const HardwareModel hw = hardware_model(detail::cuda_backend::current_device());
+      const HardwareModel hw = detail::planning_hardware_model(plan.decisions_);
       if (detail::plane_stream_unsupported(pr, x).empty()) {
         const auto div = detail::plan_plane_stream(pr, x, hw, plan.decisions_);
         plan.tile_.name = "single_channel_planes";

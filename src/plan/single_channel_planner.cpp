@@ -146,13 +146,14 @@ PlaneStreamDivision plan_plane_stream(const Problem& p, const TensorDesc& x, con
     throw Error(Status::Unsupported, "algorithm: single_channel: " + no);
   constexpr int V = kPlaneRowsPerThread;
   const int64_t planes = p.n * p.groups, P = p.p();
-  const int blocks_per_sm = std::max(1, hw.max_threads_per_sm / kPlaneStreamThreads);
+  const int blocks_per_sm =
+      std::max(1, std::min(hw.max_threads_per_sm / kPlaneStreamThreads, plane_stream_resident_blocks(p.r)));
   // sm_90 keeps 1 KB of every block's shared memory for the runtime.
   const int64_t budget = hw.smem_per_sm / blocks_per_sm - 1024;
   const double th_row = double(p.r * p.s * p.q());  // FMAs of one output row of one plane
   PlaneStreamDivision d;
   d.th_target = hw.n_fma() / blocks_per_sm;
-  auto d_of = [&](int64_t pb, int64_t rows) {
+  auto d_of = [&](int64_t pb, int64_t rows) {  // one buffer; a block holds two (double buffering)
     return pb * (plane_stream_layout(p, int(rows)).plane_floats() + p.r * p.s) * 4;
   };
   int64_t pb = 1, rows = P;
@@ -160,16 +161,18 @@ PlaneStreamDivision plan_plane_stream(const Problem& p, const TensorDesc& x, con
     rows = std::min(P, round_up(int64_t(std::ceil(d.th_target / th_row)), V));
   else
     pb = std::min(planes, int64_t(std::ceil(d.th_target / (th_row * P))));
-  while (d_of(pb, rows) > budget && pb > 1) pb = (pb + 1) / 2;
-  while (d_of(pb, rows) > budget && rows > V) rows = std::max<int64_t>(V, round_up(rows / 2, V));
-  if (d_of(pb, rows) > hw.smem_per_block_optin)
-    throw Error(Status::Unsupported, "algorithm: single_channel: plane stream needs " +
+  while (2 * d_of(pb, rows) > budget && pb > 1) pb = (pb + 1) / 2;
+  while (2 * d_of(pb, rows) > budget && rows > V) rows = std::max<int64_t>(V, round_up(rows / 2, V));
+  if (2 * d_of(pb, rows) > hw.smem_per_block_optin)
+    throw Error(Status::Unsupported, "algorithm: single_channel: plane stream needs 2 x " +
                                          std::to_string(d_of(pb, rows)) + " B of shared memory for " +
                                          std::to_string(V) + " output rows of width " + std::to_string(p.q()) +
                                          ", more than a block can have");
   auto blocks_of = [&] { return ((planes + pb - 1) / pb) * ((P + rows - 1) / rows); };
-  // Too few blocks to give every SM its resident set: split further (the paper's V_s refinement).
-  while (blocks_of() < int64_t(hw.sm_count) * blocks_per_sm && (pb > 1 || rows > V)) {
+  // Too few chunks for every resident block to walk about three (so the second buffer has something to
+  // prefetch while the first computes): split further, as the paper's V_s refinement does for blocks.
+  constexpr int kChunksPerBlock = 3;
+  while (blocks_of() < int64_t(kChunksPerBlock) * hw.sm_count * blocks_per_sm && (pb > 1 || rows > V)) {
     if (pb > 1)
       pb = (pb + 1) / 2;
     else
@@ -187,7 +190,8 @@ PlaneStreamDivision plan_plane_stream(const Problem& p, const TensorDesc& x, con
   os << "single_channel plane stream (K/G = 1): " << planes << " planes of " << P << "x" << p.q()
      << " outputs; target Th = N_FMA / " << blocks_per_sm << " resident blocks = " << d.th_target << " FMAs; "
      << d.planes_per_block << " plane(s) x " << d.rows_per_block << " rows per block, Th = " << d.th
-     << ", D = " << d.d_bytes << " B (budget " << budget << " B), " << d.blocks << " blocks";
+     << ", D = " << d.d_bytes << " B x 2 buffers (budget " << budget << " B), " << d.blocks
+     << " chunks walked by one resident wave";
   why.push_back(os.str());
   return d;
 }

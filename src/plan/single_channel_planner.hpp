@@ -48,11 +48,17 @@ SingleChannelDivision plan_single_channel(const Problem& p, const HardwareModel&
 // The paper's division gives one plane per block, which on 7x7..28x28 maps means thousands of blocks
 // that each move a few hundred bytes and do Th << N_FMA FMAs. The plane-stream division packs whole
 // planes (small maps) or cuts bands of output rows (large maps) so that each block does about
-// N_FMA / (resident blocks per SM) FMAs: together the resident blocks of an SM then hold N_FMA.
+// N_FMA / (resident blocks per SM) FMAs: together the resident blocks of an SM then hold N_FMA. A
+// resident wave of blocks walks the chunks with two buffers (the paper's double-buffered prefetch).
 
 /// Output rows each thread computes (a vertical run: input rows are loaded once for the run).
 inline constexpr int kPlaneRowsPerThread = 4;
 inline constexpr int kPlaneStreamThreads = 256;
+/// Resident blocks per SM the kernel's registers allow (its launch bounds): 6 at 40 registers for
+/// 1x1 and 3x3 filters; 5x5 and 7x7 keep 25 and 49 filter taps in registers (64 and 96-114 registers).
+constexpr int plane_stream_resident_blocks(int64_t filter) {
+  return filter <= 3 ? 6 : filter == 5 ? 4 : 2;
+}
 
 /// Shared-memory layout of one plane of a plane-stream block: `rows` input rows (halo and zero
 /// padding rows included) of `pitch` floats; input column 0 sits at column `lpad` (a multiple of 4,
@@ -67,10 +73,10 @@ struct PlaneStreamDivision {
   int planes_per_block = 1;  // whole planes per block (> 1 only when a block holds all output rows)
   int rows_per_block = 1;    // output rows per block: a band, or P when whole planes
   PlaneStreamLayout layout;
-  int64_t d_bytes = 0;  // shared memory of one block
+  int64_t d_bytes = 0;  // shared memory of one buffer (a block double-buffers: 2 x d_bytes)
   double th = 0;        // FMAs of one block
   double th_target = 0; // N_FMA / resident blocks per SM
-  int64_t blocks = 0;   // of the whole problem
+  int64_t blocks = 0;   // chunks of the whole problem (blocks walk them, one resident wave)
 };
 
 /// Empty when the plane-stream kernel runs `p` with input `x`; otherwise the reason it does not.
