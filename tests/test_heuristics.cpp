@@ -125,8 +125,8 @@ TEST(PlaneStreamPlanner, PacksSmallPlanesAndBandsLargeOnes) {
     SCOPED_TRACE(p.to_string());
     std::vector<std::string> why;
     const auto d = detail::plan_plane_stream(p, p.x_desc(Layout::NCHW), hw, why);
-    EXPECT_LE(2 * d.d_bytes, hw.smem_per_sm / resident);  // double-buffered
-    EXPECT_GE(d.blocks, 3 * int64_t(hw.sm_count) * resident);  // about three chunks per resident block
+    EXPECT_LE(d.d_bytes, hw.smem_per_sm / resident);
+    EXPECT_GE(d.blocks * 10, int64_t(hw.sm_count) * resident * 9);  // a resident wave, within 10%
     if (d.planes_per_block > 1) EXPECT_EQ(d.rows_per_block, p.p());  // packing needs whole planes
     if (d.rows_per_block < p.p()) EXPECT_EQ(d.rows_per_block % detail::kPlaneRowsPerThread, 0);
     EXPECT_EQ(d.layout.pitch % 4, 0);

@@ -1,12 +1,12 @@
 // The plane-stream kernel of the single-channel family (Note [plane stream] in
 // src/plan/single_channel_planner.hpp): for groups of one channel and one filter (depthwise,
 // multiplier 1). The work is a list of chunks: several whole planes (small maps) or a band of output
-// rows of one plane (large maps). A grid of resident blocks walks the list with two buffers:
-//   1. while it computes one chunk, the next chunk's input rows and filters are in flight (cp.async,
-//      16 bytes at a time when rows allow). The copies walk the rows as one flat range, so a warp
-//      reads contiguous memory even when a row is 7 floats long;
-//   2. padding is zeros left in shared memory (columns: from the first fill; rows outside the map:
-//      cleared per chunk), so the compute reads without predicates;
+// rows of one plane (large maps), one block each:
+//   1. the block zeroes its shared memory, then copies the chunk's input rows and filters in with
+//      cp.async, 16 bytes at a time when rows allow. The copies walk the rows as one flat range, so a
+//      warp reads contiguous memory even when a row is 7 floats long. (A resident wave walking the
+//      chunks with two buffers measured 1.0-1.5x slower on the H100: see bench/NOTES.md.)
+//   2. padding is the zeros left in shared memory, so the compute reads without predicates;
 //   3. each thread computes a vertical run of kPlaneRowsPerThread outputs of one column: it loads
 //      each of the run's input rows once and adds it into every output of the run that uses it, with
 //      the plane's filter in registers.
@@ -32,7 +32,7 @@ struct PlaneStreamParams {
   int planes_per_block, rows_per_block;
   int chunks;                  // ceil(planes / planes_per_block) * bands
   FastDivmod bands;            // bands of output rows per plane: ceil(P / rows_per_block)
-  int buffer_floats;           // one buffer: planes_per_block * (smem_rows * pitch + R * S), rounded to 4
+  int buffer_floats;           // planes_per_block * (smem_rows * pitch + R * S), rounded to 4
   FastDivmod row_vectors;      // vectors (of VW floats) per input row: W / VW
   FastDivmod plane_rows;       // input rows copied per plane when a block holds whole planes
   FastDivmod q_div;            // Q
@@ -74,20 +74,12 @@ __device__ __forceinline__ PlaneChunk plane_chunk(const PlaneStreamParams& prm, 
   return c;
 }
 
-/// Clears the rows of `buf` that chunk `c` does not copy (above and below the map), then starts the
-/// copies of its input rows and filters. The caller commits.
+/// Starts the copies of chunk `c`'s input rows and filters into `buf` (already zeroed). The caller commits.
 template <int K, int VW, int THREADS>
 __device__ __forceinline__ void start_chunk(const PlaneStreamParams& prm, const PlaneChunk& c, float* buf) {
   constexpr int KK = K * K;
   const int plane_floats = prm.smem_rows * prm.pitch;
-  const int first = c.ih_lo - c.iy0, last = first + c.copy_rows;  // copied shared rows [first, last)
-  if (prm.bands.divisor > 1) {  // bands differ in the rows they copy; whole planes keep the first fill's zeros
-    const int zero_rows = first + prm.smem_rows - last;  // one plane per chunk (the planner's rule for bands)
-    for (int e = threadIdx.x; e < zero_rows * prm.pitch; e += THREADS) {
-      const int r = e / prm.pitch, row = r < first ? r : last + r - first;
-      buf[row * prm.pitch + e - r * prm.pitch] = 0.0f;
-    }
-  }
+  const int first = c.ih_lo - c.iy0;  // shared row of the first copied input row
   const int copies = c.nplanes * c.copy_rows * static_cast<int>(prm.row_vectors.divisor);
   for (int e = threadIdx.x; e < copies; e += THREADS) {
     unsigned row, vec, pl = 0, rr;
@@ -161,27 +153,19 @@ __device__ __forceinline__ void compute_chunk(const PlaneStreamParams& prm, cons
 }
 
 /// K: square filter size; RUN: output rows per thread; SH: vertical stride; VW: floats per copy (4 or 1);
-/// MIN_BLOCKS: resident blocks per SM the register allocation must allow.
+/// MIN_BLOCKS: resident blocks per SM the register allocation must allow. One block per chunk.
 template <int K, int RUN, int SH, int VW, int THREADS, int MIN_BLOCKS>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_planes_kernel(const PlaneStreamParams prm) {
   extern __shared__ __align__(16) float smem[];
   float4* s4 = reinterpret_cast<float4*>(smem);
-  for (int i = threadIdx.x; i < 2 * prm.buffer_floats / 4; i += THREADS) s4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-  __syncthreads();  // the zero columns land before any copy
-
-  int chunk = blockIdx.x;
-  if (chunk < prm.chunks) start_chunk<K, VW, THREADS>(prm, plane_chunk<SH>(prm, chunk), smem);
+  for (int i = threadIdx.x; i < prm.buffer_floats / 4; i += THREADS) s4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+  __syncthreads();  // the zeros land before the copies overwrite the interior
+  const PlaneChunk c = plane_chunk<SH>(prm, blockIdx.x);
+  start_chunk<K, VW, THREADS>(prm, c, smem);
   detail::cp_async_commit();
-  for (int buf = 0; chunk < prm.chunks; chunk += gridDim.x, buf ^= 1) {
-    const int next = chunk + gridDim.x;
-    if (next < prm.chunks)  // the other buffer was released by the barrier that ended its compute
-      start_chunk<K, VW, THREADS>(prm, plane_chunk<SH>(prm, next), smem + (buf ^ 1) * prm.buffer_floats);
-    detail::cp_async_commit();
-    detail::cp_async_wait<1>();  // this chunk's group has landed (the next one may still fly)
-    __syncthreads();
-    compute_chunk<K, RUN, SH, THREADS>(prm, plane_chunk<SH>(prm, chunk), smem + buf * prm.buffer_floats);
-    __syncthreads();  // every thread is done with this buffer before it is refilled
-  }
+  detail::cp_async_wait<0>();
+  __syncthreads();
+  compute_chunk<K, RUN, SH, THREADS>(prm, c, smem);
 }
 
 }  // namespace mconv::cuda

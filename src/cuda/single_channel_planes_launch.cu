@@ -12,28 +12,20 @@
 namespace mconv::detail::cuda_backend {
 namespace {
 
-// One resident wave: the blocks walk the chunk list (double-buffered), so more would only queue.
 template <int VW, int K, int SH>
-void launch_resident(const cuda::PlaneStreamParams& prm, int smem, cudaStream_t stream) {
+void launch_chunks(const cuda::PlaneStreamParams& prm, int smem, cudaStream_t stream) {
   constexpr int T = kPlaneStreamThreads;
   const auto kernel =
       cuda::single_channel_planes_kernel<K, kPlaneRowsPerThread, SH, VW, T, plane_stream_resident_blocks(K)>;
-  if (smem > 48 * 1024)
-    MCONV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  int device = 0, sms = 0, per_sm = 0;
-  MCONV_CUDA_CHECK(cudaGetDevice(&device));
-  MCONV_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  MCONV_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, T, smem));
-  const long long blocks = std::min<long long>(prm.chunks, static_cast<long long>(sms) * std::max(per_sm, 1));
-  cuda::launch_with_smem(kernel, dim3(static_cast<unsigned>(blocks)), T, smem, stream, prm);
+  cuda::launch_with_smem(kernel, dim3(static_cast<unsigned>(prm.chunks)), T, smem, stream, prm);
 }
 
 template <int K, int SH>
 void launch(const cuda::PlaneStreamParams& prm, bool vec4, int smem, cudaStream_t stream) {
   if (vec4)
-    launch_resident<4, K, SH>(prm, smem, stream);
+    launch_chunks<4, K, SH>(prm, smem, stream);
   else
-    launch_resident<1, K, SH>(prm, smem, stream);
+    launch_chunks<1, K, SH>(prm, smem, stream);
 }
 
 }  // namespace
@@ -91,7 +83,7 @@ void single_channel_planes_forward(const Plan& plan, const float* x, const float
   prm.alpha = pr.alpha;
   prm.beta = pr.beta;
   prm.relu = e.relu;
-  const int smem = 2 * prm.buffer_floats * 4;  // two buffers
+  const int smem = prm.buffer_floats * 4;
   const auto s = static_cast<cudaStream_t>(stream);
   cuda::filter_size_switch(pr.r, pr.s, [&](auto k) {
     constexpr int K = decltype(k)::value;

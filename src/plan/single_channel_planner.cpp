@@ -153,26 +153,33 @@ PlaneStreamDivision plan_plane_stream(const Problem& p, const TensorDesc& x, con
   const double th_row = double(p.r * p.s * p.q());  // FMAs of one output row of one plane
   PlaneStreamDivision d;
   d.th_target = hw.n_fma() / blocks_per_sm;
-  auto d_of = [&](int64_t pb, int64_t rows) {  // one buffer; a block holds two (double buffering)
+  auto d_of = [&](int64_t pb, int64_t rows) {
     return pb * (plane_stream_layout(p, int(rows)).plane_floats() + p.r * p.s) * 4;
   };
+  const int64_t wave = int64_t(hw.sm_count) * blocks_per_sm;
   int64_t pb = 1, rows = P;
   if (th_row * P >= d.th_target)
     rows = std::min(P, round_up(int64_t(std::ceil(d.th_target / th_row)), V));
   else
     pb = std::min(planes, int64_t(std::ceil(d.th_target / (th_row * P))));
-  while (2 * d_of(pb, rows) > budget && pb > 1) pb = (pb + 1) / 2;
-  while (2 * d_of(pb, rows) > budget && rows > V) rows = std::max<int64_t>(V, round_up(rows / 2, V));
-  if (2 * d_of(pb, rows) > hw.smem_per_block_optin)
-    throw Error(Status::Unsupported, "algorithm: single_channel: plane stream needs 2 x " +
+  // Th is the floor. Above it, larger chunks measured faster (H100, depthwise suite, one run each): one
+  // resident wave (or as few waves as shared memory allows) ran 1.0-1.25x faster than chunks of Th
+  // alone, and 2 x Th fell in between (bench/NOTES.md). Fewer chunks: less halo, fewer block starts.
+  if (rows == P)
+    pb = std::max(pb, (planes + wave - 1) / wave);
+  else
+    rows = std::min(P, std::max(rows, round_up((planes * P + wave - 1) / wave, V)));
+  while (d_of(pb, rows) > budget && pb > 1) pb = (pb + 1) / 2;
+  while (d_of(pb, rows) > budget && rows > V) rows = std::max<int64_t>(V, round_up(rows / 2, V));
+  if (d_of(pb, rows) > hw.smem_per_block_optin)
+    throw Error(Status::Unsupported, "algorithm: single_channel: plane stream needs " +
                                          std::to_string(d_of(pb, rows)) + " B of shared memory for " +
                                          std::to_string(V) + " output rows of width " + std::to_string(p.q()) +
                                          ", more than a block can have");
   auto blocks_of = [&] { return ((planes + pb - 1) / pb) * ((P + rows - 1) / rows); };
-  // Too few chunks for every resident block to walk about three (so the second buffer has something to
-  // prefetch while the first computes): split further, as the paper's V_s refinement does for blocks.
-  constexpr int kChunksPerBlock = 3;
-  while (blocks_of() < int64_t(kChunksPerBlock) * hw.sm_count * blocks_per_sm && (pb > 1 || rows > V)) {
+  // Too few blocks to give every SM its resident set (within 10%): split further (the paper's V_s
+  // refinement).
+  while (blocks_of() * 10 < wave * 9 && (pb > 1 || rows > V)) {
     if (pb > 1)
       pb = (pb + 1) / 2;
     else
@@ -190,8 +197,7 @@ PlaneStreamDivision plan_plane_stream(const Problem& p, const TensorDesc& x, con
   os << "single_channel plane stream (K/G = 1): " << planes << " planes of " << P << "x" << p.q()
      << " outputs; target Th = N_FMA / " << blocks_per_sm << " resident blocks = " << d.th_target << " FMAs; "
      << d.planes_per_block << " plane(s) x " << d.rows_per_block << " rows per block, Th = " << d.th
-     << ", D = " << d.d_bytes << " B x 2 buffers (budget " << budget << " B), " << d.blocks
-     << " chunks walked by one resident wave";
+     << ", D = " << d.d_bytes << " B (budget " << budget << " B), " << d.blocks << " blocks";
   why.push_back(os.str());
   return d;
 }

@@ -47,9 +47,9 @@ SingleChannelDivision plan_single_channel(const Problem& p, const HardwareModel&
 // one filter (depthwise with multiplier 1), the N*G planes are independent single-channel problems.
 // The paper's division gives one plane per block, which on 7x7..28x28 maps means thousands of blocks
 // that each move a few hundred bytes and do Th << N_FMA FMAs. The plane-stream division packs whole
-// planes (small maps) or cuts bands of output rows (large maps) so that each block does about
-// N_FMA / (resident blocks per SM) FMAs: together the resident blocks of an SM then hold N_FMA. A
-// resident wave of blocks walks the chunks with two buffers (the paper's double-buffered prefetch).
+// planes (small maps) or cuts bands of output rows (large maps) into chunks, one per block, of at
+// least N_FMA / (resident blocks per SM) FMAs (together the resident blocks of an SM then hold
+// N_FMA), and as large as one resident wave or the shared memory of a resident block allows.
 
 /// Output rows each thread computes (a vertical run: input rows are loaded once for the run).
 inline constexpr int kPlaneRowsPerThread = 4;
