@@ -20,9 +20,12 @@ struct Case {
   Problem p;
   Layout xl = Layout::NCHW, wl = Layout::NCHW, yl = Layout::NCHW;
   bool relu = false, bias = false;
+  /// x as a strided view instead of packed: padded rows (pitch W + 3), channels 5 and images 7
+  /// elements apart beyond their extent, so no plane stride is constant.
+  bool strided_x = false;
   std::string name() const {
     return p.to_string() + " x" + layout_name(xl) + " w" + layout_name(wl) + " y" + layout_name(yl) +
-           (relu ? " relu" : "") + (bias ? " bias" : "");
+           (relu ? " relu" : "") + (bias ? " bias" : "") + (strided_x ? " strided x" : "");
   }
 };
 
@@ -192,6 +195,10 @@ struct HostTensors {
   std::vector<float> x, w, y, bias;
   HostTensors(const Case& c, std::mt19937_64& g, bool integers) {
     xd = c.p.x_desc(c.xl);
+    if (c.strided_x) {
+      const int64_t sh = c.p.w + 3, sc = c.p.h * sh + 5;
+      xd.strides = {c.p.c * sc + 7, sc, sh, 1};
+    }
     wd = c.p.w_desc(c.wl);
     yd = c.p.y_desc(c.yl);
     x.resize(xd.span_elements());

@@ -244,6 +244,10 @@ TEST_F(CudaExecutor, SingleChannelPlaneStream) {
       run_case(engine, c, g, true, "", 0, Algorithm::SingleChannel);
       run_case(engine, c, g, false, "", 0, Algorithm::SingleChannel);
     }
+    // Planes at no constant distance: the copies split every index instead of stepping.
+    c = cases[i];
+    c.strided_x = true;
+    run_case(engine, c, g, true, "", 0, Algorithm::SingleChannel);
   }
 }
 

@@ -128,7 +128,7 @@ TEST(PlaneStreamPlanner, PacksSmallPlanesAndBandsLargeOnes) {
     EXPECT_LE(d.d_bytes, hw.smem_per_sm / resident);
     EXPECT_GE(d.blocks * 10, int64_t(hw.sm_count) * resident * 9);  // a resident wave, within 10%
     if (d.planes_per_block > 1) EXPECT_EQ(d.rows_per_block, p.p());  // packing needs whole planes
-    if (d.rows_per_block < p.p()) EXPECT_EQ(d.rows_per_block % detail::kPlaneRowsPerThread, 0);
+    if (d.rows_per_block < p.p()) EXPECT_EQ(d.rows_per_block % detail::plane_stream_run(p), 0);
     EXPECT_EQ(d.layout.pitch % 4, 0);
     EXPECT_GE(d.layout.pitch, d.layout.lpad + p.w);
     EXPECT_NE(why.back().find("plane stream"), std::string::npos);

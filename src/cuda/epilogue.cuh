@@ -12,5 +12,13 @@ __device__ __forceinline__ float epilogue_value(float alpha, float acc, float be
   if (bias) v += *bias;
   return relu ? fmaxf(v, 0.0f) : v;
 }
+/// The same with the bias as a value (0 without one), for callers that keep it in a register.
+__device__ __forceinline__ float epilogue_value(float alpha, float acc, float beta, const float* old, float bias,
+                                                int relu) {
+  float v = alpha * acc;
+  if (beta != 0.0f) v = fmaf(beta, *old, v);
+  v += bias;
+  return relu ? fmaxf(v, 0.0f) : v;
+}
 
 }  // namespace mconv::cuda

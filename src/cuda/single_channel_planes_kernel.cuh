@@ -7,7 +7,7 @@
 //      warp reads contiguous memory even when a row is 7 floats long. (A resident wave walking the
 //      chunks with two buffers measured 1.0-1.5x slower on the H100: see bench/NOTES.md.)
 //   2. padding is the zeros left in shared memory, so the compute reads without predicates;
-//   3. each thread computes a vertical run of kPlaneRowsPerThread outputs of one column: it loads
+//   3. each thread computes a vertical run of RUN (plane_stream_run) outputs of one column: it loads
 //      each of the run's input rows once and adds it into every output of the run that uses it, with
 //      the plane's filter in registers.
 #pragma once
@@ -29,6 +29,7 @@ struct PlaneStreamParams {
   int planes;                  // N * G, numbered in x's memory order:
   int inner_is_c;              //   1: plane = n * G + c (NCHW-like); 0: plane = c * N + n (CNHW-like)
   FastDivmod inner;            //   G or N
+  long long plane_stride;      // distance between consecutive planes when constant, else 0
   int planes_per_block, rows_per_block;
   int chunks;                  // ceil(planes / planes_per_block) * bands
   FastDivmod bands;            // bands of output rows per plane: ceil(P / rows_per_block)
@@ -36,7 +37,7 @@ struct PlaneStreamParams {
   FastDivmod row_vectors;      // vectors (of VW floats) per input row: W / VW
   FastDivmod plane_rows;       // input rows copied per plane when a block holds whole planes
   FastDivmod q_div;            // Q
-  FastDivmod run_div;          // runs of kPlaneRowsPerThread output rows per block
+  FastDivmod run_div;          // runs of RUN output rows per block
   int H, P, Q;
   int stride_w, pad_h, pad_w;
   int smem_rows, pitch, lpad;  // PlaneStreamLayout
@@ -74,30 +75,77 @@ __device__ __forceinline__ PlaneChunk plane_chunk(const PlaneStreamParams& prm, 
   return c;
 }
 
-/// Starts the copies of chunk `c`'s input rows and filters into `buf` (already zeroed). The caller commits.
-template <int K, int VW, int THREADS>
-__device__ __forceinline__ void start_chunk(const PlaneStreamParams& prm, const PlaneChunk& c, float* buf) {
-  constexpr int KK = K * K;
+/// Starts the copies of the input rows of planes [pl0, pl0 + count) of chunk `c` into `buf` (already
+/// zeroed). The caller commits.
+template <int VW, int THREADS>
+__device__ __forceinline__ void copy_planes(const PlaneStreamParams& prm, const PlaneChunk& c, float* buf, int pl0,
+                                            int count) {
   const int plane_floats = prm.smem_rows * prm.pitch;
   const int first = c.ih_lo - c.iy0;  // shared row of the first copied input row
-  const int copies = c.nplanes * c.copy_rows * static_cast<int>(prm.row_vectors.divisor);
-  for (int e = threadIdx.x; e < copies; e += THREADS) {
-    unsigned row, vec, pl = 0, rr;
-    prm.row_vectors.divmod(e, row, vec);
-    if (prm.planes_per_block > 1)
-      prm.plane_rows.divmod(row, pl, rr);  // whole planes: every chunk copies the same rows
-    else
-      rr = row;
-    unsigned n, ch;
-    plane_coords(prm, c.g0 + pl, n, ch);
-    const float* src = prm.x + n * prm.x_sn + ch * prm.x_sc + (c.ih_lo + rr) * prm.x_sh + vec * VW;
-    float* dst = buf + pl * plane_floats + (first + rr) * prm.pitch + prm.lpad + vec * VW;
-    if constexpr (VW == 4)
-      detail::cp_async_f32x4(dst, src, true);
-    else
-      detail::cp_async_f32(dst, src, true);
+  const int rv = static_cast<int>(prm.row_vectors.divisor), rows = c.copy_rows;
+  const int copies = count * rows * rv;
+  if (prm.plane_stride != 0 && copies > 0) {
+    // Note [plane stream copies]: element e = (plane, row, vector) in mixed radix (nplanes, rows, rv).
+    // A thread starts at e = threadIdx.x and steps by THREADS = (dpl, drr, dvec) with carries, moving
+    // its source and destination offsets along: no division per copy.
+    const int dvec = THREADS % rv, drr = (THREADS / rv) % rows, dpl = THREADS / rv / rows;
+    int vec = threadIdx.x % rv, rr = (threadIdx.x / rv) % rows, pl = pl0 + threadIdx.x / rv / rows;
+    unsigned n0, ch0;
+    plane_coords(prm, c.g0, n0, ch0);
+    long long src = n0 * prm.x_sn + ch0 * prm.x_sc + pl * prm.plane_stride + (c.ih_lo + rr) * prm.x_sh + vec * VW;
+    int dst = pl * plane_floats + (first + rr) * prm.pitch + prm.lpad + vec * VW;
+    for (int e = threadIdx.x; e < copies; e += THREADS) {
+      if constexpr (VW == 4)
+        detail::cp_async_f32x4(buf + dst, prm.x + src, true);
+      else
+        detail::cp_async_f32(buf + dst, prm.x + src, true);
+      vec += dvec;
+      src += dvec * VW;
+      dst += dvec * VW;
+      if (vec >= rv) {
+        vec -= rv;
+        ++rr;
+        src += prm.x_sh - rv * VW;
+        dst += prm.pitch - rv * VW;
+      }
+      rr += drr;
+      src += drr * prm.x_sh;
+      dst += drr * prm.pitch;
+      if (rr >= rows) {
+        rr -= rows;
+        ++pl;
+        src += prm.plane_stride - rows * prm.x_sh;
+        dst += plane_floats - rows * prm.pitch;
+      }
+      src += dpl * prm.plane_stride;
+      dst += dpl * plane_floats;
+    }
+  } else {
+    for (int e = threadIdx.x; e < copies; e += THREADS) {
+      unsigned row, vec, pl = 0, rr;
+      prm.row_vectors.divmod(e, row, vec);
+      if (prm.planes_per_block > 1)
+        prm.plane_rows.divmod(row, pl, rr);  // whole planes: every chunk copies the same rows
+      else
+        rr = row;
+      pl += pl0;
+      unsigned n, ch;
+      plane_coords(prm, c.g0 + pl, n, ch);
+      const float* src = prm.x + n * prm.x_sn + ch * prm.x_sc + (c.ih_lo + rr) * prm.x_sh + vec * VW;
+      float* dst = buf + pl * plane_floats + (first + rr) * prm.pitch + prm.lpad + vec * VW;
+      if constexpr (VW == 4)
+        detail::cp_async_f32x4(dst, src, true);
+      else
+        detail::cp_async_f32(dst, src, true);
+    }
   }
-  float* sFilter = buf + prm.planes_per_block * plane_floats;  // [planes][K*K]
+}
+
+/// Starts the copies of chunk `c`'s filters into `buf`. The caller commits.
+template <int K, int THREADS>
+__device__ __forceinline__ void copy_filters(const PlaneStreamParams& prm, const PlaneChunk& c, float* buf) {
+  constexpr int KK = K * K;
+  float* sFilter = buf + prm.planes_per_block * prm.smem_rows * prm.pitch;  // [planes][K*K]
   for (int e = threadIdx.x; e < c.nplanes * KK; e += THREADS) {
     const int pl = e / KK, rs = e - pl * KK, r = rs / K, s = rs - r * K;
     unsigned n, ch;
@@ -107,17 +155,19 @@ __device__ __forceinline__ void start_chunk(const PlaneStreamParams& prm, const 
   }
 }
 
-/// Every output of chunk `c` from `buf`, through the epilogue into y.
+/// Every output of planes [pl0, pl0 + count) of chunk `c` from `buf`, through the epilogue into y.
 template <int K, int RUN, int SH, int THREADS>
-__device__ __forceinline__ void compute_chunk(const PlaneStreamParams& prm, const PlaneChunk& c, const float* buf) {
+__device__ __forceinline__ void compute_planes(const PlaneStreamParams& prm, const PlaneChunk& c, const float* buf,
+                                               int pl0, int count) {
   constexpr int KK = K * K, RUN_ROWS = (RUN - 1) * SH + K;  // input rows of one run
   const int plane_floats = prm.smem_rows * prm.pitch;
   const float* sFilter = buf + prm.planes_per_block * plane_floats;
-  const int items = c.nplanes * static_cast<int>(prm.run_div.divisor) * prm.Q;
+  const int items = count * static_cast<int>(prm.run_div.divisor) * prm.Q;
   for (int it = threadIdx.x; it < items; it += THREADS) {
     unsigned rest, q, pl, run;
     prm.q_div.divmod(it, rest, q);
     prm.run_div.divmod(rest, pl, run);
+    pl += pl0;
     const int oy = run * RUN;
     if (oy >= c.out_rows) continue;  // the last band's runs past P
     float wr[KK];  // reloaded per run (broadcast reads): kept across runs it would spill at 40 registers
@@ -144,7 +194,8 @@ __device__ __forceinline__ void compute_chunk(const PlaneStreamParams& prm, cons
     unsigned n, ch;
     plane_coords(prm, c.g0 + pl, n, ch);
     float* dst = prm.y + n * prm.y_sn + ch * prm.y_sk + (c.oy0 + oy) * prm.y_sp + q * prm.y_sq;
-    const float* bias = prm.bias ? prm.bias + ch : nullptr;
+    // The bias is read once per run: through a pointer it would be re-read after every store to y.
+    const float bias = prm.bias ? __ldg(prm.bias + ch) : 0.0f;
 #pragma unroll
     for (int j = 0; j < RUN; ++j)
       if (oy + j < c.out_rows)
@@ -160,12 +211,15 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_planes_ker
   float4* s4 = reinterpret_cast<float4*>(smem);
   for (int i = threadIdx.x; i < prm.buffer_floats / 4; i += THREADS) s4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
   __syncthreads();  // the zeros land before the copies overwrite the interior
+  // (Copying and computing the planes in two halves, the first computing while the second is in
+  // flight, measured 1.1-1.2x slower on the 7x7/14x14 layers: twice the barriers, same item passes.)
   const PlaneChunk c = plane_chunk<SH>(prm, blockIdx.x);
-  start_chunk<K, VW, THREADS>(prm, c, smem);
+  copy_filters<K, THREADS>(prm, c, smem);
+  copy_planes<VW, THREADS>(prm, c, smem, 0, c.nplanes);
   detail::cp_async_commit();
   detail::cp_async_wait<0>();
   __syncthreads();
-  compute_chunk<K, RUN, SH, THREADS>(prm, c, smem);
+  compute_planes<K, RUN, SH, THREADS>(prm, c, smem, 0, c.nplanes);
 }
 
 }  // namespace mconv::cuda

@@ -12,20 +12,19 @@
 namespace mconv::detail::cuda_backend {
 namespace {
 
-template <int VW, int K, int SH>
+template <int K, int RUN, int SH, int VW>
 void launch_chunks(const cuda::PlaneStreamParams& prm, int smem, cudaStream_t stream) {
   constexpr int T = kPlaneStreamThreads;
-  const auto kernel =
-      cuda::single_channel_planes_kernel<K, kPlaneRowsPerThread, SH, VW, T, plane_stream_resident_blocks(K)>;
+  const auto kernel = cuda::single_channel_planes_kernel<K, RUN, SH, VW, T, plane_stream_resident_blocks(K)>;
   cuda::launch_with_smem(kernel, dim3(static_cast<unsigned>(prm.chunks)), T, smem, stream, prm);
 }
 
 template <int K, int SH>
-void launch(const cuda::PlaneStreamParams& prm, bool vec4, int smem, cudaStream_t stream) {
-  if (vec4)
-    launch_chunks<4, K, SH>(prm, smem, stream);
+void launch(const cuda::PlaneStreamParams& prm, int run, bool vec4, int smem, cudaStream_t stream) {
+  if (run == 7)
+    vec4 ? launch_chunks<K, 7, SH, 4>(prm, smem, stream) : launch_chunks<K, 7, SH, 1>(prm, smem, stream);
   else
-    launch_chunks<1, K, SH>(prm, smem, stream);
+    vec4 ? launch_chunks<K, 4, SH, 4>(prm, smem, stream) : launch_chunks<K, 4, SH, 1>(prm, smem, stream);
 }
 
 }  // namespace
@@ -54,6 +53,11 @@ void single_channel_planes_forward(const Plan& plan, const float* x, const float
   prm.planes = static_cast<int>(pr.n * pr.groups);
   prm.inner_is_c = xd.strides[1] <= xd.strides[0];  // consecutive planes of a block adjacent in memory
   prm.inner = cuda::FastDivmod(static_cast<unsigned>(prm.inner_is_c ? pr.groups : pr.n));
+  // Equidistant planes (dense NCHW or CNHW): plane i starts at i * plane_stride, so a thread walks
+  // its copies by constant steps instead of splitting every index (Note [plane stream copies]).
+  const long long inner_stride = prm.inner_is_c ? xd.strides[1] : xd.strides[0];
+  const long long outer_stride = prm.inner_is_c ? xd.strides[0] : xd.strides[1];
+  prm.plane_stride = outer_stride == inner_stride * static_cast<long long>(prm.inner.divisor) ? inner_stride : 0;
   prm.planes_per_block = t.block_planes;
   prm.rows_per_block = t.block_rows;
   const int64_t bands = (pr.p() + t.block_rows - 1) / t.block_rows;
@@ -69,7 +73,8 @@ void single_channel_planes_forward(const Plan& plan, const float* x, const float
   const int64_t whole_rows = std::min<int64_t>(layout.rows - pr.pad_h, pr.h);  // rows a block copies when oy0 = 0
   prm.plane_rows = cuda::FastDivmod(static_cast<unsigned>(std::max<int64_t>(whole_rows, 1)));
   prm.q_div = cuda::FastDivmod(static_cast<unsigned>(pr.q()));
-  prm.run_div = cuda::FastDivmod(static_cast<unsigned>((t.block_rows + kPlaneRowsPerThread - 1) / kPlaneRowsPerThread));
+  const int run = plane_stream_run(pr);
+  prm.run_div = cuda::FastDivmod(static_cast<unsigned>((t.block_rows + run - 1) / run));
   prm.H = static_cast<int>(pr.h);
   prm.P = static_cast<int>(pr.p());
   prm.Q = static_cast<int>(pr.q());
@@ -90,9 +95,9 @@ void single_channel_planes_forward(const Plan& plan, const float* x, const float
     if constexpr (K == 0) {
       throw Error(Status::Unsupported, "filter: the plane stream runs square 1, 3, 5, 7 filters");  // planner refuses
     } else if (pr.stride_h == 1) {
-      launch<K, 1>(prm, vec4, smem, s);
+      launch<K, 1>(prm, run, vec4, smem, s);
     } else {
-      launch<K, 2>(prm, vec4, smem, s);
+      launch<K, 2>(prm, run, vec4, smem, s);
     }
   });
 }

@@ -119,7 +119,7 @@ int64_t round_up(int64_t a, int64_t b) {
 
 PlaneStreamLayout plane_stream_layout(const Problem& p, int rows_per_block) {
   PlaneStreamLayout l;
-  const int64_t run_rows = round_up(rows_per_block, kPlaneRowsPerThread);  // every thread computes a full run
+  const int64_t run_rows = round_up(rows_per_block, plane_stream_run(p));  // every thread computes a full run
   l.rows = int((run_rows - 1) * p.stride_h + p.r);
   l.lpad = int(round_up(p.pad_w, 4));
   const int64_t last_read = l.lpad - p.pad_w + (p.q() - 1) * p.stride_w + p.s;  // one past the last column read
@@ -144,7 +144,7 @@ PlaneStreamDivision plan_plane_stream(const Problem& p, const TensorDesc& x, con
                                       std::vector<std::string>& why) {
   if (const std::string no = plane_stream_unsupported(p, x); !no.empty())
     throw Error(Status::Unsupported, "algorithm: single_channel: " + no);
-  constexpr int V = kPlaneRowsPerThread;
+  const int V = plane_stream_run(p);
   const int64_t planes = p.n * p.groups, P = p.p();
   const int blocks_per_sm =
       std::max(1, std::min(hw.max_threads_per_sm / kPlaneStreamThreads, plane_stream_resident_blocks(p.r)));
