@@ -67,7 +67,10 @@ std::string Plan::to_text(int64_t max_rows) const {
   for (int64_t b : cr.base) os << " " << b;
   os << "\n";
   for (const auto& d : decisions_) os << "decision  " << d << "\n";
-  os << "extra bytes: " << table_bytes() << " (offset table; no im2col, no workspace)\n";
+  if (target_ == Target::Cuda && algorithm_ != Algorithm::ImplicitPrecomp)
+    os << "extra bytes: 0 (" << algorithm_name(algorithm_) << " reads no table; no workspace)\n";
+  else
+    os << "extra bytes: " << table_bytes() << " (offset table; no im2col, no workspace)\n";
   return os.str();
 }
 
