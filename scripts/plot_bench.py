@@ -26,7 +26,8 @@ def main(folder: str) -> None:
         ax.set_xticks(list(x))
         ax.set_xticklabels(names, rotation=70, ha="right", fontsize=7)
         ax.set_ylabel("cuDNN time / mconv time")
-        ax.set_title(f"{path.stem}: mconv implicit_precomp fp32 vs cuDNN (FFMA)")
+        algos = ", ".join(sorted({r["algorithm"] for r in rows}))  # what Auto picked on this suite
+        ax.set_title(f"{path.stem}: mconv (Auto: {algos}) fp32 vs cuDNN (FFMA)", fontsize=9)
         ax.legend(fontsize=8)
         fig.tight_layout()
         fig.savefig(path.with_suffix(".png"), dpi=110)

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "bench_report.hpp"
+#include "mconv/engine.hpp"
 #include "mconv/plan.hpp"
 #include "suite.hpp"
 
@@ -26,5 +27,10 @@ std::vector<LayerResult> bench_cpu(const std::vector<Layer>& layers, const Bench
 
 /// Also measures the peaks (SGEMM, copy) into `peaks`. Defined in bench_cuda.cpp (CUDA builds).
 std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const BenchOptions& opt, Peaks& peaks);
+
+/// `mconv run` on a CUDA engine: copies x, w and y (beta reads it) to the device, runs `plan` once,
+/// and copies y back. Defined in bench_cuda.cpp (CUDA builds).
+void run_on_cuda(Engine& engine, const Plan& plan, const std::vector<float>& x, const std::vector<float>& w,
+                 std::vector<float>& y, const Epilogue& e);
 
 }  // namespace mconv::tools

@@ -17,14 +17,6 @@
 namespace mconv::tools {
 namespace {
 
-struct DeviceArray {
-  float* ptr = nullptr;
-  explicit DeviceArray(size_t n) { cuda_ok(cudaMalloc(&ptr, std::max<size_t>(n, 1) * 4), "cudaMalloc"); }
-  ~DeviceArray() { cudaFree(ptr); }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray(DeviceArray&& o) noexcept : ptr(o.ptr) { o.ptr = nullptr; }
-};
-
 // Copy bandwidth (bytes read + written) and cuBLAS SGEMM rate without tensor cores.
 void measure_peaks(Peaks& peaks) {
   cudaDeviceProp prop{};
@@ -158,6 +150,17 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
     out.push_back(r);
   }
   return out;
+}
+
+void run_on_cuda(Engine& engine, const Plan& plan, const std::vector<float>& x, const std::vector<float>& w,
+                 std::vector<float>& y, const Epilogue& e) {
+  DeviceArray dx(x.size()), dw(w.size()), dy(y.size());
+  cuda_ok(cudaMemcpy(dx.ptr, x.data(), x.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy x");
+  cuda_ok(cudaMemcpy(dw.ptr, w.data(), w.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy w");
+  cuda_ok(cudaMemcpy(dy.ptr, y.data(), y.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy y");  // beta reads it
+  engine.conv2d_forward(plan, dx.ptr, dw.ptr, dy.ptr, e);
+  engine.synchronize();
+  cuda_ok(cudaMemcpy(y.data(), dy.ptr, y.size() * 4, cudaMemcpyDeviceToHost), "cudaMemcpy y back");
 }
 
 }  // namespace mconv::tools

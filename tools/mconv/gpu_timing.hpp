@@ -16,6 +16,15 @@ inline void cuda_ok(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
+/// A device buffer of `n` floats, freed with its owner.
+struct DeviceArray {
+  float* ptr = nullptr;
+  explicit DeviceArray(size_t n) { cuda_ok(cudaMalloc(&ptr, std::max<size_t>(n, 1) * 4), "cudaMalloc"); }
+  ~DeviceArray() { cudaFree(ptr); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray(DeviceArray&& o) noexcept : ptr(o.ptr) { o.ptr = nullptr; }
+};
+
 /// `launch(i)` enqueues launch i on `stream` (i selects the rotating input set).
 inline double median_ms_per_launch(const std::function<void(int)>& launch, int launches, int repeats,
                                    cudaStream_t stream = nullptr) {

@@ -89,8 +89,11 @@ int cmd_run(mt::LayerArgs& args, const std::string& input, const std::string& fi
   if (engine.target() == Target::Cpu) {
     engine.conv2d_forward(*plan, x.data(), w.data(), y.data(), e);
   } else {
-    std::cerr << "mconv run: use `mconv bench --target cuda` for GPU runs of a layer\n";
-    return 2;
+#ifdef MCONV_HAVE_CUDA
+    mt::run_on_cuda(engine, *plan, x, w, y, e);
+#else
+    throw Error(Status::NoDevice, "target: this mconv was built without CUDA");
+#endif
   }
   if (check) {
     std::vector<float> ref = y0;
