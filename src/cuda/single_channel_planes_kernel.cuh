@@ -198,10 +198,18 @@ __device__ __forceinline__ void compute_planes(const PlaneStreamParams& prm, con
     float* dst = prm.y + n * prm.y_sn + ch * prm.y_sk + (c.oy0 + oy) * prm.y_sp + q * prm.y_sq;
     // The bias is read once per run: through a pointer it would be re-read after every store to y.
     const float bias = prm.bias ? __ldg(prm.bias + ch) : 0.0f;
+    if (oy + RUN <= c.out_rows && prm.beta == 0.0f) {  // the common case, without branches per output
 #pragma unroll
-    for (int j = 0; j < RUN; ++j)
-      if (oy + j < c.out_rows)
-        dst[j * prm.y_sp] = epilogue_value(prm.alpha, acc[j], prm.beta, dst + j * prm.y_sp, bias, prm.relu);
+      for (int j = 0; j < RUN; ++j) {
+        const float v = fmaf(prm.alpha, acc[j], bias);
+        dst[j * prm.y_sp] = prm.relu ? fmaxf(v, 0.0f) : v;
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < RUN; ++j)
+        if (oy + j < c.out_rows)
+          dst[j * prm.y_sp] = epilogue_value(prm.alpha, acc[j], prm.beta, dst + j * prm.y_sp, bias, prm.relu);
+    }
   }
 }
 

@@ -171,6 +171,14 @@ PlaneStreamDivision plan_plane_stream(const Problem& p, const TensorDesc& x, con
     rows = std::min(P, std::max(rows, round_up((planes * P + wave - 1) / wave, V)));
   while (d_of(pb, rows) > budget && pb > 1) pb = (pb + 1) / 2;
   while (d_of(pb, rows) > budget && rows > V) rows = std::max<int64_t>(V, round_up(rows / 2, V));
+  // A thread item is a run of V rows of one column: a block whose items spill just past a multiple
+  // of its threads runs a nearly empty last pass. Drop up to a quarter of the planes to avoid it
+  // (mbv2_dw_c960_h7: 20 planes = 140 items for 128 threads -> 18 planes = 126 items).
+  const int64_t plane_items = (P + V - 1) / V * p.q();
+  if (pb > 1 && pb * plane_items > kPlaneStreamThreads) {
+    const int64_t fit = pb * plane_items / kPlaneStreamThreads * kPlaneStreamThreads / plane_items;
+    if (fit >= 1 && fit * 4 >= pb * 3) pb = fit;
+  }
   if (d_of(pb, rows) > hw.smem_per_block_optin)
     throw Error(Status::Unsupported, "algorithm: single_channel: plane stream needs " +
                                          std::to_string(d_of(pb, rows)) + " B of shared memory for " +
