@@ -1,5 +1,7 @@
 // The planner's choices (src/plan/heuristics.cpp), checked without a GPU: each rule fires where its
 // measured evidence says it should, and every choice carries a reason.
+#include <set>
+
 #include "../src/plan/heuristics.hpp"
 #include "problem_gen.hpp"
 
@@ -130,8 +132,9 @@ TEST(PlaneStreamPlanner, PacksSmallPlanesAndBandsLargeOnes) {
     EXPECT_GE(d.blocks * 10, int64_t(hw.sm_count) * resident * 9);  // a resident wave, within 10%
     if (d.planes_per_block > 1) EXPECT_EQ(d.rows_per_block, p.p());  // packing needs whole planes
     if (d.rows_per_block < p.p()) EXPECT_EQ(d.rows_per_block % detail::plane_stream_run(p), 0);
-    EXPECT_EQ(d.layout.pitch % 4, 0);
+    if (p.w % 4 == 0) EXPECT_EQ(d.layout.pitch % 4, 0);  // 16-byte copies need aligned rows
     EXPECT_GE(d.layout.pitch, d.layout.lpad + p.w);
+    EXPECT_GE(d.layout.plane, d.layout.rows * d.layout.pitch);
     EXPECT_NE(why.back().find("plane stream"), std::string::npos);
   }
   std::vector<std::string> why;
@@ -142,6 +145,16 @@ TEST(PlaneStreamPlanner, PacksSmallPlanesAndBandsLargeOnes) {
   EXPECT_EQ(band.planes_per_block, 1);
   EXPECT_LT(band.rows_per_block, 112);
   EXPECT_GE(band.th * resident, hw.n_fma());  // the resident blocks of an SM hold N_FMA
+}
+
+// Note [plane stream banks]: with 7x7 planes a warp reads 4-5 planes at once; the chosen strides
+// put its 32 first reads on 32 different banks.
+TEST(PlaneStreamPlanner, SmallPlanesSpreadOverTheBanks) {
+  const Problem p = make(32, 960, 7, 7, 960, 3, 3, 1, 1, 1, 960);
+  const auto l = detail::plane_stream_layout(p, 7);
+  std::set<int64_t> banks;
+  for (int64_t it = 0; it < 32; ++it) banks.insert(((it / 7) * l.plane + it % 7) % 32);  // one run per plane
+  EXPECT_EQ(banks.size(), 32u) << "pitch " << l.pitch << " plane " << l.plane;
 }
 
 TEST(PlaneStreamPlanner, RefusesWhatTheKernelDoesNotRun) {

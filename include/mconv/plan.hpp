@@ -96,6 +96,9 @@ struct TileChoice {
   int block_filters = 0, block_rows = 0;
   /// single_channel plane stream (K/G = 1): whole planes per block; 0 for the paper's strip kernel.
   int block_planes = 0;
+  /// single_channel plane stream: shared-memory row pitch and plane stride in floats (chosen once
+  /// at planning time for the banks, Note [plane stream banks]).
+  int block_pitch = 0, block_plane_floats = 0;
   /// stride_fixed: channels per round (the paper's segment S = 4 * this many bytes); 0 otherwise.
   int segment_channels = 0;
 };

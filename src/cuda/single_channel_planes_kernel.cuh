@@ -40,7 +40,7 @@ struct PlaneStreamParams {
   FastDivmod run_div;          // runs of RUN output rows per block
   int H, P, Q;
   int stride_w, pad_h, pad_w;
-  int smem_rows, pitch, lpad;  // PlaneStreamLayout
+  int smem_rows, pitch, lpad, plane_floats;  // PlaneStreamLayout
   int flip;
   float alpha, beta;
   int relu;
@@ -80,7 +80,7 @@ __device__ __forceinline__ PlaneChunk plane_chunk(const PlaneStreamParams& prm, 
 template <int VW, int THREADS>
 __device__ __forceinline__ void copy_planes(const PlaneStreamParams& prm, const PlaneChunk& c, float* buf, int pl0,
                                             int count) {
-  const int plane_floats = prm.smem_rows * prm.pitch;
+  const int plane_floats = prm.plane_floats;
   const int first = c.ih_lo - c.iy0;  // shared row of the first copied input row
   const int rv = static_cast<int>(prm.row_vectors.divisor), rows = c.copy_rows;
   const int copies = count * rows * rv;
@@ -156,7 +156,7 @@ __device__ __forceinline__ void copy_planes(const PlaneStreamParams& prm, const 
 template <int K, int THREADS>
 __device__ __forceinline__ void copy_filters(const PlaneStreamParams& prm, const PlaneChunk& c, float* buf) {
   constexpr int KK = K * K;
-  float* sFilter = buf + prm.planes_per_block * prm.smem_rows * prm.pitch;  // [planes][K*K]
+  float* sFilter = buf + prm.planes_per_block * prm.plane_floats;  // [planes][K*K]
   for (int e = threadIdx.x; e < c.nplanes * KK; e += THREADS) {
     const int pl = e / KK, rs = e - pl * KK, r = rs / K, s = rs - r * K;
     unsigned n, ch;
@@ -173,7 +173,7 @@ template <int K, int RUN, int SH, int THREADS>
 __device__ __forceinline__ void compute_planes(const PlaneStreamParams& prm, const PlaneChunk& c, const float* buf,
                                                int pl0, int count) {
   constexpr int KK = K * K, RUN_ROWS = (RUN - 1) * SH + K;  // input rows of one run
-  const int plane_floats = prm.smem_rows * prm.pitch;
+  const int plane_floats = prm.plane_floats;
   const float* sFilter = buf + prm.planes_per_block * plane_floats;
   const int items = count * static_cast<int>(prm.run_div.divisor) * prm.Q;
   for (int it = threadIdx.x; it < items; it += THREADS) {

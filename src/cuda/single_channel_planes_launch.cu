@@ -34,7 +34,7 @@ void single_channel_planes_forward(const Plan& plan, const float* x, const float
   const Problem& pr = plan.problem();
   const TileChoice& t = plan.tile();
   const TensorDesc &xd = plan.x_desc(), &wd = plan.w_desc(), &yd = plan.y_desc();
-  const PlaneStreamLayout layout = plane_stream_layout(pr, t.block_rows);
+  const PlaneStreamLayout layout = planned_plane_stream_layout(pr, t);
   cuda::PlaneStreamParams prm{};
   prm.x = x;
   prm.w = w;
@@ -82,6 +82,7 @@ void single_channel_planes_forward(const Plan& plan, const float* x, const float
   prm.pad_h = static_cast<int>(pr.pad_h);
   prm.pad_w = static_cast<int>(pr.pad_w);
   prm.smem_rows = layout.rows;
+  prm.plane_floats = static_cast<int>(layout.plane_floats());
   prm.pitch = layout.pitch;
   prm.lpad = layout.lpad;
   prm.flip = pr.mode == Mode::Convolution;

@@ -164,6 +164,8 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
         const auto div = detail::plan_plane_stream(pr, x, hw, plan.decisions_);
         plan.tile_.name = "single_channel_planes";
         plan.tile_.block_planes = div.planes_per_block;
+        plan.tile_.block_pitch = div.layout.pitch;
+        plan.tile_.block_plane_floats = div.layout.plane;
         plan.tile_.block_rows = div.rows_per_block;
         plan.tile_.reason = plan.decisions_.back();
         return plan;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "mconv/hardware.hpp"
+#include "mconv/plan.hpp"
 #include "mconv/problem.hpp"
 
 namespace mconv::detail {
@@ -67,13 +68,18 @@ constexpr int plane_stream_resident_blocks(int64_t filter) {
 }
 
 /// Shared-memory layout of one plane of a plane-stream block: `rows` input rows (halo and zero
-/// padding rows included) of `pitch` floats; input column 0 sits at column `lpad` (a multiple of 4,
-/// so 16-byte copies land aligned), the zero columns around it are the padding.
+/// padding rows included) of `pitch` floats, planes `plane` floats apart; input column 0 sits at
+/// column `lpad` (a multiple of 4, so 16-byte copies land aligned), the zero columns around it are
+/// the padding. When W % 4 != 0 (4-byte copies only) pitch and plane are free: they are picked so
+/// that a warp's first reads hit distinct banks (Note [plane stream banks]).
 struct PlaneStreamLayout {
-  int rows = 0, pitch = 0, lpad = 0;
-  int64_t plane_floats() const { return int64_t(rows) * pitch; }
+  int rows = 0, pitch = 0, lpad = 0, plane = 0;
+  int64_t plane_floats() const { return plane; }
 };
 PlaneStreamLayout plane_stream_layout(const Problem& p, int rows_per_block);
+/// The layout a plan chose (pitch and plane stride from its TileChoice), without searching again:
+/// what the launcher uses on every launch.
+PlaneStreamLayout planned_plane_stream_layout(const Problem& p, const TileChoice& tile);
 
 struct PlaneStreamDivision {
   int planes_per_block = 1;  // whole planes per block (> 1 only when a block holds all output rows)
