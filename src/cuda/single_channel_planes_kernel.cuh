@@ -6,7 +6,8 @@
 //      cp.async, 16 bytes at a time when rows allow. The copies walk the rows as one flat range, so a
 //      warp reads contiguous memory even when a row is 7 floats long. (A resident wave walking the
 //      chunks with two buffers measured 1.0-1.5x slower on the H100: see bench/NOTES.md.)
-//   2. padding is the zeros left in shared memory, so the compute reads without predicates;
+//   2. padding is the zeros left in shared memory, so the compute reads without predicates (the
+//      row pitch and plane stride come from the plan: Note [plane stream banks]);
 //   3. each thread computes a vertical run of RUN (plane_stream_run) outputs of one column: it loads
 //      each of the run's input rows once and adds it into every output of the run that uses it, with
 //      the plane's filter in registers.
@@ -33,7 +34,7 @@ struct PlaneStreamParams {
   int planes_per_block, rows_per_block;
   int chunks;                  // ceil(planes / planes_per_block) * bands
   FastDivmod bands;            // bands of output rows per plane: ceil(P / rows_per_block)
-  int buffer_floats;           // planes_per_block * (smem_rows * pitch + R * S), rounded to 4
+  int buffer_floats;           // planes_per_block * (plane_floats + R * S), rounded to 4
   FastDivmod row_vectors;      // vectors (of VW floats) per input row: W / VW
   FastDivmod plane_rows;       // input rows copied per plane when a block holds whole planes
   FastDivmod q_div;            // Q
