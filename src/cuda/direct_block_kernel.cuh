@@ -34,32 +34,21 @@
 // a = b = 0 is the main part matching the thread group; the others are the strips and the corner.
 #pragma once
 
+#include "conv_geometry.cuh"
 #include "cp_async.cuh"
 #include "epilogue.cuh"
 
 namespace mconv::cuda {
 
-struct DirectBlockParams {
-  const float* x;
-  const float* w;
-  float* y;
-  const float* bias;
-  long long x_sn, x_sc, x_sh, x_sw;
-  long long w_sk, w_sc, w_sr, w_ss;
-  long long y_sn, y_sk, y_sp, y_sq;
-  int cg, kg;               // channels and filters per group
-  int filter_slices;        // ceil(kg / kFilters); slot = group * filter_slices + slice
-  int slots;                // groups * filter_slices; blockIdx.z covers kGroupsPerBlock slots
-  int N, images_per_block;  // blockIdx.y covers images [y * images_per_block, ... + images_per_block)
-  int H, W, P, Q, R, S;     // R, S used when the kernel is instantiated with R = S = 0 (runtime size)
-  int tiles_x;              // spatial tiles along Q; blockIdx.x = tile_row * tiles_x + tile_col
-  int stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
+// R, S of the geometry are used when the kernel is instantiated with R = S = 0 (runtime size).
+struct DirectBlockParams : ConvGeometry {
+  int filter_slices;         // ceil(kg / kFilters); slot = group * filter_slices + slice
+  int slots;                 // groups * filter_slices; blockIdx.z covers kGroupsPerBlock slots
+  int images_per_block;      // blockIdx.y covers images [y * images_per_block, ... + images_per_block)
+  int tiles_x;               // spatial tiles along Q; blockIdx.x = tile_row * tiles_x + tile_col
   int tile_rows, tile_cols;  // input tile with halo (Note [halo sub-blocks])
   int pitch;                 // shared-memory row pitch in floats, a multiple of 4
   int vec4;                  // Note [vector halo]: 16-byte copies allowed
-  int flip;                  // true convolution: w[R-1-r][S-1-s]
-  float alpha, beta;
-  int relu;
 };
 
 /// Thread-group shape and register blocking; R = S = 0 means "filter size at run time".

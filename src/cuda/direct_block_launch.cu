@@ -53,51 +53,15 @@ void direct_block_forward(const Plan& plan, const float* x, const float* w, floa
   const DirectShape* shape = find_direct_shape(plan.tile().name);
   if (!shape)
     throw Error(Status::Internal, "tile: plan names direct shape '" + plan.tile().name + "' that has no instantiation");
-  const TensorDesc &xd = plan.x_desc(), &wd = plan.w_desc(), &yd = plan.y_desc();
-  DirectBlockParams prm{};
-  prm.x = x;
-  prm.w = w;
-  prm.y = y;
-  prm.bias = e.bias;
-  prm.x_sn = xd.strides[0];
-  prm.x_sc = xd.strides[1];
-  prm.x_sh = xd.strides[2];
-  prm.x_sw = xd.strides[3];
-  prm.w_sk = wd.strides[0];
-  prm.w_sc = wd.strides[1];
-  prm.w_sr = wd.strides[2];
-  prm.w_ss = wd.strides[3];
-  prm.y_sn = yd.strides[0];
-  prm.y_sk = yd.strides[1];
-  prm.y_sp = yd.strides[2];
-  prm.y_sq = yd.strides[3];
-  prm.cg = static_cast<int>(pr.c_per_group());
-  prm.kg = static_cast<int>(pr.k_per_group());
+  DirectBlockParams prm{cuda::conv_geometry(plan, x, w, y, e)};
   prm.filter_slices = (prm.kg + shape->filters - 1) / shape->filters;
-  prm.H = static_cast<int>(pr.h);
-  prm.W = static_cast<int>(pr.w);
-  prm.P = static_cast<int>(pr.p());
-  prm.Q = static_cast<int>(pr.q());
-  prm.R = static_cast<int>(pr.r);
-  prm.S = static_cast<int>(pr.s);
   prm.tiles_x = (prm.Q + shape->out_cols() - 1) / shape->out_cols();
   const int tiles_y = (prm.P + shape->out_rows() - 1) / shape->out_rows();
-  prm.stride_h = static_cast<int>(pr.stride_h);
-  prm.stride_w = static_cast<int>(pr.stride_w);
-  prm.pad_h = static_cast<int>(pr.pad_h);
-  prm.pad_w = static_cast<int>(pr.pad_w);
-  prm.dil_h = static_cast<int>(pr.dil_h);
-  prm.dil_w = static_cast<int>(pr.dil_w);
   prm.tile_rows = static_cast<int>(direct_tile_rows(pr, *shape));
   prm.tile_cols = static_cast<int>(direct_tile_cols(pr, *shape));
   prm.pitch = static_cast<int>(direct_tile_pitch(pr, *shape));
   // Note [vector halo]: preconditions for 16-byte copies.
-  prm.vec4 = xd.strides[3] == 1 && pr.w % 4 == 0 && xd.strides[2] % 4 == 0 && xd.strides[1] % 4 == 0 &&
-             xd.strides[0] % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
-  prm.flip = pr.mode == Mode::Convolution;
-  prm.alpha = pr.alpha;
-  prm.beta = pr.beta;
-  prm.relu = e.relu;
+  prm.vec4 = cuda::x_rows_float4_aligned(plan, x);
   const long long blocks_x = static_cast<long long>(tiles_y) * prm.tiles_x;
   prm.slots = static_cast<int>(pr.groups * prm.filter_slices);
   const long long blocks_z = (prm.slots + shape->groups_per_block - 1) / shape->groups_per_block;
@@ -106,7 +70,6 @@ void direct_block_forward(const Plan& plan, const float* x, const float* w, floa
   // Note [direct pipeline]: give each block several images so its loads overlap its FMAs, while
   // keeping enough blocks for a full SM (2048 threads) on each of the 132 SMs (H100), and the same
   // number of images in every block row.
-  prm.N = static_cast<int>(pr.n);
   const long long per_image = blocks_x * blocks_z;
   const long long target_blocks = 132LL * (2048 / (shape->threads_x * shape->threads_y * shape->groups_per_block));
   const long long ipb0 = std::clamp<long long>(per_image * pr.n / target_blocks, 1, pr.n);

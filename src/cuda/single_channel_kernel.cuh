@@ -6,26 +6,14 @@
 // (direct_block_kernel.cuh) over a 32 x 8 thread group.
 #pragma once
 
+#include "conv_geometry.cuh"
 #include "epilogue.cuh"
 
 namespace mconv::cuda {
 
-struct SingleChannelParams {
-  const float* x;
-  const float* w;
-  float* y;
-  const float* bias;
-  long long x_sn, x_sc, x_sh, x_sw;
-  long long w_sk, w_sr, w_ss;
-  long long y_sn, y_sk, y_sp, y_sq;
-  int groups, kg;
+struct SingleChannelParams : ConvGeometry {
   int filters_per_block, rows_per_block;
-  int H, W, P, Q, R, S;
-  int stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
   int strip_rows, strip_cols;
-  int flip;
-  float alpha, beta;
-  int relu;
 };
 
 inline constexpr int kSingleChannelThreads = 256;

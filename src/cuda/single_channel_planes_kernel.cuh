@@ -13,20 +13,15 @@
 //      the plane's filter in registers.
 #pragma once
 
+#include "conv_geometry.cuh"
 #include "cp_async.cuh"
 #include "epilogue.cuh"
 #include "fast_divmod.cuh"
 
 namespace mconv::cuda {
 
-struct PlaneStreamParams {
-  const float* x;
-  const float* w;
-  float* y;
-  const float* bias;
-  long long x_sn, x_sc, x_sh;  // x rows are contiguous (W stride 1)
-  long long w_sk, w_sr, w_ss;
-  long long y_sn, y_sk, y_sp, y_sq;
+// x rows are contiguous (x_sw == 1); the filter is square (R = S = K) and undilated.
+struct PlaneStreamParams : ConvGeometry {
   int planes;                  // N * G, numbered in x's memory order:
   int inner_is_c;              //   1: plane = n * G + c (NCHW-like); 0: plane = c * N + n (CNHW-like)
   FastDivmod inner;            //   G or N
@@ -39,12 +34,7 @@ struct PlaneStreamParams {
   FastDivmod plane_rows;       // input rows copied per plane when a block holds whole planes
   FastDivmod q_div;            // Q
   FastDivmod run_div;          // runs of RUN output rows per block
-  int H, P, Q;
-  int stride_w, pad_h, pad_w;
   int smem_rows, pitch, lpad, plane_floats;  // PlaneStreamLayout
-  int flip;
-  float alpha, beta;
-  int relu;
 };
 
 /// (image, channel) of plane `plane` in x's memory order.

@@ -33,23 +33,9 @@ void single_channel_planes_forward(const Plan& plan, const float* x, const float
                                    void* stream) {
   const Problem& pr = plan.problem();
   const TileChoice& t = plan.tile();
-  const TensorDesc &xd = plan.x_desc(), &wd = plan.w_desc(), &yd = plan.y_desc();
+  const TensorDesc& xd = plan.x_desc();
   const PlaneStreamLayout layout = planned_plane_stream_layout(pr, t);
-  cuda::PlaneStreamParams prm{};
-  prm.x = x;
-  prm.w = w;
-  prm.y = y;
-  prm.bias = e.bias;
-  prm.x_sn = xd.strides[0];
-  prm.x_sc = xd.strides[1];
-  prm.x_sh = xd.strides[2];
-  prm.w_sk = wd.strides[0];
-  prm.w_sr = wd.strides[2];
-  prm.w_ss = wd.strides[3];
-  prm.y_sn = yd.strides[0];
-  prm.y_sk = yd.strides[1];
-  prm.y_sp = yd.strides[2];
-  prm.y_sq = yd.strides[3];
+  cuda::PlaneStreamParams prm{cuda::conv_geometry(plan, x, w, y, e)};
   prm.planes = static_cast<int>(pr.n * pr.groups);
   prm.inner_is_c = xd.strides[1] <= xd.strides[0];  // consecutive planes of a block adjacent in memory
   prm.inner = cuda::FastDivmod(static_cast<unsigned>(prm.inner_is_c ? pr.groups : pr.n));
@@ -67,28 +53,17 @@ void single_channel_planes_forward(const Plan& plan, const float* x, const float
   prm.bands = cuda::FastDivmod(static_cast<unsigned>(bands));
   prm.buffer_floats = static_cast<int>((t.block_planes * (layout.plane_floats() + pr.r * pr.s) + 3) / 4 * 4);
   // 16-byte copies: every row start 16-byte aligned (x, the plane and row strides, W all multiples of 4).
-  const bool vec4 = reinterpret_cast<uintptr_t>(x) % 16 == 0 && pr.w % 4 == 0 && xd.strides[0] % 4 == 0 &&
-                    xd.strides[1] % 4 == 0 && xd.strides[2] % 4 == 0;
+  const bool vec4 = cuda::x_rows_float4_aligned(plan, x);
   prm.row_vectors = cuda::FastDivmod(static_cast<unsigned>(vec4 ? pr.w / 4 : pr.w));
   const int64_t whole_rows = std::min<int64_t>(layout.rows - pr.pad_h, pr.h);  // rows a block copies when oy0 = 0
   prm.plane_rows = cuda::FastDivmod(static_cast<unsigned>(std::max<int64_t>(whole_rows, 1)));
   prm.q_div = cuda::FastDivmod(static_cast<unsigned>(pr.q()));
   const int run = plane_stream_run(pr);
   prm.run_div = cuda::FastDivmod(static_cast<unsigned>((t.block_rows + run - 1) / run));
-  prm.H = static_cast<int>(pr.h);
-  prm.P = static_cast<int>(pr.p());
-  prm.Q = static_cast<int>(pr.q());
-  prm.stride_w = static_cast<int>(pr.stride_w);
-  prm.pad_h = static_cast<int>(pr.pad_h);
-  prm.pad_w = static_cast<int>(pr.pad_w);
   prm.smem_rows = layout.rows;
   prm.plane_floats = static_cast<int>(layout.plane_floats());
   prm.pitch = layout.pitch;
   prm.lpad = layout.lpad;
-  prm.flip = pr.mode == Mode::Convolution;
-  prm.alpha = pr.alpha;
-  prm.beta = pr.beta;
-  prm.relu = e.relu;
   const int smem = prm.buffer_floats * 4;
   const auto s = static_cast<cudaStream_t>(stream);
   cuda::filter_size_switch(pr.r, pr.s, [&](auto k) {

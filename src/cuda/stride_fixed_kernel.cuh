@@ -9,28 +9,16 @@
 // (c, r, s), each used for kFilters FMAs with the filters read as float4 broadcasts.
 #pragma once
 
+#include "conv_geometry.cuh"
 #include "cp_async.cuh"
 #include "epilogue.cuh"
 
 namespace mconv::cuda {
 
-struct StrideFixedParams {
-  const float* x;
-  const float* w;
-  float* y;
-  const float* bias;
-  long long x_sn, x_sc, x_sh, x_sw;
-  long long w_sk, w_sc, w_sr, w_ss;
-  long long y_sn, y_sk, y_sp, y_sq;
-  int groups, cg, kg;
-  int H, W, P, Q, R, S;
-  int stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
+struct StrideFixedParams : ConvGeometry {
   int seg;         // channels per round
   int line_cols;   // input columns of the pixel segment's receptive field
   int segments_x;  // ceil(Q / kPixels)
-  int flip;
-  float alpha, beta;
-  int relu;
 };
 
 inline constexpr int kStrideFixedPixels = 128;  // W'x: one thread per output pixel
