@@ -185,16 +185,54 @@ TEST(SingleChannelPlanner, RefusesMultiChannel) {
 namespace mconv::test {
 namespace {
 
-TEST(StrideFixedPlanner, LargestSegmentThatFitsTwoRounds) {
+TEST(StrideFixedPlanner, SegmentFromTheInequalityThenSharedMemory) {
   std::vector<std::string> why;
-  auto d3 = detail::plan_stride_fixed(make(1, 512, 28, 28, 512, 3, 3, 1), h100_model(), why);
-  EXPECT_EQ(d3.segment_channels, 16);  // S = 64 bytes, as in the paper
-  EXPECT_LE(d3.smem_bytes, h100_model().smem_per_block_optin);
-  EXPECT_NEAR(d3.filters_needed, h100_model().n_fma() * 4 / (64.0 * 128), 1e-6);
-  auto d7 = detail::plan_stride_fixed(make(1, 64, 28, 28, 64, 7, 7, 3), h100_model(), why);
-  EXPECT_LT(d7.segment_channels, 16);  // 7x7 filters: smaller segments to fit two rounds
-  EXPECT_LE(d7.smem_bytes, h100_model().smem_per_block_optin);
+  const HardwareModel hw = h100_model();
+  auto d3 = detail::plan_stride_fixed(make(1, 512, 28, 28, 512, 3, 3, 0), hw, why);
+  // The paper's M' >= N_FMA*4/(S*W'x) with M' = 64 and 128 pixels asks S >= 36 B: 64 B, but two
+  // rounds of 16 channels (106 KB) leave room for fewer than three blocks per SM, so 32 B.
+  EXPECT_NEAR(d3.segment_needed, hw.n_fma() * 4 / (64.0 * 128), 1e-6);
+  EXPECT_EQ(d3.segment_channels, 8);
+  EXPECT_LE(d3.smem_bytes * detail::kStrideFixedResidentBlocks, hw.smem_per_sm);
+  // 26 x 26 outputs: 32-pixel lines x 4 pad the map least (28 x 32 = 896 slots for 676 pixels).
+  EXPECT_EQ(d3.tile_cols, 32);
+  EXPECT_EQ(d3.tile_rows, 4);
+  EXPECT_EQ(d3.tile_cols * d3.tile_rows, detail::kStrideFixedPixels);
+  auto d7 = detail::plan_stride_fixed(make(1, 64, 28, 28, 64, 7, 7, 3), hw, why);
+  EXPECT_LT(d7.segment_channels, d3.segment_channels);  // 7x7 filters: smaller segments to fit
+  EXPECT_LE(d7.smem_bytes * detail::kStrideFixedResidentBlocks, hw.smem_per_sm);
   EXPECT_EQ(why.size(), 2u);
+}
+
+TEST(StrideFixedPlanner, LayoutCoversEveryWindow) {
+  for (int stride : {1, 2})
+    for (int k : {1, 3, 5, 7}) {
+      Problem p = make(1, 8, 64, 64, 8, k, k, k / 2);
+      p.stride_h = p.stride_w = stride;
+      for (int cols = detail::kStrideFixedThreadPixels; cols <= detail::kStrideFixedPixels; cols *= 2) {
+        const auto l = detail::stride_fixed_layout(p, detail::kStrideFixedPixels / cols, cols);
+        EXPECT_EQ(l.cols, (cols - 1) * stride + k);
+        EXPECT_EQ(l.pitch % 4, 0);
+        // The last thread's float4 window starts at (cols - 8) * stride and must stay in its line.
+        const int window = (detail::kStrideFixedThreadPixels - 1) * stride + k;
+        EXPECT_LE((cols - detail::kStrideFixedThreadPixels) * stride + (window + 3) / 4 * 4, l.pitch);
+      }
+    }
+}
+
+TEST(StrideFixedPlanner, SmallMapsSplitTheChannels) {
+  std::vector<std::string> why;
+  // 5 x 5 outputs, 512 filters: 8 blocks for 132 SMs unless the 64 rounds of 8 channels are sliced.
+  auto d = detail::plan_stride_fixed(make(1, 512, 7, 7, 512, 3, 3, 0), h100_model(), why);
+  EXPECT_EQ(d.tile_cols, 8);
+  EXPECT_EQ(d.blocks, 8);
+  EXPECT_EQ(d.splits, 32);  // two rounds per slice keep the prefetch overlapping
+  // A large map fills the SMs unsliced.
+  auto big = detail::plan_stride_fixed(make(1, 64, 224, 224, 64, 3, 3, 1), h100_model(), why);
+  EXPECT_EQ(big.splits, 1);
+  // Too few rounds to slice.
+  auto few = detail::plan_stride_fixed(make(1, 16, 7, 7, 16, 3, 3, 0), h100_model(), why);
+  EXPECT_EQ(few.splits, 1);
 }
 
 }  // namespace

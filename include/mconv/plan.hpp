@@ -92,8 +92,11 @@ struct TileChoice {
   /// Slices of the row (GEMM-K) range computed by separate blocks and summed into y with atomics
   /// (Note [split-k without workspace]). 1 = off. Results then vary in the last bits from run to run.
   int split_k = 1;
-  /// single_channel: the planner's division (filters and output rows per block); 0 otherwise.
+  /// single_channel: the planner's division (filters and output rows per block); stride_fixed:
+  /// output lines per block (W'y); 0 otherwise.
   int block_filters = 0, block_rows = 0;
+  /// stride_fixed: output pixels per line of a block (W'x); 0 otherwise.
+  int block_cols = 0;
   /// single_channel plane stream (K/G = 1): whole planes per block; 0 for the paper's strip kernel.
   int block_planes = 0;
   /// single_channel plane stream: shared-memory row pitch and plane stride in floats (chosen once

@@ -31,6 +31,8 @@ void single_channel_forward(const Plan& plan, const float* x, const float* w, fl
                             void* stream);
 void single_channel_planes_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e,
                                    void* stream);
+/// Split-K's first pass: y = beta * y + bias, so that channel slices can add alpha * partial sums.
+void output_prepass(const Plan& plan, float* y, const Epilogue& e, void* stream);
 void stride_fixed_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e, void* stream);
 int current_device();
 

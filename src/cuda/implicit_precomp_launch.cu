@@ -9,7 +9,6 @@
 #include "cuda_backend.hpp"
 #include "cuda_check.cuh"
 #include "implicit_precomp_kernel.cuh"
-#include "output_prepass_kernel.cuh"
 
 namespace mconv::detail::cuda_backend {
 namespace {
@@ -104,23 +103,7 @@ void implicit_precomp_forward(const Plan& plan, const void* table, const float* 
 
   // Note [split-k without workspace]: ReLU needs the whole sum, so it runs unsplit.
   prm.splits = e.relu ? 1 : plan.tile().split_k;
-  if (prm.splits > 1) {
-    cuda::OutputPrepassParams pp{};
-    pp.y = y;
-    pp.bias = e.bias;
-    pp.total = static_cast<long long>(pr.n) * pr.k * prm.pq;
-    pp.k = static_cast<int>(pr.k);
-    pp.pq = prm.pq;
-    pp.q = prm.q;
-    pp.y_sn = out.stride_n;
-    pp.y_sk = out.stride_k;
-    pp.y_sp = out.stride_p;
-    pp.y_sq = out.stride_q;
-    pp.beta = pr.beta;
-    const int blocks = static_cast<int>(std::min<long long>((pp.total + 255) / 256, 132 * 16));
-    cuda::output_prepass_kernel<<<blocks, 256, 0, static_cast<cudaStream_t>(stream)>>>(pp);
-    MCONV_CUDA_CHECK(cudaGetLastError());
-  }
+  if (prm.splits > 1) output_prepass(plan, y, e, stream);
 
   const GatherOrder order = plan.row_order() == RowOrder::RSC ? GatherOrder::Rows : GatherOrder::Columns;
   const auto s = static_cast<cudaStream_t>(stream);

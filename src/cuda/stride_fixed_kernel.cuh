@@ -1,109 +1,188 @@
-// The stride-fixed block kernel family (technique 4, paper section 3.2: multi-channel).
+// The stride-fixed block kernel family (technique 4, paper section 3.2: multi-channel; the division
+// is in src/plan/stride_fixed_planner.hpp).
 //
-// Block (blockIdx.x, blockIdx.y, blockIdx.z) = (output row x segment of kPixels pixels, kFilters
-// filters, image x group). One thread per output pixel; each thread keeps kFilters accumulators.
-// The channels are walked in segments of `seg` channels (the paper's S = 4*seg bytes): each round
-// copies the segment's input lines (R rows of the pixels' receptive field) and its filter slice
-// [seg][R*S][kFilters] into shared memory with cp.async, double-buffered so that round i+1 loads
-// while round i computes. In a round a thread moves seg*R*S input values to registers, one per
-// (c, r, s), each used for kFilters FMAs with the filters read as float4 broadcasts.
+// Block (blockIdx.x, blockIdx.y, blockIdx.z) = (W'y x W'x output pixels, M' = 64 filters,
+// (image, group, channel slice)). The channels are walked in segments of `seg` channels (the
+// paper's S = 4*seg bytes): each round copies the segment's input lines [seg][rows][pitch] and its
+// filters [seg*R*S][M' + 4] into shared memory with cp.async, double-buffered so that round i+1
+// loads while round i computes. A thread accumulates 8 consecutive pixels of one line for 8 of the
+// M' filters (Note [stride-fixed on Hopper]): per (channel, filter row) it moves one window of the
+// line to registers and uses each value for up to S filter columns x 8 filters.
 #pragma once
 
 #include "conv_geometry.cuh"
 #include "cp_async.cuh"
 #include "epilogue.cuh"
+#include "fast_divmod.cuh"
+#include "../plan/stride_fixed_planner.hpp"
 
 namespace mconv::cuda {
 
 struct StrideFixedParams : ConvGeometry {
-  int seg;         // channels per round
-  int line_cols;   // input columns of the pixel segment's receptive field
-  int segments_x;  // ceil(Q / kPixels)
+  int seg;                              // channels per round
+  int tile_rows, tile_cols, tiles_x;    // W'y, W'x, blocks along Q
+  int in_rows, in_cols, pitch;          // StrideFixedLayout
+  int rounds_per_split, splits;         // channel slices (split_k > 1: y += alpha * sum, atomically)
+  FastDivmod in_cols_div, in_rows_div;  // line copies: e -> (c * in_rows + row, col)
+  FastDivmod crs_div, rs_div, s_div;    // filter copies: e -> (f, c * R * S + r * S + s)
 };
 
-inline constexpr int kStrideFixedPixels = 128;  // W'x: one thread per output pixel
-inline constexpr int kStrideFixedFilters = 64;  // M': accumulators per thread
+using mconv::detail::kStrideFixedFilterPitch;
+using mconv::detail::kStrideFixedFilters;
+using mconv::detail::kStrideFixedResidentBlocks;
+using mconv::detail::kStrideFixedThreadFilters;
+using mconv::detail::kStrideFixedThreadPixels;
+using mconv::detail::kStrideFixedThreads;
 
-template <int R_, int S_>
-__global__ void __launch_bounds__(kStrideFixedPixels) stride_fixed_kernel(const StrideFixedParams prm) {
-  constexpr int MF = kStrideFixedFilters, WX = kStrideFixedPixels;
-  const int R = R_ > 0 ? R_ : prm.R, S = S_ > 0 ? S_ : prm.S, RS = R * S;
+/// K: square filter size with SW = stride_w (1 or 2) and no dilation, the window read as float4s;
+/// K = 0: any filter, stride and dilation, read value by value.
+template <int K, int SW>
+__global__ void __launch_bounds__(kStrideFixedThreads, kStrideFixedResidentBlocks)
+    stride_fixed_kernel(const StrideFixedParams prm) {
+  constexpr int T = kStrideFixedThreads, MF = kStrideFixedFilters, PX = kStrideFixedThreadPixels;
+  constexpr int FP = kStrideFixedFilterPitch, GROUPS_F = MF / kStrideFixedThreadFilters;
+  static_assert(kStrideFixedThreadFilters == 8 && MF == 64, "the filter groups below: {4fg..4fg+3, 32+4fg..}");
+  const int R = K > 0 ? K : prm.R, S = K > 0 ? K : prm.S, RS = R * S;
   extern __shared__ __align__(16) float smem[];
-  const int line_elems = prm.seg * R * prm.line_cols;  // [seg][R][line_cols]
-  const int filter_elems = prm.seg * RS * MF;          // [seg][R*S][MF]
-  auto sLines = [&](int b) { return smem + b * (line_elems + filter_elems); };
-  auto sFilters = [&](int b) { return smem + b * (line_elems + filter_elems) + line_elems; };
+  const int line_floats = prm.seg * prm.in_rows * prm.pitch;
+  const int round_floats = line_floats + prm.seg * RS * FP;
 
-  const int oy = blockIdx.x / prm.segments_x, ox0 = (blockIdx.x - oy * prm.segments_x) * WX;
-  const int k0 = blockIdx.y * MF;
-  const int n = blockIdx.z / prm.groups, g = blockIdx.z - n * prm.groups;
-  const int nf = min(MF, prm.kg - k0);
-  const int ih0 = oy * prm.stride_h - prm.pad_h, iw0 = ox0 * prm.stride_w - prm.pad_w;
+  // The block: its pixels, filters, image, group and channel slice.
+  const int tile_y = blockIdx.x / prm.tiles_x, tile_x = blockIdx.x - tile_y * prm.tiles_x;
+  const int oy0 = tile_y * prm.tile_rows, ox0 = tile_x * prm.tile_cols;
+  const int k0 = blockIdx.y * MF, nf = min(MF, prm.kg - k0);
+  const int split = blockIdx.z % prm.splits, ng = blockIdx.z / prm.splits;
+  const int n = ng / prm.groups, g = ng - n * prm.groups;
+  const int c_begin = split * prm.rounds_per_split * prm.seg;
+  const int c_end = min(prm.cg, c_begin + prm.rounds_per_split * prm.seg);
+  const int rounds = (c_end - c_begin + prm.seg - 1) / prm.seg;
+  const int ih0 = oy0 * prm.stride_h - prm.pad_h, iw0 = ox0 * prm.stride_w - prm.pad_w;
   const float* gX = prm.x + n * prm.x_sn + static_cast<long long>(g) * prm.cg * prm.x_sc;
   const float* gW = prm.w + static_cast<long long>(g * prm.kg + k0) * prm.w_sk;
 
+  // The thread: 8 pixels of one line (a warp spans 4 pixel groups x the 8 filter groups, so its
+  // filter reads are 8 distinct float4s and its window reads 4) and filters {4fg..4fg+3, 32+4fg..}.
+  const int fg = threadIdx.x % GROUPS_F, pg = threadIdx.x / GROUPS_F;
+  const int groups_x = prm.tile_cols / PX;
+  const int line = pg / groups_x, col = (pg - line * groups_x) * PX;
+
   auto load = [&](int buf, int c0) {
-    float* lines = sLines(buf);
-    for (int e = threadIdx.x; e < line_elems; e += WX) {  // consecutive threads: consecutive columns
-      const int col = e % prm.line_cols, cr = e / prm.line_cols, r = cr % R, c = cr / R;
-      const int h = ih0 + r * prm.dil_h, w = iw0 + col;
-      const bool ok = c0 + c < prm.cg && static_cast<unsigned>(h) < static_cast<unsigned>(prm.H) &&
+    float* lines = smem + buf * round_floats;
+    const int line_elems = prm.seg * prm.in_rows * prm.in_cols;
+    for (int e = threadIdx.x; e < line_elems; e += T) {
+      unsigned cr, cc, c, row;
+      prm.in_cols_div.divmod(e, cr, cc);
+      prm.in_rows_div.divmod(cr, c, row);
+      const int h = ih0 + static_cast<int>(row), w = iw0 + static_cast<int>(cc), ch = c0 + static_cast<int>(c);
+      const bool ok = ch < c_end && static_cast<unsigned>(h) < static_cast<unsigned>(prm.H) &&
                       static_cast<unsigned>(w) < static_cast<unsigned>(prm.W);
-      detail::cp_async_f32(lines + e, ok ? gX + (c0 + c) * prm.x_sc + h * prm.x_sh + w * prm.x_sw : prm.x, ok);
+      detail::cp_async_f32(lines + cr * prm.pitch + cc, ok ? gX + ch * prm.x_sc + h * prm.x_sh + w * prm.x_sw : prm.x,
+                           ok);
     }
-    float* filters = sFilters(buf);
-    for (int e = threadIdx.x; e < filter_elems; e += WX) {
-      const int f = e % MF, crs = e / MF, rs = crs % RS, c = crs / RS, r = rs / S, s = rs - r * S;
-      const int fr = prm.flip ? R - 1 - r : r, fs = prm.flip ? S - 1 - s : s;
-      const bool ok = f < nf && c0 + c < prm.cg;
-      detail::cp_async_f32(filters + e,
-                           ok ? gW + f * prm.w_sk + (c0 + c) * prm.w_sc + fr * prm.w_sr + fs * prm.w_ss : prm.w, ok);
+    // Consecutive threads read consecutive (c, r, s) of one filter: contiguous in KCRS.
+    float* filters = lines + line_floats;
+    const int filter_elems = MF * prm.seg * RS;
+    for (int e = threadIdx.x; e < filter_elems; e += T) {
+      unsigned f, crs, c, rs, r, s;
+      prm.crs_div.divmod(e, f, crs);
+      prm.rs_div.divmod(crs, c, rs);
+      prm.s_div.divmod(rs, r, s);
+      const int ch = c0 + static_cast<int>(c);
+      const bool ok = static_cast<int>(f) < nf && ch < c_end;
+      const int fr = prm.flip ? R - 1 - static_cast<int>(r) : r, fs = prm.flip ? S - 1 - static_cast<int>(s) : s;
+      detail::cp_async_f32(filters + crs * FP + f,
+                           ok ? gW + f * prm.w_sk + ch * prm.w_sc + fr * prm.w_sr + fs * prm.w_ss : prm.w, ok);
     }
   };
 
-  float rAcc[MF];
+  float acc[PX][8];
 #pragma unroll
-  for (int f = 0; f < MF; ++f) rAcc[f] = 0.0f;
+  for (int p = 0; p < PX; ++p)
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc[p][j] = 0.0f;
 
-  const int rounds = (prm.cg + prm.seg - 1) / prm.seg;
-  load(0, 0);
+  auto fma8 = [&](float xv, const float4& wa, const float4& wb, float* a) {
+    a[0] = fmaf(xv, wa.x, a[0]);
+    a[1] = fmaf(xv, wa.y, a[1]);
+    a[2] = fmaf(xv, wa.z, a[2]);
+    a[3] = fmaf(xv, wa.w, a[3]);
+    a[4] = fmaf(xv, wb.x, a[4]);
+    a[5] = fmaf(xv, wb.y, a[5]);
+    a[6] = fmaf(xv, wb.z, a[6]);
+    a[7] = fmaf(xv, wb.w, a[7]);
+  };
+
+  load(0, c_begin);
   detail::cp_async_commit();
   for (int it = 0; it < rounds; ++it) {
     __syncthreads();  // round it-1's buffer is free
-    if (it + 1 < rounds) load((it + 1) & 1, (it + 1) * prm.seg);
+    if (it + 1 < rounds) load((it + 1) & 1, c_begin + (it + 1) * prm.seg);
     detail::cp_async_commit();
     detail::cp_async_wait<1>();
     __syncthreads();
-    const float* lines = sLines(it & 1);
-    const float* filters = sFilters(it & 1);
+    const float* lines = smem + (it & 1) * round_floats;
+    const float* filters = lines + line_floats;
     for (int c = 0; c < prm.seg; ++c) {
+      if constexpr (K > 0) {
+        constexpr int WIN4 = ((PX - 1) * SW + K + 3) / 4;  // float4s of one line's window
 #pragma unroll
-      for (int r = 0; r < R; ++r)
+        for (int r = 0; r < K; ++r) {
+          const float4* src =
+              reinterpret_cast<const float4*>(lines + (c * prm.in_rows + line * prm.stride_h + r) * prm.pitch + col * SW);
+          float win[4 * WIN4];
 #pragma unroll
-        for (int s = 0; s < S; ++s) {
-          const float xv = lines[(c * R + r) * prm.line_cols + threadIdx.x * prm.stride_w + s * prm.dil_w];
-          const float4* w4 = reinterpret_cast<const float4*>(filters + ((c * RS) + r * S + s) * MF);
+          for (int i = 0; i < WIN4; ++i) {
+            const float4 v = src[i];
+            win[4 * i + 0] = v.x;
+            win[4 * i + 1] = v.y;
+            win[4 * i + 2] = v.z;
+            win[4 * i + 3] = v.w;
+          }
+          const float* wrow = filters + (c * K + r) * K * FP + 4 * fg;
 #pragma unroll
-          for (int f4 = 0; f4 < MF / 4; ++f4) {
-            const float4 wv = w4[f4];  // the same address for every thread: a broadcast
-            rAcc[4 * f4 + 0] = fmaf(xv, wv.x, rAcc[4 * f4 + 0]);
-            rAcc[4 * f4 + 1] = fmaf(xv, wv.y, rAcc[4 * f4 + 1]);
-            rAcc[4 * f4 + 2] = fmaf(xv, wv.z, rAcc[4 * f4 + 2]);
-            rAcc[4 * f4 + 3] = fmaf(xv, wv.w, rAcc[4 * f4 + 3]);
+          for (int s = 0; s < K; ++s) {
+            const float4 wa = *reinterpret_cast<const float4*>(wrow + s * FP);
+            const float4 wb = *reinterpret_cast<const float4*>(wrow + s * FP + 32);
+#pragma unroll
+            for (int p = 0; p < PX; ++p) fma8(win[p * SW + s], wa, wb, acc[p]);
           }
         }
+      } else {
+        for (int r = 0; r < R; ++r) {
+          const float* src = lines + (c * prm.in_rows + line * prm.stride_h + r * prm.dil_h) * prm.pitch +
+                             col * prm.stride_w;
+          for (int s = 0; s < S; ++s) {
+            const float* wp = filters + ((c * R + r) * S + s) * FP + 4 * fg;
+            const float4 wa = *reinterpret_cast<const float4*>(wp);
+            const float4 wb = *reinterpret_cast<const float4*>(wp + 32);
+#pragma unroll
+            for (int p = 0; p < PX; ++p) fma8(src[p * prm.stride_w + s * prm.dil_w], wa, wb, acc[p]);
+          }
+        }
+      }
     }
   }
 
-  const int ox = ox0 + threadIdx.x;
-  if (ox >= prm.Q) return;
-  float* yPix = prm.y + n * prm.y_sn + oy * prm.y_sp + ox * prm.y_sq;
+  const int oy = oy0 + line;
+  if (oy >= prm.P) return;
+  float* yRow = prm.y + n * prm.y_sn + oy * prm.y_sp;
 #pragma unroll
-  for (int f = 0; f < MF; ++f) {
-    if (f >= nf) break;
+  for (int j = 0; j < 8; ++j) {
+    const int f = (j < 4 ? 0 : 32 - 4) + 4 * fg + j;
+    if (f >= nf) continue;
     const int k = g * prm.kg + k0 + f;
-    float* dst = yPix + k * prm.y_sk;
-    *dst = epilogue_value(prm.alpha, rAcc[f], prm.beta, dst, prm.bias ? prm.bias + k : nullptr, prm.relu);
+    float* yK = yRow + k * prm.y_sk;
+    const float bias = prm.bias ? __ldg(prm.bias + k) : 0.0f;
+#pragma unroll
+    for (int p = 0; p < PX; ++p) {
+      const int ox = ox0 + col + p;
+      if (ox >= prm.Q) break;
+      float* dst = yK + ox * prm.y_sq;
+      if (prm.splits > 1)
+        atomicAdd(dst, prm.alpha * acc[p][j]);  // the pre-pass wrote beta * y + bias
+      else
+        *dst = epilogue_value(prm.alpha, acc[p][j], prm.beta, dst, bias, prm.relu);
+    }
   }
 }
 

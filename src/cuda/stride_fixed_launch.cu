@@ -1,5 +1,6 @@
-// Launcher of the stride-fixed kernel family: the planner's segment from the Plan, the shared-memory
-// opt-in, the filter-size switch (1, 3, 5, 7 square, else generic) and the launch check.
+// Launcher of the stride-fixed kernel family: the planner's division from the Plan, the channel
+// slices (with the split-K pre-pass), and the switch to the float4-window kernels (square 1, 3, 5, 7
+// filters, stride_w 1 or 2, no dilation) or the generic one.
 #include "../plan/stride_fixed_planner.hpp"
 #include "cuda_backend.hpp"
 #include "cuda_check.cuh"
@@ -9,29 +10,56 @@
 namespace mconv::detail::cuda_backend {
 namespace {
 
-template <int R, int S>
+template <int K, int SW>
 void launch(const cuda::StrideFixedParams& prm, dim3 grid, int smem, cudaStream_t stream) {
-  cuda::launch_with_smem(cuda::stride_fixed_kernel<R, S>, grid, cuda::kStrideFixedPixels, smem, stream, prm);
+  cuda::launch_with_smem(cuda::stride_fixed_kernel<K, SW>, grid, kStrideFixedThreads, smem, stream, prm);
 }
 
 }  // namespace
 
 void stride_fixed_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e, void* stream) {
   const Problem& pr = plan.problem();
+  const TileChoice& t = plan.tile();
   cuda::StrideFixedParams prm{cuda::conv_geometry(plan, x, w, y, e)};
-  prm.seg = plan.tile().segment_channels;
-  prm.line_cols = static_cast<int>(stride_fixed_line_cols(pr, cuda::kStrideFixedPixels));
-  prm.segments_x = (prm.Q + cuda::kStrideFixedPixels - 1) / cuda::kStrideFixedPixels;
-  const long long gx = static_cast<long long>(prm.P) * prm.segments_x;
-  const long long gy = (prm.kg + cuda::kStrideFixedFilters - 1) / cuda::kStrideFixedFilters;
-  const long long gz = pr.n * pr.groups;
+  prm.seg = t.segment_channels;
+  prm.tile_rows = t.block_rows;
+  prm.tile_cols = t.block_cols;
+  prm.tiles_x = (prm.Q + prm.tile_cols - 1) / prm.tile_cols;
+  const StrideFixedLayout layout = stride_fixed_layout(pr, prm.tile_rows, prm.tile_cols);
+  prm.in_rows = layout.rows;
+  prm.in_cols = layout.cols;
+  prm.pitch = layout.pitch;
+  const int rounds = (prm.cg + prm.seg - 1) / prm.seg;
+  // Note [split-k without workspace]: ReLU needs the whole sum, so it runs unsplit.
+  const int splits = e.relu ? 1 : t.split_k;
+  prm.rounds_per_split = (rounds + splits - 1) / splits;
+  prm.splits = (rounds + prm.rounds_per_split - 1) / prm.rounds_per_split;
+  prm.in_cols_div = cuda::FastDivmod(static_cast<unsigned>(layout.cols));
+  prm.in_rows_div = cuda::FastDivmod(static_cast<unsigned>(layout.rows));
+  prm.crs_div = cuda::FastDivmod(static_cast<unsigned>(prm.seg * prm.R * prm.S));
+  prm.rs_div = cuda::FastDivmod(static_cast<unsigned>(prm.R * prm.S));
+  prm.s_div = cuda::FastDivmod(static_cast<unsigned>(prm.S));
+  const long long gx = static_cast<long long>(prm.tiles_x) * ((prm.P + prm.tile_rows - 1) / prm.tile_rows);
+  const long long gy = (prm.kg + kStrideFixedFilters - 1) / kStrideFixedFilters;
+  const long long gz = pr.n * pr.groups * prm.splits;
   if (gx > 0x7fffffffLL || gy > 65535 || gz > 65535)
     throw Error(Status::Unsupported, "stride_fixed: grid exceeds the launch limits");
-  const int smem = 2 * 4 * (prm.seg * prm.R * prm.line_cols + prm.seg * prm.R * prm.S * cuda::kStrideFixedFilters);
+  const int smem = static_cast<int>(2 * 4 * layout.round_floats(pr, prm.seg));
   const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy), static_cast<unsigned>(gz));
+  if (prm.splits > 1) output_prepass(plan, y, e, stream);
   const auto s = static_cast<cudaStream_t>(stream);
-  cuda::filter_size_switch(pr.r, pr.s,
-                           [&](auto k) { launch<decltype(k)::value, decltype(k)::value>(prm, grid, smem, s); });
+  const bool window = pr.dil_h == 1 && pr.dil_w == 1 && (pr.stride_w == 1 || pr.stride_w == 2);
+  cuda::filter_size_switch(pr.r, pr.s, [&](auto k) {
+    constexpr int K = decltype(k)::value;
+    if constexpr (K == 0)
+      launch<0, 0>(prm, grid, smem, s);
+    else if (!window)
+      launch<0, 0>(prm, grid, smem, s);
+    else if (pr.stride_w == 1)
+      launch<K, 1>(prm, grid, smem, s);
+    else
+      launch<K, 2>(prm, grid, smem, s);
+  });
 }
 
 }  // namespace mconv::detail::cuda_backend
