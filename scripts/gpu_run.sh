@@ -50,6 +50,12 @@ for s in "${suites[@]}"; do
   echo "exit $?" >> "$LOG/summary.txt"
   tail -1 "$LOG/$s.txt" | tee -a "$LOG/summary.txt"
 done
+if [[ " ${suites[*]} " == *" multi_channel "* ]]; then  # issue 4's target: the stride-fixed kernel alone
+  echo "== bench multi_channel, stride_fixed alone" | tee -a "$LOG/summary.txt"
+  timeout 300 "$B/mconv" bench --suite bench/suites/multi_channel.csv --algo stride_fixed --vs cudnn \
+    --out "$LOG/multi_channel_stride_fixed" > "$LOG/multi_channel_stride_fixed.txt" 2> "$LOG/multi_channel_stride_fixed.err"
+  tail -1 "$LOG/multi_channel_stride_fixed.txt" | tee -a "$LOG/summary.txt"
+fi
 if [ -z "${SKIP_NHWC:-}" ] && [ -z "${SKIP_BENCH:-}" ]; then
   echo "== bench resnet50 NHWC" | tee -a "$LOG/summary.txt"
   timeout 300 "$B/mconv" bench --suite bench/suites/resnet50.csv --layout NHWC --vs cudnn --out "$LOG/resnet50_nhwc" > "$LOG/resnet50_nhwc.txt" 2> "$LOG/resnet50_nhwc.err"

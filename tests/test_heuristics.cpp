@@ -22,18 +22,30 @@ TEST(Heuristics, AlgorithmChoice) {
   EXPECT_EQ(pick(make(32, 32, 112, 112, 32, 3, 3, 1, 1, 1, 32)), Algorithm::SingleChannel);  // depthwise: planes
   EXPECT_EQ(pick(make(32, 32, 112, 112, 32, 3, 3, 1, 1, 1, 32), Layout::CNHW), Algorithm::SingleChannel);
   EXPECT_EQ(pick(make(32, 32, 112, 112, 32, 3, 3, 1, 1, 1, 32), Layout::NHWC), Algorithm::DirectBlock);  // strided rows
-  EXPECT_EQ(pick(make(32, 32, 112, 112, 32, 3, 3, 1, 3, 1, 32)), Algorithm::DirectBlock);  // stride 3
-  EXPECT_EQ(pick(make(32, 96, 112, 112, 192, 3, 3, 1, 2, 1, 96)), Algorithm::DirectBlock);  // multiplier 2
-  EXPECT_EQ(pick(make(1, 1, 56, 56, 256, 3, 3)), Algorithm::DirectBlock);                   // single channel
-  EXPECT_EQ(pick(make(1, 1, 28, 28, 512, 3, 3)), Algorithm::SingleChannel);                 // small map, many filters
+  EXPECT_EQ(pick(make(32, 32, 112, 112, 32, 3, 3, 1, 3, 1, 32)), Algorithm::DirectBlock);                // stride 3
+  EXPECT_EQ(pick(make(32, 96, 112, 112, 192, 3, 3, 1, 2, 1, 96)), Algorithm::DirectBlock);               // multiplier 2
+  EXPECT_EQ(pick(make(1, 1, 56, 56, 256, 3, 3)), Algorithm::DirectBlock);    // single channel
+  EXPECT_EQ(pick(make(1, 1, 28, 28, 512, 3, 3)), Algorithm::SingleChannel);  // small map, many filters
   EXPECT_EQ(pick(make(1, 1, 28, 28, 512, 1, 1)), Algorithm::DirectBlock);
   EXPECT_EQ(pick(make(1, 1, 1024, 1024, 32, 1, 1)), Algorithm::ImplicitPrecomp);  // 1x1 on a large map
-  EXPECT_EQ(pick(make(1, 1, 224, 224, 64, 1, 1)), Algorithm::DirectBlock);       // a toss-up: the steadier one
+  EXPECT_EQ(pick(make(1, 1, 224, 224, 64, 1, 1)), Algorithm::DirectBlock);        // a toss-up: the steadier one
   EXPECT_EQ(pick(make(1, 1, 56, 56, 256, 5, 5)), Algorithm::DirectBlock);
   EXPECT_EQ(pick(make(1, 1, 112, 112, 128, 5, 5)), Algorithm::ImplicitPrecomp);
   EXPECT_EQ(pick(make(1, 1, 224, 224, 64, 5, 5)), Algorithm::ImplicitPrecomp);  // 5x5 on a large map
   EXPECT_EQ(pick(make(32, 64, 56, 56, 64, 3, 3, 1)), Algorithm::ImplicitPrecomp);
   EXPECT_EQ(pick(make(32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 2)), Algorithm::ImplicitPrecomp);  // grouped, C/G = 32
+  // Multi channel: stride_fixed where it measured faster (Note [stride-fixed on Hopper] rules).
+  EXPECT_EQ(pick(make(1, 64, 224, 224, 64, 3, 3)), Algorithm::StrideFixed);      // few channels, large map
+  EXPECT_EQ(pick(make(32, 64, 224, 224, 64, 3, 3, 1)), Algorithm::StrideFixed);  // vgg16_1
+  EXPECT_EQ(pick(make(1, 64, 112, 112, 64, 5, 5)), Algorithm::StrideFixed);
+  EXPECT_EQ(pick(make(1, 64, 112, 112, 64, 3, 3)), Algorithm::ImplicitPrecomp);        // the GEMM wins at 112x112 3x3
+  EXPECT_EQ(pick(make(1, 128, 56, 56, 128, 5, 5)), Algorithm::ImplicitPrecomp);        // C = 128
+  EXPECT_EQ(pick(make(32, 3, 224, 224, 64, 7, 7, 3, 2)), Algorithm::ImplicitPrecomp);  // resnet50 conv1: stride 2
+  EXPECT_EQ(pick(make(1, 256, 28, 28, 256, 1, 1)), Algorithm::StrideFixed);            // 1x1, 784 outputs
+  EXPECT_EQ(pick(make(1, 64, 112, 112, 64, 1, 1)), Algorithm::ImplicitPrecomp);
+  EXPECT_EQ(pick(make(32, 256, 28, 28, 256, 1, 1)), Algorithm::ImplicitPrecomp);  // batch 32 fills the GEMM
+  EXPECT_EQ(pick(make(1, 512, 14, 14, 512, 3, 3)), Algorithm::StrideFixed);       // small map, many channels
+  EXPECT_EQ(pick(make(32, 512, 7, 7, 512, 3, 3, 1)), Algorithm::ImplicitPrecomp);
 }
 
 TEST(Heuristics, TileChoice) {
@@ -129,7 +141,7 @@ TEST(PlaneStreamPlanner, PacksSmallPlanesAndBandsLargeOnes) {
     std::vector<std::string> why;
     const auto d = detail::plan_plane_stream(p, p.x_desc(Layout::NCHW), hw, why);
     EXPECT_LE(d.d_bytes, hw.smem_per_sm / resident);
-    EXPECT_GE(d.blocks * 10, int64_t(hw.sm_count) * resident * 9);  // a resident wave, within 10%
+    EXPECT_GE(d.blocks * 10, int64_t(hw.sm_count) * resident * 9);   // a resident wave, within 10%
     if (d.planes_per_block > 1) EXPECT_EQ(d.rows_per_block, p.p());  // packing needs whole planes
     if (d.rows_per_block < p.p()) EXPECT_EQ(d.rows_per_block % detail::plane_stream_run(p), 0);
     if (p.w % 4 == 0) EXPECT_EQ(d.layout.pitch % 4, 0);  // 16-byte copies need aligned rows
@@ -224,7 +236,7 @@ TEST(StrideFixedPlanner, SmallMapsSplitTheChannels) {
   std::vector<std::string> why;
   // 5 x 5 outputs, 512 filters: 8 blocks for 132 SMs unless the 64 rounds of 8 channels are sliced.
   auto d = detail::plan_stride_fixed(make(1, 512, 7, 7, 512, 3, 3, 0), h100_model(), why);
-  EXPECT_EQ(d.tile_cols, 8);
+  EXPECT_EQ(d.tile_cols, 16);  // every width pads 5 x 5 to 128 slots; 8 and 16 read least, 16 is wider
   EXPECT_EQ(d.blocks, 8);
   EXPECT_EQ(d.splits, 32);  // two rounds per slice keep the prefetch overlapping
   // A large map fills the SMs unsliced.

@@ -80,4 +80,11 @@ inline bool x_rows_float4_aligned(const Plan& plan, const float* x) {
          reinterpret_cast<uintptr_t>(x) % 16 == 0;
 }
 
+/// The same for y's rows (float4 stores): contiguous rows, row, filter and image strides multiples
+/// of 4, y 16-byte aligned.
+inline bool y_rows_float4_aligned(const Plan& plan, const float* y) {
+  const auto& ys = plan.y_desc().strides;
+  return ys[3] == 1 && ys[2] % 4 == 0 && ys[1] % 4 == 0 && ys[0] % 4 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
+}
+
 }  // namespace mconv::cuda

@@ -2,6 +2,8 @@
 // y = beta*y + bias[k] over every output element, in any layout. beta == 0 never reads y.
 #pragma once
 
+#include "fast_divmod.cuh"
+
 namespace mconv::cuda {
 
 struct OutputPrepassParams {
@@ -9,23 +11,38 @@ struct OutputPrepassParams {
   const float* bias;  // K values or null
   long long total;    // N*K*P*Q
   int k, pq, q;
+  FastDivmod k_div, pq_div, q_div;  // used when total < 2^31 (FastDivmod's range)
   long long y_sn, y_sk, y_sp, y_sq;
   float beta;
 };
 
+__device__ __forceinline__ void output_prepass_element(const OutputPrepassParams& prm, long long n, int k, int p,
+                                                       int q) {
+  float* dst = prm.y + n * prm.y_sn + k * prm.y_sk + p * prm.y_sp + q * prm.y_sq;
+  float v = prm.beta != 0.0f ? prm.beta * *dst : 0.0f;
+  if (prm.bias) v += prm.bias[k];
+  *dst = v;
+}
+
 __global__ void output_prepass_kernel(const OutputPrepassParams prm) {
+  // i enumerates (n, k, p, q) with q fastest. 64-bit division costs ~100 instructions per element,
+  // which made this pass longer than the convolution on 112x112 maps (H100), hence FastDivmod.
+  if (prm.total < 0x7fffffffLL) {
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < prm.total; i += gridDim.x * blockDim.x) {
+      unsigned nk, rem, n, k, p, q;
+      prm.pq_div.divmod(i, nk, rem);
+      prm.k_div.divmod(nk, n, k);
+      prm.q_div.divmod(rem, p, q);
+      output_prepass_element(prm, n, k, p, q);
+    }
+    return;
+  }
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < prm.total;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    // i enumerates (n, k, p, q) with q fastest.
     const long long nk = i / prm.pq;
     const int rem = static_cast<int>(i - nk * prm.pq);
-    const int k = static_cast<int>(nk % prm.k);
-    const long long n = nk / prm.k;
-    const int p = rem / prm.q, q = rem - p * prm.q;
-    float* dst = prm.y + n * prm.y_sn + k * prm.y_sk + p * prm.y_sp + q * prm.y_sq;
-    float v = prm.beta != 0.0f ? prm.beta * *dst : 0.0f;
-    if (prm.bias) v += prm.bias[k];
-    *dst = v;
+    const int p = rem / prm.q;
+    output_prepass_element(prm, nk / prm.k, static_cast<int>(nk % prm.k), p, rem - p * prm.q);
   }
 }
 

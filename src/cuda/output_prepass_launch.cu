@@ -18,6 +18,9 @@ void output_prepass(const Plan& plan, float* y, const Epilogue& e, void* stream)
   pp.total = static_cast<long long>(pr.n) * pr.k * pp.pq;
   pp.k = static_cast<int>(pr.k);
   pp.q = static_cast<int>(pr.q());
+  pp.k_div = cuda::FastDivmod(static_cast<unsigned>(pp.k));
+  pp.pq_div = cuda::FastDivmod(static_cast<unsigned>(pp.pq));
+  pp.q_div = cuda::FastDivmod(static_cast<unsigned>(pp.q));
   pp.y_sn = ys[0];
   pp.y_sk = ys[1];
   pp.y_sp = ys[2];

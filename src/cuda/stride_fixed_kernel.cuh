@@ -10,11 +10,11 @@
 // line to registers and uses each value for up to S filter columns x 8 filters.
 #pragma once
 
+#include "../plan/stride_fixed_planner.hpp"
 #include "conv_geometry.cuh"
 #include "cp_async.cuh"
 #include "epilogue.cuh"
 #include "fast_divmod.cuh"
-#include "../plan/stride_fixed_planner.hpp"
 
 namespace mconv::cuda {
 
@@ -25,6 +25,11 @@ struct StrideFixedParams : ConvGeometry {
   int rounds_per_split, splits;         // channel slices (split_k > 1: y += alpha * sum, atomically)
   FastDivmod in_cols_div, in_rows_div;  // line copies: e -> (c * in_rows + row, col)
   FastDivmod crs_div, rs_div, s_div;    // filter copies: e -> (f, c * R * S + r * S + s)
+  int vec_lines;                        // lines copied 16 bytes at a time (x_float4_lines)
+  FastDivmod in_vecs_div;               //   float4s per line copy: ceil(in_cols / 4)
+  int vec_store;                        // y rows take float4 stores (y_float4_rows)
+  int filters_kcrs;                     // w is KCRS-dense: the filter copies walk (Note [filter walk])
+  int walk_df, walk_dc, walk_drs;       //   the step of T copies in (f, c, rs)
 };
 
 using mconv::detail::kStrideFixedFilterPitch;
@@ -68,20 +73,60 @@ __global__ void __launch_bounds__(kStrideFixedThreads, kStrideFixedResidentBlock
 
   auto load = [&](int buf, int c0) {
     float* lines = smem + buf * round_floats;
-    const int line_elems = prm.seg * prm.in_rows * prm.in_cols;
-    for (int e = threadIdx.x; e < line_elems; e += T) {
-      unsigned cr, cc, c, row;
-      prm.in_cols_div.divmod(e, cr, cc);
-      prm.in_rows_div.divmod(cr, c, row);
-      const int h = ih0 + static_cast<int>(row), w = iw0 + static_cast<int>(cc), ch = c0 + static_cast<int>(c);
-      const bool ok = ch < c_end && static_cast<unsigned>(h) < static_cast<unsigned>(prm.H) &&
-                      static_cast<unsigned>(w) < static_cast<unsigned>(prm.W);
-      detail::cp_async_f32(lines + cr * prm.pitch + cc, ok ? gX + ch * prm.x_sc + h * prm.x_sh + w * prm.x_sw : prm.x,
-                           ok);
+    if (prm.vec_lines) {  // every line starts on a float4 of x and W % 4 == 0: a float4 is all in or all out
+      const int line_vecs = prm.seg * prm.in_rows * static_cast<int>(prm.in_vecs_div.divisor);
+      for (int e = threadIdx.x; e < line_vecs; e += T) {
+        unsigned cr, v, c, row;
+        prm.in_vecs_div.divmod(e, cr, v);
+        prm.in_rows_div.divmod(cr, c, row);
+        const int h = ih0 + static_cast<int>(row), w = iw0 + 4 * static_cast<int>(v), ch = c0 + static_cast<int>(c);
+        const bool ok = ch < c_end && static_cast<unsigned>(h) < static_cast<unsigned>(prm.H) &&
+                        static_cast<unsigned>(w) < static_cast<unsigned>(prm.W);
+        detail::cp_async_f32x4(lines + cr * prm.pitch + 4 * v, ok ? gX + ch * prm.x_sc + h * prm.x_sh + w : prm.x, ok);
+      }
+    } else {
+      const int line_elems = prm.seg * prm.in_rows * prm.in_cols;
+      for (int e = threadIdx.x; e < line_elems; e += T) {
+        unsigned cr, cc, c, row;
+        prm.in_cols_div.divmod(e, cr, cc);
+        prm.in_rows_div.divmod(cr, c, row);
+        const int h = ih0 + static_cast<int>(row), w = iw0 + static_cast<int>(cc), ch = c0 + static_cast<int>(c);
+        const bool ok = ch < c_end && static_cast<unsigned>(h) < static_cast<unsigned>(prm.H) &&
+                        static_cast<unsigned>(w) < static_cast<unsigned>(prm.W);
+        detail::cp_async_f32(lines + cr * prm.pitch + cc, ok ? gX + ch * prm.x_sc + h * prm.x_sh + w * prm.x_sw : prm.x,
+                             ok);
+      }
     }
     // Consecutive threads read consecutive (c, r, s) of one filter: contiguous in KCRS.
     float* filters = lines + line_floats;
     const int filter_elems = MF * prm.seg * RS;
+    if (prm.filters_kcrs) {
+      // Note [filter walk]: element e = (f, c, rs) in mixed radix (seg, RS); a thread starts at
+      // threadIdx.x and steps by T = (df, dc, drs) with carries, so no index is divided per copy
+      // (three FastDivmods per copy took a quarter of a 3x3 round's instructions).
+      unsigned f, crs, c, rs;
+      prm.crs_div.divmod(threadIdx.x, f, crs);
+      prm.rs_div.divmod(crs, c, rs);
+      const int cvalid = c_end - c0, flip_base = prm.flip ? RS - 1 : 0, flip_sign = prm.flip ? -1 : 1;
+      for (int e = threadIdx.x; e < filter_elems; e += T) {
+        const bool ok = static_cast<int>(f) < nf && static_cast<int>(c) < cvalid;
+        const float* src =
+            gW + f * prm.w_sk + (c0 + static_cast<int>(c)) * RS + flip_base + flip_sign * static_cast<int>(rs);
+        detail::cp_async_f32(filters + (c * RS + rs) * FP + f, ok ? src : prm.w, ok);
+        rs += prm.walk_drs;
+        c += prm.walk_dc;
+        if (rs >= static_cast<unsigned>(RS)) {
+          rs -= RS;
+          ++c;
+        }
+        f += prm.walk_df;
+        if (c >= static_cast<unsigned>(prm.seg)) {
+          c -= prm.seg;
+          ++f;
+        }
+      }
+      return;
+    }
     for (int e = threadIdx.x; e < filter_elems; e += T) {
       unsigned f, crs, c, rs, r, s;
       prm.crs_div.divmod(e, f, crs);
@@ -127,8 +172,8 @@ __global__ void __launch_bounds__(kStrideFixedThreads, kStrideFixedResidentBlock
         constexpr int WIN4 = ((PX - 1) * SW + K + 3) / 4;  // float4s of one line's window
 #pragma unroll
         for (int r = 0; r < K; ++r) {
-          const float4* src =
-              reinterpret_cast<const float4*>(lines + (c * prm.in_rows + line * prm.stride_h + r) * prm.pitch + col * SW);
+          const float4* src = reinterpret_cast<const float4*>(
+              lines + (c * prm.in_rows + line * prm.stride_h + r) * prm.pitch + col * SW);
           float win[4 * WIN4];
 #pragma unroll
           for (int i = 0; i < WIN4; ++i) {
@@ -149,8 +194,8 @@ __global__ void __launch_bounds__(kStrideFixedThreads, kStrideFixedResidentBlock
         }
       } else {
         for (int r = 0; r < R; ++r) {
-          const float* src = lines + (c * prm.in_rows + line * prm.stride_h + r * prm.dil_h) * prm.pitch +
-                             col * prm.stride_w;
+          const float* src =
+              lines + (c * prm.in_rows + line * prm.stride_h + r * prm.dil_h) * prm.pitch + col * prm.stride_w;
           for (int s = 0; s < S; ++s) {
             const float* wp = filters + ((c * R + r) * S + s) * FP + 4 * fg;
             const float4 wa = *reinterpret_cast<const float4*>(wp);
@@ -163,25 +208,42 @@ __global__ void __launch_bounds__(kStrideFixedThreads, kStrideFixedResidentBlock
     }
   }
 
-  const int oy = oy0 + line;
-  if (oy >= prm.P) return;
-  float* yRow = prm.y + n * prm.y_sn + oy * prm.y_sp;
+  const int oy = oy0 + line, ox = ox0 + col;
+  if (oy >= prm.P || ox >= prm.Q) return;
+  float* yPix = prm.y + n * prm.y_sn + oy * prm.y_sp + ox * prm.y_sq;
+  const bool vec = prm.vec_store && ox + PX <= prm.Q;
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     const int f = (j < 4 ? 0 : 32 - 4) + 4 * fg + j;
     if (f >= nf) continue;
     const int k = g * prm.kg + k0 + f;
-    float* yK = yRow + k * prm.y_sk;
+    float* dst = yPix + k * prm.y_sk;
     const float bias = prm.bias ? __ldg(prm.bias + k) : 0.0f;
+    if (vec) {  // the thread's 8 pixels as two float4s
+#pragma unroll
+      for (int h = 0; h < PX / 4; ++h) {
+        float4* d4 = reinterpret_cast<float4*>(dst) + h;
+        const float a0 = acc[4 * h + 0][j], a1 = acc[4 * h + 1][j], a2 = acc[4 * h + 2][j], a3 = acc[4 * h + 3][j];
+        if (prm.splits > 1) {  // the pre-pass wrote beta * y + bias
+          atomicAdd(d4, make_float4(prm.alpha * a0, prm.alpha * a1, prm.alpha * a2, prm.alpha * a3));
+          continue;
+        }
+        const float4 old = prm.beta != 0.0f ? *d4 : make_float4(0.f, 0.f, 0.f, 0.f);
+        *d4 = make_float4(epilogue_value(prm.alpha, a0, prm.beta, &old.x, bias, prm.relu),
+                          epilogue_value(prm.alpha, a1, prm.beta, &old.y, bias, prm.relu),
+                          epilogue_value(prm.alpha, a2, prm.beta, &old.z, bias, prm.relu),
+                          epilogue_value(prm.alpha, a3, prm.beta, &old.w, bias, prm.relu));
+      }
+      continue;
+    }
 #pragma unroll
     for (int p = 0; p < PX; ++p) {
-      const int ox = ox0 + col + p;
-      if (ox >= prm.Q) break;
-      float* dst = yK + ox * prm.y_sq;
+      if (ox + p >= prm.Q) break;
+      float* d = dst + p * prm.y_sq;
       if (prm.splits > 1)
-        atomicAdd(dst, prm.alpha * acc[p][j]);  // the pre-pass wrote beta * y + bias
+        atomicAdd(d, prm.alpha * acc[p][j]);  // the pre-pass wrote beta * y + bias
       else
-        *dst = epilogue_value(prm.alpha, acc[p][j], prm.beta, dst, bias, prm.relu);
+        *d = epilogue_value(prm.alpha, acc[p][j], prm.beta, d, bias, prm.relu);
     }
   }
 }

@@ -39,6 +39,16 @@ void stride_fixed_forward(const Plan& plan, const float* x, const float* w, floa
   prm.crs_div = cuda::FastDivmod(static_cast<unsigned>(prm.seg * prm.R * prm.S));
   prm.rs_div = cuda::FastDivmod(static_cast<unsigned>(prm.R * prm.S));
   prm.s_div = cuda::FastDivmod(static_cast<unsigned>(prm.S));
+  // 16-byte line copies: aligned rows, and every block's first column on a float4 (W'x is a
+  // multiple of 8, so that holds when pad_w is a multiple of 4).
+  prm.vec_lines = cuda::x_rows_float4_aligned(plan, x) && pr.pad_w % 4 == 0;
+  prm.in_vecs_div = cuda::FastDivmod(static_cast<unsigned>((layout.cols + 3) / 4));
+  prm.vec_store = cuda::y_rows_float4_aligned(plan, y);
+  const int rs = prm.R * prm.S, crs = prm.seg * rs;
+  prm.filters_kcrs = prm.w_ss == 1 && prm.w_sr == prm.S && prm.w_sc == rs;
+  prm.walk_df = kStrideFixedThreads / crs;
+  prm.walk_dc = kStrideFixedThreads % crs / rs;
+  prm.walk_drs = kStrideFixedThreads % rs;
   const long long gx = static_cast<long long>(prm.tiles_x) * ((prm.P + prm.tile_rows - 1) / prm.tile_rows);
   const long long gy = (prm.kg + kStrideFixedFilters - 1) / kStrideFixedFilters;
   const long long gz = pr.n * pr.groups * prm.splits;

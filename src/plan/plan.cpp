@@ -148,16 +148,22 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
   if (plan.algorithm_ == Algorithm::StrideFixed) {
     if (!options.tile.empty() || options.split_k > 1)
       throw Error(Status::BadParam, "tile: tiles and split_k apply to implicit_precomp only");
-    const HardwareModel hw = detail::planning_hardware_model(plan.decisions_);
-    const auto div = detail::plan_stride_fixed(pr, hw, plan.decisions_);
-    plan.tile_.name = "stride_fixed_" + std::to_string(div.tile_cols) + "x" + std::to_string(div.tile_rows) + "_s" +
-                      std::to_string(div.segment_channels * 4);
-    plan.tile_.segment_channels = div.segment_channels;
-    plan.tile_.block_rows = div.tile_rows;
-    plan.tile_.block_cols = div.tile_cols;
-    plan.tile_.split_k = div.splits;
-    plan.tile_.reason = plan.decisions_.back();
-    return plan;
+    try {
+      const HardwareModel hw = detail::planning_hardware_model(plan.decisions_);
+      const auto div = detail::plan_stride_fixed(pr, hw, plan.decisions_);
+      plan.tile_.name = "stride_fixed_" + std::to_string(div.tile_cols) + "x" + std::to_string(div.tile_rows) + "_s" +
+                        std::to_string(div.segment_channels * 4);
+      plan.tile_.segment_channels = div.segment_channels;
+      plan.tile_.block_rows = div.tile_rows;
+      plan.tile_.block_cols = div.tile_cols;
+      plan.tile_.split_k = div.splits;
+      plan.tile_.reason = plan.decisions_.back();
+      return plan;
+    } catch (const Error& e) {
+      if (options.algorithm != Algorithm::Auto) throw;  // forced: say why it cannot run
+      plan.decisions_.push_back(std::string("algorithm implicit_precomp: fallback, ") + e.what());
+      plan.algorithm_ = Algorithm::ImplicitPrecomp;
+    }
   }
   if (plan.algorithm_ == Algorithm::SingleChannel) {
     if (!options.tile.empty() || options.split_k > 1)

@@ -8,7 +8,9 @@
 namespace mconv::detail {
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 }  // namespace
 
@@ -25,23 +27,31 @@ StrideFixedLayout stride_fixed_layout(const Problem& p, int tile_rows, int tile_
 StrideFixedDivision plan_stride_fixed(const Problem& p, const HardwareModel& hw, std::vector<std::string>& why) {
   StrideFixedDivision d;
   // W'x x W'y: the line width (a multiple of a thread's 8 pixels) that pads the map least; among
-  // near ties, the one that reads the fewest input values per output.
-  int64_t best_padded = INT64_MAX;
-  double best_reads = 0;
+  // near ties (3%), the one that reads the fewest input values per output; among those (5%), the
+  // widest, whose line copies and stores are the longest contiguous runs.
+  struct Candidate {
+    int rows, cols;
+    int64_t padded;
+    double reads;
+  };
+  std::vector<Candidate> all;
   for (int cols = kStrideFixedThreadPixels; cols <= kStrideFixedPixels; cols *= 2) {
     const int rows = kStrideFixedPixels / cols;
-    const int64_t padded = ceil_div(p.p(), rows) * rows * ceil_div(p.q(), cols) * cols;
     const StrideFixedLayout l = stride_fixed_layout(p, rows, cols);
-    const double reads = double(l.rows) * l.cols / kStrideFixedPixels;
-    const bool better = padded * 100 < best_padded * 97 || (padded * 97 <= best_padded * 100 && reads < best_reads);
-    if (d.tile_cols == 0 || better) {
-      if (padded < best_padded) best_padded = padded;
-      best_reads = reads;
-      d.tile_rows = rows;
-      d.tile_cols = cols;
-      d.layout = l;
-    }
+    all.push_back({rows, cols, ceil_div(p.p(), rows) * rows * ceil_div(p.q(), cols) * cols,
+                   double(l.rows) * l.cols / kStrideFixedPixels});
   }
+  int64_t least_padded = INT64_MAX;
+  for (const auto& c : all) least_padded = std::min(least_padded, c.padded);
+  double least_reads = 1e300;
+  for (const auto& c : all)
+    if (c.padded * 100 <= least_padded * 103) least_reads = std::min(least_reads, c.reads);
+  for (const auto& c : all)
+    if (c.padded * 100 <= least_padded * 103 && c.reads <= least_reads * 1.05) {
+      d.tile_rows = c.rows;  // the widest so far (cols ascend)
+      d.tile_cols = c.cols;
+    }
+  d.layout = stride_fixed_layout(p, d.tile_rows, d.tile_cols);
 
   // S from the paper's inequality M' >= N_FMA * 4 / (S * W'x), rounded up to a power of two and
   // halved until two rounds fit a third of an SM's shared memory.
@@ -52,7 +62,8 @@ StrideFixedDivision plan_stride_fixed(const Problem& p, const HardwareModel& hw,
   while (seg > 1 && seg / 2 >= cg) seg /= 2;  // no empty channels in the only round
   const int64_t per_sm = hw.smem_per_sm > 0 ? hw.smem_per_sm : 228 * 1024;
   const int64_t optin = hw.smem_per_block_optin > 0 ? hw.smem_per_block_optin : 227 * 1024;
-  const int64_t budget = std::min(per_sm / kStrideFixedResidentBlocks - 1024, optin);  // 1 KB per block is the runtime's
+  const int64_t budget =
+      std::min(per_sm / kStrideFixedResidentBlocks - 1024, optin);  // 1 KB per block is the runtime's
   while (seg > 1 && 2 * d.layout.round_floats(p, seg) * 4 > budget) seg /= 2;
   d.segment_channels = seg;
   d.smem_bytes = 2 * d.layout.round_floats(p, seg) * 4;
@@ -77,9 +88,9 @@ StrideFixedDivision plan_stride_fixed(const Problem& p, const HardwareModel& hw,
 
   std::ostringstream os;
   os << "stride_fixed: W'x x W'y = " << d.tile_cols << " x " << d.tile_rows << " pixels, M' = " << kStrideFixedFilters
-     << ", S = " << seg * 4 << " B (" << seg << " channels per round; the paper's M' >= N_FMA*4/(S*W'x) asks S >= "
-     << int(d.segment_needed + 0.5) << " B), double-buffered rounds " << d.smem_bytes << " B of " << budget << " B, "
-     << d.blocks << " blocks";
+     << ", S = " << seg * 4 << " B (" << seg
+     << " channels per round; the paper's M' >= N_FMA*4/(S*W'x) asks S >= " << int(d.segment_needed + 0.5)
+     << " B), double-buffered rounds " << d.smem_bytes << " B of " << budget << " B, " << d.blocks << " blocks";
   if (d.splits > 1) os << " x " << d.splits << " channel slices (split_k, unless the epilogue has ReLU)";
   why.push_back(os.str());
   return d;

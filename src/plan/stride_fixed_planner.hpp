@@ -44,10 +44,10 @@ struct StrideFixedLayout {
 StrideFixedLayout stride_fixed_layout(const Problem& p, int tile_rows, int tile_cols);
 
 struct StrideFixedDivision {
-  int segment_channels = 8;   // S / 4
-  int tile_rows = 0;          // W'y (output lines per block)
-  int tile_cols = 0;          // W'x (output pixels per line)
-  int splits = 1;             // channel slices summed with atomics (small maps)
+  int segment_channels = 8;  // S / 4
+  int tile_rows = 0;         // W'y (output lines per block)
+  int tile_cols = 0;         // W'x (output pixels per line)
+  int splits = 1;            // channel slices summed with atomics (small maps)
   StrideFixedLayout layout;
   int64_t smem_bytes = 0;     // both buffers
   int64_t blocks = 0;         // per split
