@@ -44,6 +44,8 @@ TEST(Heuristics, AlgorithmChoice) {
   EXPECT_EQ(pick(make(1, 256, 28, 28, 256, 1, 1)), Algorithm::StrideFixed);            // 1x1, 784 outputs
   EXPECT_EQ(pick(make(1, 64, 112, 112, 64, 1, 1)), Algorithm::ImplicitPrecomp);
   EXPECT_EQ(pick(make(32, 256, 28, 28, 256, 1, 1)), Algorithm::ImplicitPrecomp);  // batch 32 fills the GEMM
+  EXPECT_EQ(pick(make(32, 512, 7, 7, 2048, 1, 1)), Algorithm::ImplicitPrecomp);   // resnet50_l4_1x1b: 208 tiles
+  EXPECT_EQ(pick(make(32, 2048, 7, 7, 512, 1, 1)), Algorithm::ImplicitPrecomp);   // resnet50_l4_1x1c
   EXPECT_EQ(pick(make(1, 512, 14, 14, 512, 3, 3)), Algorithm::StrideFixed);       // small map, many channels
   EXPECT_EQ(pick(make(32, 512, 7, 7, 512, 3, 3, 1)), Algorithm::ImplicitPrecomp);
 }

@@ -97,16 +97,19 @@ Algorithm choose_algorithm(const Problem& p, const TensorDesc& x, std::vector<st
   //    input R*S times. stride_fixed 1.12-1.52x faster for C = 64 at 224x224 and 512x512 (3x3, 5x5)
   //    and 112x112 (5x5); the GEMM 1.14x faster at 112x112 3x3 and on 56x56 maps. Hence
   //    P*Q*R*S >= 250k per image and 32 <= C <= 64 (C = 3 was a tie; C = 1 is not measured);
-  //  - 1x1 with 512-4096 outputs and C >= 128: the GEMM's 128-row tiles make 7-25 blocks, while the
-  //    channel slices fill the SMs: 1.23-1.30x (multi_h28_c256_k1, multi_h56_c128_k1);
+  //  - 1x1 with 512-4096 outputs and C >= 128 where the GEMM's 128 x 128 tiles make fewer than 32
+  //    blocks (a quarter of the H100's SMs), while the channel slices fill the SMs: 1.23-1.30x
+  //    (multi_h28_c256_k1, multi_h56_c128_k1). With K >= 512 (resnet50's 7x7 1x1 layers, batch 32)
+  //    the GEMM's grid is full and stride_fixed measured 2-3x slower;
   //  - 3x3/5x5 on maps of at most 256 outputs with C >= 256: stride_fixed 1.0-1.44x.
   // Everywhere else the GEMM won, by up to 4x on resnet50's 1x1 and strided layers.
   const bool square = p.r == p.s && p.stride_h == 1 && p.stride_w == 1 && p.dil_h == 1 && p.dil_w == 1;
   const int64_t cg = p.c_per_group(), outputs = p.n * p.p() * p.q();
+  const int64_t gemm_tiles = (outputs + 127) / 128 * ((p.k_per_group() + 127) / 128) * p.groups;
   const bool stride_fixed_wins =
       square && p.k_per_group() >= 64 &&
       ((p.r >= 3 && p.r <= 7 && cg >= 32 && cg <= 64 && p.p() * p.q() * p.r * p.s >= 250000) ||
-       (p.r == 1 && cg >= 128 && outputs >= 512 && outputs <= 4096) ||
+       (p.r == 1 && cg >= 128 && outputs >= 512 && outputs <= 4096 && gemm_tiles < 32) ||
        (p.r >= 3 && p.r <= 5 && cg >= 256 && outputs <= 256));
   if (stride_fixed_wins) {
     why.push_back("algorithm stride_fixed: C/G = " + std::to_string(cg) + ", " + std::to_string(p.r) + "x" +
