@@ -82,6 +82,40 @@ void row_coords(RowOrder order, int64_t i, int64_t r_, int64_t s_, int64_t cg, i
   }
 }
 
+/// The division of a direct kernel family (direct_block, single_channel with its plane stream,
+/// stride_fixed), as the TileChoice its launcher reads. Throws Error when the family cannot run `pr`.
+TileChoice direct_tile(Algorithm algo, const Problem& pr, const TensorDesc& x, std::vector<std::string>& why) {
+  TileChoice t;
+  if (algo == Algorithm::DirectBlock) {
+    t.name = detail::choose_direct_shape(pr, detail::current_device_summary(), why).name;
+  } else if (algo == Algorithm::StrideFixed) {
+    const auto div = detail::plan_stride_fixed(pr, detail::planning_hardware_model(why), why);
+    t.name = "stride_fixed_" + std::to_string(div.tile_cols) + "x" + std::to_string(div.tile_rows) + "_s" +
+             std::to_string(div.segment_channels * 4);
+    t.segment_channels = div.segment_channels;
+    t.block_rows = div.tile_rows;
+    t.block_cols = div.tile_cols;
+    t.split_k = div.splits;
+  } else {
+    const HardwareModel hw = detail::planning_hardware_model(why);
+    if (detail::plane_stream_unsupported(pr, x).empty()) {
+      const auto div = detail::plan_plane_stream(pr, x, hw, why);
+      t.name = "single_channel_planes";
+      t.block_planes = div.planes_per_block;
+      t.block_pitch = div.layout.pitch;
+      t.block_plane_floats = div.layout.plane;
+      t.block_rows = div.rows_per_block;
+    } else {
+      const auto div = detail::plan_single_channel(pr, hw, why);
+      t.name = "single_channel_m" + std::to_string(div.method);
+      t.block_filters = div.filters_per_block;
+      t.block_rows = div.rows_per_block;
+    }
+  }
+  t.reason = why.back();
+  return t;
+}
+
 }  // namespace
 
 Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y,
@@ -145,67 +179,19 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
   plan.out_ = {y.strides[0], y.strides[1], y.strides[2], y.strides[3]};
   plan.group_ = {cg * x.strides[1], pr.k_per_group() * w.strides[0], pr.k_per_group() * y.strides[1]};
 
-  if (plan.algorithm_ == Algorithm::StrideFixed) {
+  if (plan.algorithm_ == Algorithm::DirectBlock || plan.algorithm_ == Algorithm::SingleChannel ||
+      plan.algorithm_ == Algorithm::StrideFixed) {
     if (!options.tile.empty() || options.split_k > 1)
       throw Error(Status::BadParam, "tile: tiles and split_k apply to implicit_precomp only");
-    try {
-      const HardwareModel hw = detail::planning_hardware_model(plan.decisions_);
-      const auto div = detail::plan_stride_fixed(pr, hw, plan.decisions_);
-      plan.tile_.name = "stride_fixed_" + std::to_string(div.tile_cols) + "x" + std::to_string(div.tile_rows) + "_s" +
-                        std::to_string(div.segment_channels * 4);
-      plan.tile_.segment_channels = div.segment_channels;
-      plan.tile_.block_rows = div.tile_rows;
-      plan.tile_.block_cols = div.tile_cols;
-      plan.tile_.split_k = div.splits;
-      plan.tile_.reason = plan.decisions_.back();
-      return plan;
-    } catch (const Error& e) {
-      if (options.algorithm != Algorithm::Auto) throw;  // forced: say why it cannot run
-      plan.decisions_.push_back(std::string("algorithm implicit_precomp: fallback, ") + e.what());
-      plan.algorithm_ = Algorithm::ImplicitPrecomp;
-    }
-  }
-  if (plan.algorithm_ == Algorithm::SingleChannel) {
-    if (!options.tile.empty() || options.split_k > 1)
-      throw Error(Status::BadParam, "tile: tiles and split_k apply to implicit_precomp only");
-    try {
-      const HardwareModel hw = detail::planning_hardware_model(plan.decisions_);
-      if (detail::plane_stream_unsupported(pr, x).empty()) {
-        const auto div = detail::plan_plane_stream(pr, x, hw, plan.decisions_);
-        plan.tile_.name = "single_channel_planes";
-        plan.tile_.block_planes = div.planes_per_block;
-        plan.tile_.block_pitch = div.layout.pitch;
-        plan.tile_.block_plane_floats = div.layout.plane;
-        plan.tile_.block_rows = div.rows_per_block;
-        plan.tile_.reason = plan.decisions_.back();
-        return plan;
-      }
-      const auto div = detail::plan_single_channel(pr, hw, plan.decisions_);
-      plan.tile_.name = "single_channel_m" + std::to_string(div.method);
-      plan.tile_.block_filters = div.filters_per_block;
-      plan.tile_.block_rows = div.rows_per_block;
-      plan.tile_.reason = plan.decisions_.back();
-      return plan;
-    } catch (const Error& e) {
-      if (options.algorithm != Algorithm::Auto)
-        throw;  // Auto falls back on any error (no device memory to measure, ...)
-      plan.decisions_.push_back(std::string("algorithm implicit_precomp: fallback, ") + e.what());
-      plan.algorithm_ = Algorithm::ImplicitPrecomp;
-    }
-  }
-  if (plan.algorithm_ == Algorithm::DirectBlock) {
-    if (!options.tile.empty() || options.split_k > 1)
-      throw Error(Status::BadParam, "tile: tiles and split_k apply to implicit_precomp only");
-    if (pr.n > 65535)
+    if (plan.algorithm_ == Algorithm::DirectBlock && pr.n > 65535)
       throw Error(Status::Unsupported, "n: direct_block launches one grid row per image, at most 65535");
     try {
-      const auto& shape = detail::choose_direct_shape(pr, detail::current_device_summary(), plan.decisions_);
-      plan.tile_.name = std::string(shape.name);
-      plan.tile_.reason = plan.decisions_.back();
+      plan.tile_ = direct_tile(plan.algorithm_, pr, x, plan.decisions_);
       return plan;
     } catch (const Error& e) {
       if (options.algorithm != Algorithm::Auto) throw;  // forced: say why it cannot run
-      // Auto falls back to the implicit GEMM, which runs every problem.
+      // Auto falls back to the implicit GEMM, which runs every problem (also when there is no
+      // device memory to measure the hardware model with).
       plan.decisions_.push_back(std::string("algorithm implicit_precomp: fallback, ") + e.what());
       plan.algorithm_ = Algorithm::ImplicitPrecomp;
     }
