@@ -23,9 +23,13 @@ struct Case {
   /// x as a strided view instead of packed: padded rows (pitch W + 3), channels 5 and images 7
   /// elements apart beyond their extent, so no plane stride is constant.
   bool strided_x = false;
+  /// x starts this many floats past a 16-byte boundary (GPU runs: copies that must handle the
+  /// unaligned ends of a range).
+  int x_offset = 0;
   std::string name() const {
     return p.to_string() + " x" + layout_name(xl) + " w" + layout_name(wl) + " y" + layout_name(yl) +
-           (relu ? " relu" : "") + (bias ? " bias" : "") + (strided_x ? " strided x" : "");
+           (relu ? " relu" : "") + (bias ? " bias" : "") + (strided_x ? " strided x" : "") +
+           (x_offset ? " x offset " + std::to_string(x_offset) : "");
   }
 };
 

@@ -2,6 +2,7 @@
 // device before every run. Skipped (with a message) where no GPU is visible.
 #include <cuda_runtime.h>
 
+#include "../src/plan/single_channel_planner.hpp"
 #include "problem_gen.hpp"
 
 namespace mconv::test {
@@ -43,9 +44,11 @@ void run_case(Engine& engine, const Case& c, std::mt19937_64& g, bool integers, 
   Epilogue host_e{t.bias.empty() ? nullptr : t.bias.data(), c.relu};
   cpu::reference_forward(c.p, t.xd, t.x.data(), t.wd, t.w.data(), t.yd, ref.data(), host_e);
 
-  DeviceBuffer<float> dx(t.x.size()), dw(t.w.size()), dy(t.y.size()), db(std::max<size_t>(t.bias.size(), 1));
+  DeviceBuffer<float> dx(t.x.size() + c.x_offset), dw(t.w.size()), dy(t.y.size()),
+      db(std::max<size_t>(t.bias.size(), 1));
   ASSERT_TRUE(dx.ptr && dw.ptr && dy.ptr && db.ptr);
-  CUDA_OK(cudaMemcpy(dx.ptr, t.x.data(), t.x.size() * 4, cudaMemcpyHostToDevice));
+  float* x_dev = dx.ptr + c.x_offset;  // cudaMalloc's pointers are 256-byte aligned
+  CUDA_OK(cudaMemcpy(x_dev, t.x.data(), t.x.size() * 4, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(dw.ptr, t.w.data(), t.w.size() * 4, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(dy.ptr, t.y.data(), t.y.size() * 4, cudaMemcpyHostToDevice));  // NaN poison or beta input
   if (!t.bias.empty()) CUDA_OK(cudaMemcpy(db.ptr, t.bias.data(), t.bias.size() * 4, cudaMemcpyHostToDevice));
@@ -55,7 +58,7 @@ void run_case(Engine& engine, const Case& c, std::mt19937_64& g, bool integers, 
   o.algorithm = algo;
   auto plan = engine.plan(c.p, t.xd, t.wd, t.yd, o);
   Epilogue e{t.bias.empty() ? nullptr : db.ptr, c.relu};
-  engine.conv2d_forward(*plan, dx.ptr, dw.ptr, dy.ptr, e);
+  engine.conv2d_forward(*plan, x_dev, dw.ptr, dy.ptr, e);
   engine.synchronize();
   CUDA_OK(cudaMemcpy(got.data(), dy.ptr, got.size() * 4, cudaMemcpyDeviceToHost));
   if (integers) {
@@ -217,12 +220,18 @@ TEST_F(CudaExecutor, SingleChannelExactAndFloat) {
 TEST_F(CudaExecutor, SingleChannelPlaneStream) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 12);
-  std::vector<Case> cases{{make(2, 6, 9, 9, 6, 3, 3, 1, 1, 1, 6)},         {make(3, 5, 16, 20, 5, 3, 3, 1, 2, 1, 5)},
-                          {make(1, 3, 130, 64, 3, 5, 5, 2, 1, 1, 3)},      {make(2, 4, 37, 41, 4, 7, 7, 3, 2, 1, 4)},
-                          {make(2, 8, 10, 10, 8, 3, 3, 0, 2, 1, 8)},       {make(1, 2, 12, 12, 2, 1, 1, 0, 1, 1, 2)},
-                          {make(4, 1, 30, 28, 1, 3, 3, 1, 1)},             {make(2, 3, 11, 11, 3, 3, 3, 2, 1, 1, 3)},
-                          {make(2, 601, 7, 7, 601, 3, 3, 1, 1, 1, 601)},   {make(2, 16, 112, 112, 16, 3, 3, 1, 1, 1, 16)},
-                          {make(2, 12, 112, 112, 12, 3, 3, 1, 2, 1, 12)},  {make(3, 40, 14, 14, 40, 5, 5, 2, 2, 1, 40)}};
+  std::vector<Case> cases{{make(2, 6, 9, 9, 6, 3, 3, 1, 1, 1, 6)},
+                          {make(3, 5, 16, 20, 5, 3, 3, 1, 2, 1, 5)},
+                          {make(1, 3, 130, 64, 3, 5, 5, 2, 1, 1, 3)},
+                          {make(2, 4, 37, 41, 4, 7, 7, 3, 2, 1, 4)},
+                          {make(2, 8, 10, 10, 8, 3, 3, 0, 2, 1, 8)},
+                          {make(1, 2, 12, 12, 2, 1, 1, 0, 1, 1, 2)},
+                          {make(4, 1, 30, 28, 1, 3, 3, 1, 1)},
+                          {make(2, 3, 11, 11, 3, 3, 3, 2, 1, 1, 3)},
+                          {make(2, 601, 7, 7, 601, 3, 3, 1, 1, 1, 601)},
+                          {make(2, 16, 112, 112, 16, 3, 3, 1, 1, 1, 16)},
+                          {make(2, 12, 112, 112, 12, 3, 3, 1, 2, 1, 12)},
+                          {make(3, 40, 14, 14, 40, 5, 5, 2, 2, 1, 40)}};
   Case wide_stride{make(2, 4, 20, 33, 4, 3, 3, 1, 1, 1, 4)};
   wide_stride.p.stride_w = 3;
   cases.push_back(wide_stride);
@@ -238,16 +247,73 @@ TEST_F(CudaExecutor, SingleChannelPlaneStream) {
       c.relu = l == 3;
       PlanOptions o;
       o.algorithm = Algorithm::SingleChannel;
+      o.tile = detail::kPlaneStreamTile;  // the bulk variant takes these layouts by default
       auto plan = engine.plan(c.p, c.p.x_desc(c.xl), c.p.w_desc(c.wl), c.p.y_desc(c.yl), o);
-      ASSERT_EQ(plan->tile().name, "single_channel_planes") << c.name();
+      ASSERT_EQ(plan->tile().name, detail::kPlaneStreamTile) << c.name();
+      EXPECT_EQ(engine.plan_device_bytes(*plan), 0);
+      run_case(engine, c, g, true, detail::kPlaneStreamTile, 0, Algorithm::SingleChannel);
+      run_case(engine, c, g, false, detail::kPlaneStreamTile, 0, Algorithm::SingleChannel);
+    }
+    // Planes at no constant distance: the copies split every index instead of stepping (and the
+    // bulk variant, which needs packed rows, leaves the layer to this kernel).
+    c = cases[i];
+    c.strided_x = true;
+    run_case(engine, c, g, true, "", 0, Algorithm::SingleChannel);
+  }
+}
+
+// The bulk plane stream (Note [plane bulk]): whole packed planes and bands, segments of 7 and of 4
+// (partial at the row's end), strides 1 and 2 with odd and even W, padding wider than the halo, no
+// padding, 1x1 to 7x7, rows wider than 4 passes of the block, x 0-3 floats past a 16-byte boundary
+// (head and tail copies), the CNHW plane order, y in another plane order, beta, bias and ReLU.
+TEST_F(CudaExecutor, SingleChannelBulkPlaneStream) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 13);
+  const std::vector<Case> cases{{make(2, 601, 7, 7, 601, 3, 3, 1, 1, 1, 601)},
+                                {make(2, 16, 112, 112, 16, 3, 3, 1, 1, 1, 16)},
+                                {make(2, 12, 112, 112, 12, 3, 3, 1, 2, 1, 12)},
+                                {make(3, 40, 14, 14, 40, 5, 5, 2, 2, 1, 40)},
+                                {make(2, 6, 9, 9, 6, 3, 3, 1, 1, 1, 6)},
+                                {make(2, 8, 10, 10, 8, 3, 3, 0, 2, 1, 8)},
+                                {make(2, 3, 11, 11, 3, 3, 3, 2, 1, 1, 3)},
+                                {make(2, 4, 37, 41, 4, 7, 7, 3, 2, 1, 4)},
+                                {make(1, 2, 12, 12, 2, 1, 1, 0, 1, 1, 2)},
+                                {make(1, 3, 130, 64, 3, 5, 5, 2, 1, 1, 3)},
+                                {make(1, 1, 300, 260, 1, 3, 3, 1)},
+                                {make(1, 2, 5, 3000, 2, 3, 3, 1, 1, 1, 2)},
+                                {make(3, 5, 16, 20, 5, 3, 3, 1, 2, 1, 5)},
+                                {make(4, 96, 28, 28, 96, 3, 3, 1, 2, 1, 96)}};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    Case c = cases[i];
+    for (int l = 0; l < 4; ++l) {
+      c.xl = c.wl = c.yl = l == 1 ? Layout::CNHW : Layout::NCHW;
+      if (l == 3) c.yl = Layout::CNHW;  // y in the other plane order
+      c.p.mode = l == 1 ? Mode::Convolution : Mode::CrossCorrelation;
+      c.p.beta = l == 2 ? 0.5f : 0.0f;
+      c.bias = l >= 2;
+      c.relu = l == 3;
+      c.x_offset = static_cast<int>((i + l) % 4);
+      PlanOptions o;
+      o.algorithm = Algorithm::SingleChannel;
+      auto plan = engine.plan(c.p, c.p.x_desc(c.xl), c.p.w_desc(c.wl), c.p.y_desc(c.yl), o);
+      ASSERT_EQ(plan->tile().name, detail::kPlaneBulkTile) << c.name();
       EXPECT_EQ(engine.plan_device_bytes(*plan), 0);
       run_case(engine, c, g, true, "", 0, Algorithm::SingleChannel);
       run_case(engine, c, g, false, "", 0, Algorithm::SingleChannel);
     }
-    // Planes at no constant distance: the copies split every index instead of stepping.
-    c = cases[i];
-    c.strided_x = true;
-    run_case(engine, c, g, true, "", 0, Algorithm::SingleChannel);
+  }
+  // Forced on what it does not run: a clear error naming the reason.
+  Problem unequal = make(2, 4, 20, 33, 4, 3, 3, 1, 1, 1, 4);
+  unequal.stride_w = 3;
+  PlanOptions o;
+  o.algorithm = Algorithm::SingleChannel;
+  o.tile = detail::kPlaneBulkTile;
+  try {
+    engine.plan(unequal, unequal.x_desc(Layout::NCHW), unequal.w_desc(Layout::NCHW), unequal.y_desc(Layout::NCHW), o);
+    FAIL() << "expected Unsupported";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("stride_w"), std::string::npos) << e.what();
   }
 }
 

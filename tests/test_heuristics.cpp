@@ -186,6 +186,57 @@ TEST(PlaneStreamPlanner, RefusesWhatTheKernelDoesNotRun) {
   EXPECT_THROW(detail::plan_plane_stream(mult2, mult2.x_desc(Layout::NCHW), hw, why), Error);
 }
 
+// Note [plane bulk]: MobileNetV2's depthwise layers get segments of 7, blocks whose items fill 85%
+// of their passes or more, chunks within a resident block's share of shared memory, whole planes only
+// on small maps; what the bulk kernel does not run is refused with the reason.
+TEST(PlaneBulkPlanner, FillsTheBlocksOfMobileNetLayers) {
+  const HardwareModel hw = h100_model();
+  for (int64_t h : {112, 56, 28, 14, 7})
+    for (int64_t stride : {1, 2}) {
+      if (h == 7 && stride == 2) continue;  // not a MobileNet layer (4x4 outputs)
+      const Problem p = make(32, 144, h, h, 144, 3, 3, 1, stride, 1, 144);
+      std::vector<std::string> why;
+      const auto d = detail::plan_plane_bulk(p, p.x_desc(Layout::NCHW), p.y_desc(Layout::NCHW), hw, why);
+      SCOPED_TRACE(p.to_string() + ": " + why.back());
+      EXPECT_EQ(d.segment, 7);
+      EXPECT_GE(d.fill, 0.85);
+      const int resident = detail::plane_bulk_resident_blocks(3, stride);
+      EXPECT_LE(d.d_bytes * resident + 1024 * resident, hw.smem_per_sm);
+      if (d.planes_per_chunk > 1) EXPECT_EQ(d.rows_per_chunk, p.p());
+      if (p.p() * ((p.q() + 6) / 7) > 4 * 128) EXPECT_LT(d.rows_per_chunk, p.p());  // large maps: bands
+      EXPECT_NE(why.back().find("bulk"), std::string::npos);
+    }
+  // Rows whose width 7 does not divide take segments of 4 when that idles fewer outputs.
+  EXPECT_EQ(detail::plane_bulk_segment(make(1, 4, 16, 16, 4, 3, 3, 1, 1, 1, 4)), 4);
+  EXPECT_EQ(detail::plane_bulk_segment(make(1, 4, 14, 14, 4, 3, 3, 1, 1, 1, 4)), 7);
+}
+
+TEST(PlaneBulkPlanner, RefusesWhatTheKernelDoesNotRun) {
+  const HardwareModel hw = h100_model();
+  std::vector<std::string> why;
+  const Problem dw = make(2, 8, 14, 14, 8, 3, 3, 1, 1, 1, 8);
+  Problem unequal = dw;
+  unequal.stride_w = 2;
+  EXPECT_NE(detail::plane_bulk_unsupported(unequal, unequal.x_desc(Layout::NCHW), unequal.y_desc(Layout::NCHW))
+                .find("stride_w"),
+            std::string::npos);
+  TensorDesc padded_rows = dw.x_desc(Layout::NCHW);
+  padded_rows.strides = {8 * 14 * 16, 14 * 16, 16, 1};
+  EXPECT_NE(detail::plane_bulk_unsupported(dw, padded_rows, dw.y_desc(Layout::NCHW)).find("packed input rows"),
+            std::string::npos);
+  EXPECT_NE(detail::plane_bulk_unsupported(dw, dw.x_desc(Layout::NCHW), dw.y_desc(Layout::NHWC)).find("output rows"),
+            std::string::npos);
+  EXPECT_EQ(detail::plane_bulk_unsupported(dw, dw.x_desc(Layout::CNHW), dw.y_desc(Layout::NCHW)), "");
+  EXPECT_THROW(detail::plan_plane_bulk(unequal, unequal.x_desc(Layout::NCHW), unequal.y_desc(Layout::NCHW), hw, why),
+               Error);
+  // Packed rows in planes with gaps between them still run, one plane per block.
+  TensorDesc gaps = dw.x_desc(Layout::NCHW);
+  gaps.strides = {8 * (14 * 14 + 8), 14 * 14 + 8, 14, 1};
+  EXPECT_EQ(detail::plane_bulk_unsupported(dw, gaps, dw.y_desc(Layout::NCHW)), "");
+  EXPECT_EQ(detail::plan_plane_bulk(dw, gaps, dw.y_desc(Layout::NCHW), hw, why).planes_per_chunk, 1);
+  EXPECT_GT(detail::plan_plane_bulk(dw, dw.x_desc(Layout::NCHW), dw.y_desc(Layout::NCHW), hw, why).planes_per_chunk, 1);
+}
+
 TEST(SingleChannelPlanner, RefusesMultiChannel) {
   std::vector<std::string> why;
   EXPECT_THROW(detail::plan_single_channel(make(1, 4, 28, 28, 8, 3, 3), h100_model(), why), Error);

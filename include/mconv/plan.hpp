@@ -95,7 +95,8 @@ struct TileChoice {
   /// single_channel: the planner's division (filters and output rows per block); stride_fixed:
   /// output lines per block (W'y); 0 otherwise.
   int block_filters = 0, block_rows = 0;
-  /// stride_fixed: output pixels per line of a block (W'x); 0 otherwise.
+  /// stride_fixed: output pixels per line of a block (W'x); single_channel_bulk: outputs per
+  /// thread item (a row segment); 0 otherwise.
   int block_cols = 0;
   /// single_channel plane stream (K/G = 1): whole planes per block; 0 for the paper's strip kernel.
   int block_planes = 0;

@@ -31,6 +31,9 @@ void single_channel_forward(const Plan& plan, const float* x, const float* w, fl
                             void* stream);
 void single_channel_planes_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e,
                                    void* stream);
+/// The bulk plane stream (Note [plane bulk]; tile().name == kPlaneBulkTile).
+void single_channel_bulk_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e,
+                                 void* stream);
 /// Split-K's first pass: y = beta * y + bias, so that channel slices can add alpha * partial sums.
 void output_prepass(const Plan& plan, float* y, const Epilogue& e, void* stream);
 void stride_fixed_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e, void* stream);

@@ -18,6 +18,7 @@ void launch(const cuda::SingleChannelParams& prm, dim3 grid, int smem, cudaStrea
 
 void single_channel_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e,
                             void* stream) {
+  if (plan.tile().name == kPlaneBulkTile) return single_channel_bulk_forward(plan, x, w, y, e, stream);
   if (plan.tile().block_planes > 0) return single_channel_planes_forward(plan, x, w, y, e, stream);
   const Problem& pr = plan.problem();
   const TileChoice& t = plan.tile();

@@ -17,33 +17,26 @@
 #include "cp_async.cuh"
 #include "epilogue.cuh"
 #include "fast_divmod.cuh"
+#include "plane_order.cuh"
 
 namespace mconv::cuda {
 
 // x rows are contiguous (x_sw == 1); the filter is square (R = S = K) and undilated.
 struct PlaneStreamParams : ConvGeometry {
-  int planes;                  // N * G, numbered in x's memory order:
-  int inner_is_c;              //   1: plane = n * G + c (NCHW-like); 0: plane = c * N + n (CNHW-like)
-  FastDivmod inner;            //   G or N
-  long long plane_stride;      // distance between consecutive planes when constant, else 0
+  int planes;              // N * G, numbered in x's memory order:
+  int inner_is_c;          //   1: plane = n * G + c (NCHW-like); 0: plane = c * N + n (CNHW-like)
+  FastDivmod inner;        //   G or N
+  long long plane_stride;  // distance between consecutive planes when constant, else 0
   int planes_per_block, rows_per_block;
-  int chunks;                  // ceil(planes / planes_per_block) * bands
-  FastDivmod bands;            // bands of output rows per plane: ceil(P / rows_per_block)
-  int buffer_floats;           // planes_per_block * (plane_floats + R * S), rounded to 4
-  FastDivmod row_vectors;      // vectors (of VW floats) per input row: W / VW
-  FastDivmod plane_rows;       // input rows copied per plane when a block holds whole planes
-  FastDivmod q_div;            // Q
-  FastDivmod run_div;          // runs of RUN output rows per block
+  int chunks;                                // ceil(planes / planes_per_block) * bands
+  FastDivmod bands;                          // bands of output rows per plane: ceil(P / rows_per_block)
+  int buffer_floats;                         // planes_per_block * (plane_floats + R * S), rounded to 4
+  FastDivmod row_vectors;                    // vectors (of VW floats) per input row: W / VW
+  FastDivmod plane_rows;                     // input rows copied per plane when a block holds whole planes
+  FastDivmod q_div;                          // Q
+  FastDivmod run_div;                        // runs of RUN output rows per block
   int smem_rows, pitch, lpad, plane_floats;  // PlaneStreamLayout
 };
-
-/// (image, channel) of plane `plane` in x's memory order.
-__device__ __forceinline__ void plane_coords(const PlaneStreamParams& prm, unsigned plane, unsigned& n, unsigned& c) {
-  unsigned outer, inner;
-  prm.inner.divmod(plane, outer, inner);
-  n = prm.inner_is_c ? outer : inner;
-  c = prm.inner_is_c ? inner : outer;
-}
 
 /// Where chunk `chunk` lies: its first plane, planes, first output row and rows, and the input rows it copies.
 struct PlaneChunk {

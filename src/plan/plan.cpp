@@ -84,7 +84,8 @@ void row_coords(RowOrder order, int64_t i, int64_t r_, int64_t s_, int64_t cg, i
 
 /// The division of a direct kernel family (direct_block, single_channel with its plane stream,
 /// stride_fixed), as the TileChoice its launcher reads. Throws Error when the family cannot run `pr`.
-TileChoice direct_tile(Algorithm algo, const Problem& pr, const TensorDesc& x, std::vector<std::string>& why) {
+TileChoice direct_tile(Algorithm algo, const Problem& pr, const TensorDesc& x, const TensorDesc& y,
+                       const std::string& forced_tile, std::vector<std::string>& why) {
   TileChoice t;
   if (algo == Algorithm::DirectBlock) {
     t.name = detail::choose_direct_shape(pr, detail::current_device_summary(), why).name;
@@ -98,9 +99,17 @@ TileChoice direct_tile(Algorithm algo, const Problem& pr, const TensorDesc& x, s
     t.split_k = div.splits;
   } else {
     const HardwareModel hw = detail::planning_hardware_model(why);
-    if (detail::plane_stream_unsupported(pr, x).empty()) {
+    const bool bulk = forced_tile == detail::kPlaneBulkTile ||
+                      (forced_tile.empty() && detail::plane_bulk_unsupported(pr, x, y).empty());
+    if (bulk) {
+      const auto div = detail::plan_plane_bulk(pr, x, y, hw, why);
+      t.name = detail::kPlaneBulkTile;
+      t.block_planes = div.planes_per_chunk;
+      t.block_rows = div.rows_per_chunk;
+      t.block_cols = div.segment;
+    } else if (forced_tile == detail::kPlaneStreamTile || detail::plane_stream_unsupported(pr, x).empty()) {
       const auto div = detail::plan_plane_stream(pr, x, hw, why);
-      t.name = "single_channel_planes";
+      t.name = detail::kPlaneStreamTile;
       t.block_planes = div.planes_per_block;
       t.block_pitch = div.layout.pitch;
       t.block_plane_floats = div.layout.plane;
@@ -181,12 +190,17 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
 
   if (plan.algorithm_ == Algorithm::DirectBlock || plan.algorithm_ == Algorithm::SingleChannel ||
       plan.algorithm_ == Algorithm::StrideFixed) {
-    if (!options.tile.empty() || options.split_k > 1)
-      throw Error(Status::BadParam, "tile: tiles and split_k apply to implicit_precomp only");
+    // single_channel's tile names one of its plane-stream variants (to compare or test them).
+    const bool plane_variant = plan.algorithm_ == Algorithm::SingleChannel &&
+                               (options.tile == detail::kPlaneStreamTile || options.tile == detail::kPlaneBulkTile);
+    if ((!options.tile.empty() && !plane_variant) || options.split_k > 1)
+      throw Error(Status::BadParam,
+                  "tile: tiles and split_k apply to implicit_precomp only (single_channel also takes " +
+                      std::string(detail::kPlaneStreamTile) + " or " + detail::kPlaneBulkTile + ")");
     if (plan.algorithm_ == Algorithm::DirectBlock && pr.n > 65535)
       throw Error(Status::Unsupported, "n: direct_block launches one grid row per image, at most 65535");
     try {
-      plan.tile_ = direct_tile(plan.algorithm_, pr, x, plan.decisions_);
+      plan.tile_ = direct_tile(plan.algorithm_, pr, x, y, options.tile, plan.decisions_);
       return plan;
     } catch (const Error& e) {
       if (options.algorithm != Algorithm::Auto) throw;  // forced: say why it cannot run

@@ -177,8 +177,7 @@ std::string plane_stream_unsupported(const Problem& p, const TensorDesc& x) {
            std::to_string(p.k_per_group());
   if (p.r != p.s || (p.r != 1 && p.r != 3 && p.r != 5 && p.r != 7))
     return "plane stream runs square 1, 3, 5, 7 filters, got " + std::to_string(p.r) + "x" + std::to_string(p.s);
-  if (p.stride_h != 1 && p.stride_h != 2)
-    return "plane stream runs stride_h 1 or 2, got " + std::to_string(p.stride_h);
+  if (p.stride_h != 1 && p.stride_h != 2) return "plane stream runs stride_h 1 or 2, got " + std::to_string(p.stride_h);
   if (p.dil_h != 1 || p.dil_w != 1) return "plane stream runs undilated filters";
   if (x.strides[3] != 1) return "plane stream needs contiguous input rows (x W stride 1)";
   return "";
@@ -224,10 +223,9 @@ PlaneStreamDivision plan_plane_stream(const Problem& p, const TensorDesc& x, con
     if (fit >= 1 && fit * 4 >= pb * 3) pb = fit;
   }
   if (d_of(pb, rows) > hw.smem_per_block_optin)
-    throw Error(Status::Unsupported, "algorithm: single_channel: plane stream needs " +
-                                         std::to_string(d_of(pb, rows)) + " B of shared memory for " +
-                                         std::to_string(V) + " output rows of width " + std::to_string(p.q()) +
-                                         ", more than a block can have");
+    throw Error(Status::Unsupported, "algorithm: single_channel: plane stream needs " + std::to_string(d_of(pb, rows)) +
+                                         " B of shared memory for " + std::to_string(V) + " output rows of width " +
+                                         std::to_string(p.q()) + ", more than a block can have");
   auto blocks_of = [&] { return ((planes + pb - 1) / pb) * ((P + rows - 1) / rows); };
   // Too few blocks to give every SM its resident set (within 10%): split further (the paper's V_s
   // refinement).
@@ -250,6 +248,96 @@ PlaneStreamDivision plan_plane_stream(const Problem& p, const TensorDesc& x, con
      << " outputs; target Th = N_FMA / " << blocks_per_sm << " resident blocks = " << d.th_target << " FMAs; "
      << d.planes_per_block << " plane(s) x " << d.rows_per_block << " rows per block, Th = " << d.th
      << ", D = " << d.d_bytes << " B (budget " << budget << " B), " << d.blocks << " blocks";
+  why.push_back(os.str());
+  return d;
+}
+
+int plane_bulk_segment(const Problem& p) {
+  const int64_t Q = p.q();
+  return ceil_div(Q, 4) * 4 - Q < ceil_div(Q, 7) * 7 - Q ? 4 : 7;
+}
+
+namespace {
+
+/// Whether the N*G planes of `t` lie packed, one after the other, in its memory order.
+bool planes_packed(const Problem& p, const TensorDesc& t, int64_t rows, int64_t cols) {
+  const auto& st = t.strides;
+  if (st[3] != 1 || st[2] != cols) return false;
+  const bool inner_is_c = st[1] <= st[0];
+  const int64_t inner = inner_is_c ? st[1] : st[0], outer = inner_is_c ? st[0] : st[1];
+  return inner == rows * cols && outer == inner * (inner_is_c ? p.groups : p.n);
+}
+
+}  // namespace
+
+std::string plane_bulk_unsupported(const Problem& p, const TensorDesc& x, const TensorDesc& y) {
+  if (std::string no = plane_stream_unsupported(p, x); !no.empty()) return no;
+  if (p.stride_w != p.stride_h)
+    return "bulk plane stream needs stride_w = stride_h, got " + std::to_string(p.stride_w) + " and " +
+           std::to_string(p.stride_h);
+  if (x.strides[2] != p.w) return "bulk plane stream needs packed input rows (x H stride = W)";
+  if (y.strides[3] != 1) return "bulk plane stream needs contiguous output rows (y W stride 1)";
+  return "";
+}
+
+PlaneBulkDivision plan_plane_bulk(const Problem& p, const TensorDesc& x, const TensorDesc& y, const HardwareModel& hw,
+                                  std::vector<std::string>& why) {
+  if (const std::string no = plane_bulk_unsupported(p, x, y); !no.empty())
+    throw Error(Status::Unsupported, "algorithm: single_channel: " + no);
+  constexpr int64_t T = kPlaneStreamThreads;
+  constexpr int64_t kGuardBytes = 3 * 32 * 4 + 16;  // zero row, slack on both sides, the barrier
+  PlaneBulkDivision d;
+  d.segment = plane_bulk_segment(p);
+  const int64_t planes = p.n * p.groups, P = p.p(), row_items = ceil_div(p.q(), d.segment);
+  const int blocks_per_sm = std::max(1, std::min(hw.max_threads_per_sm / int(T), plane_stream_resident_blocks(p.r)));
+  const int64_t budget = hw.smem_per_sm / blocks_per_sm - 1024 - kGuardBytes;  // 1 KB per block for the runtime
+  auto bytes_of = [&](int64_t pb, int64_t rows) {
+    const int64_t in_rows = pb > 1 || rows == P ? p.h : std::min<int64_t>((rows - 1) * p.stride_h + p.r, p.h);
+    return (pb * in_rows * p.w + 3) * 4;
+  };
+  // Candidates: pb whole planes (packed x only), or bands of `rows` output rows of one plane. fill
+  // = the items of the whole problem over the thread slots of the passes its blocks run.
+  struct Candidate {
+    int64_t pb, rows, items, blocks;
+    double fill;
+  };
+  std::vector<Candidate> cands;
+  auto consider = [&](int64_t pb, int64_t rows) {
+    if (bytes_of(pb, rows) > std::min(budget, hw.smem_per_block_optin - kGuardBytes)) return;
+    const int64_t items = pb * rows * row_items, bands = ceil_div(P, rows);
+    const int64_t blocks = ceil_div(planes, pb) * bands;
+    const double fill = double(planes * P * row_items) / double(blocks * ceil_div(items, T) * T);
+    cands.push_back({pb, rows, items, blocks, fill});
+  };
+  const bool packed = planes_packed(p, x, p.h, p.w);
+  for (int64_t rows = 1; rows <= P && rows * row_items <= 4 * T; ++rows) consider(1, rows);
+  if (packed && P * row_items <= 4 * T)
+    for (int64_t pb = 2; pb <= planes && pb * P * row_items <= 4 * T; ++pb) consider(pb, P);
+  if (cands.empty()) consider(1, 1);  // rows wider than 4 passes: one row per block, looping
+  if (cands.empty())
+    throw Error(Status::Unsupported, "algorithm: single_channel: bulk plane stream needs " +
+                                         std::to_string(bytes_of(1, 1)) + " B of shared memory for one row of " +
+                                         std::to_string(p.w) + " inputs, more than a block can have");
+  const Candidate* best = nullptr;
+  for (const auto& c : cands)  // the smallest chunk at 85% fill
+    if (c.fill >= 0.85 && (!best || c.items < best->items)) best = &c;
+  if (!best)
+    for (const auto& c : cands)  // else the best fill, the smaller chunk on a tie
+      if (!best || c.fill > best->fill + 1e-9) best = &c;
+  if (ceil_div(P, best->rows) > 65535)
+    throw Error(Status::Unsupported, "algorithm: single_channel: bulk plane stream needs more than 65535 bands");
+  if (best->blocks > INT32_MAX) throw Error(Status::Unsupported, "n*groups: more bulk plane-stream chunks than 2^31");
+  d.planes_per_chunk = int(best->pb);
+  d.rows_per_chunk = int(best->rows);
+  d.d_bytes = bytes_of(best->pb, best->rows) + kGuardBytes;
+  d.fill = best->fill;
+  d.blocks = best->blocks;
+  std::ostringstream os;
+  os << "single_channel bulk plane stream (K/G = 1, packed rows" << (packed ? " and planes" : "") << "): " << planes
+     << " planes of " << P << "x" << p.q() << " outputs in items of " << d.segment << " outputs; " << d.planes_per_chunk
+     << " plane(s) x " << d.rows_per_chunk << " rows per block = " << best->items << " items for " << T
+     << " threads (fill " << std::lround(d.fill * 100) << "%), D = " << d.d_bytes << " B (budget "
+     << budget + kGuardBytes << " B), " << d.blocks << " blocks";
   why.push_back(os.str());
   return d;
 }

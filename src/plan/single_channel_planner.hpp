@@ -52,6 +52,8 @@ SingleChannelDivision plan_single_channel(const Problem& p, const HardwareModel&
 // least N_FMA / (resident blocks per SM) FMAs (together the resident blocks of an SM then hold
 // N_FMA), and as large as one resident wave or the shared memory of a resident block allows.
 
+inline constexpr char kPlaneStreamTile[] = "single_channel_planes";
+
 /// Output rows each thread computes (a vertical run: input rows are loaded once for the run): 7 when
 /// it divides P (MobileNet's 112/56/28/14/7 maps: no idle rows, fewer loads and index steps per
 /// output), else 4.
@@ -85,10 +87,10 @@ struct PlaneStreamDivision {
   int planes_per_block = 1;  // whole planes per block (> 1 only when a block holds all output rows)
   int rows_per_block = 1;    // output rows per block: a band, or P when whole planes
   PlaneStreamLayout layout;
-  int64_t d_bytes = 0;  // shared memory of one buffer (a block double-buffers: 2 x d_bytes)
-  double th = 0;        // FMAs of one block
-  double th_target = 0; // N_FMA / resident blocks per SM
-  int64_t blocks = 0;   // chunks of the whole problem (blocks walk them, one resident wave)
+  int64_t d_bytes = 0;   // shared memory of one buffer (a block double-buffers: 2 x d_bytes)
+  double th = 0;         // FMAs of one block
+  double th_target = 0;  // N_FMA / resident blocks per SM
+  int64_t blocks = 0;    // chunks of the whole problem (blocks walk them, one resident wave)
 };
 
 /// Empty when the plane-stream kernel runs `p` with input `x`; otherwise the reason it does not.
@@ -96,5 +98,42 @@ std::string plane_stream_unsupported(const Problem& p, const TensorDesc& x);
 /// The division, with its reasons appended to `why`. Throws Error(Unsupported) with the reason.
 PlaneStreamDivision plan_plane_stream(const Problem& p, const TensorDesc& x, const HardwareModel& hw,
                                       std::vector<std::string>& why);
+
+// Note [plane bulk]
+// The plane stream's copies and zero fill were most of its instructions on the H100 (ncu, 7x7 to
+// 28x28 maps: ~126 instructions per output for 9 FMAs). When the planes of x are packed, a chunk
+// of whole planes, or a band of rows of one plane, is one contiguous range of x. The bulk variant
+// copies it with one bulk copy (Hopper's copy engine, one instruction for the block) into unpadded
+// shared memory and computes padding by selects instead (src/cuda/single_channel_bulk_kernel.cuh).
+// A thread item is a segment of SEG outputs of one output row: consecutive lanes then read shared
+// memory SEG floats apart, which is conflict-free for SEG = 7 at stride 1 (MobileNet's maps are
+// 7 * 2^k wide). Chunks are the smallest (most blocks, shortest block) whose items fill the
+// block's passes to at least 85%; there is no resident-wave packing to do, since a block's start
+// is a handful of instructions.
+inline constexpr char kPlaneBulkTile[] = "single_channel_bulk";
+
+/// Resident blocks per SM the bulk kernel's registers allow (its launch bounds): 3x3 stride 1 fits
+/// 40 registers (8 bytes of spill); stride 2 reads 15 columns per row and gets 48.
+constexpr int plane_bulk_resident_blocks(int64_t filter, int64_t stride) {
+  return filter <= 3 ? (stride == 1 ? 12 : 10) : plane_stream_resident_blocks(filter);
+}
+
+/// Outputs of one thread item: 7 or 4, whichever leaves fewer idle outputs at the end of a row (7 on a tie).
+int plane_bulk_segment(const Problem& p);
+
+struct PlaneBulkDivision {
+  int planes_per_chunk = 1;  // whole planes per block (> 1 only when a block holds all output rows)
+  int rows_per_chunk = 1;    // output rows per block: a band, or P with whole planes
+  int segment = 7;           // SEG
+  int64_t d_bytes = 0;       // shared memory of one block
+  double fill = 0;           // items / (passes * threads), over the whole problem
+  int64_t blocks = 0;
+};
+
+/// Empty when the bulk variant runs `p` with tensors x and y; otherwise the reason it does not.
+std::string plane_bulk_unsupported(const Problem& p, const TensorDesc& x, const TensorDesc& y);
+/// The division, with its reasons appended to `why`. Throws Error(Unsupported) with the reason.
+PlaneBulkDivision plan_plane_bulk(const Problem& p, const TensorDesc& x, const TensorDesc& y, const HardwareModel& hw,
+                                  std::vector<std::string>& why);
 
 }  // namespace mconv::detail

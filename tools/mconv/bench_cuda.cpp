@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <iostream>
+#include <memory>
 
 #include "bench.hpp"
 #include "gpu_timing.hpp"
@@ -27,7 +28,7 @@ void measure_peaks(Peaks& peaks) {
     DeviceArray a(n), b(n);
     cuda_ok(cudaMemset(a.ptr, 1, n * 4), "memset");
     const double ms = median_ms_per_launch(
-        [&](int) { cuda_ok(cudaMemcpyAsync(b.ptr, a.ptr, n * 4, cudaMemcpyDeviceToDevice), "copy"); }, 10, 3);
+        [&](int) { cuda_ok(cudaMemcpyAsync(b.ptr, a.ptr, n * 4, cudaMemcpyDeviceToDevice), "copy"); }, {10, 3});
     peaks.bytes_per_s = 2.0 * n * 4 / (ms * 1e-3);
   }
   {
@@ -40,8 +41,8 @@ void measure_peaks(Peaks& peaks) {
     cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH);  // FFMA only: no TF32
     const float one = 1.0f, zero = 0.0f;
     const double ms = median_ms_per_launch(
-        [&](int) { cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &one, a.ptr, m, b.ptr, m, &zero, c.ptr, m); }, 5,
-        3);
+        [&](int) { cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &one, a.ptr, m, b.ptr, m, &zero, c.ptr, m); },
+        {5, 3});
     peaks.fp32_flops = 2.0 * m * m * double(m) / (ms * 1e-3);
     cublasDestroy(h);
   }
@@ -50,7 +51,15 @@ void measure_peaks(Peaks& peaks) {
 }  // namespace
 
 std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const BenchOptions& opt, Peaks& peaks) {
-  Engine engine(Target::Cuda);
+  // A stream of our own, since a CUDA graph cannot be captured on the legacy default stream. It is a
+  // blocking stream: the poisoning memsets and the checks' copies on the default stream order with it.
+  cudaStream_t stream = nullptr;
+  cuda_ok(cudaStreamCreate(&stream), "cudaStreamCreate");
+  std::unique_ptr<CUstream_st, decltype(&cudaStreamDestroy)> stream_owner(stream, cudaStreamDestroy);
+  Engine engine(Target::Cuda, 0, stream);
+  const LoopTiming timing{opt.launches, opt.repeats, opt.graph, stream};
+  peaks.timing = "median of " + std::to_string(opt.repeats) + " loops of " + std::to_string(opt.launches) +
+                 (opt.graph ? " launches replayed as one CUDA graph" : " launches enqueued from the host");
   std::cerr << "measuring peaks (copy bandwidth, SGEMM)...\n";
   measure_peaks(peaks);
   std::cerr << peaks.device << ": copy " << peaks.bytes_per_s / 1e9 << " GB/s, SGEMM " << peaks.fp32_flops / 1e12
@@ -105,8 +114,7 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
     r.rel_err = error_of(ys[0]);
     r.correct = r.rel_err < 2e-5;
     r.ms = median_ms_per_launch(
-        [&](int i) { engine.conv2d_forward(*plan, xs[i % copies], ws[i % copies], ys[i % copies]); }, opt.launches,
-        opt.repeats, static_cast<cudaStream_t>(engine.stream()));
+        [&](int i) { engine.conv2d_forward(*plan, xs[i % copies], ws[i % copies], ys[i % copies]); }, timing);
     r.extra_bytes = engine.plan_device_bytes(*plan);
     if (opt.all_algorithms) {
       for (Algorithm a :
@@ -124,8 +132,7 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
         engine.synchronize();
         const bool ok = error_of(ys[0]) < 2e-5;
         const double ms = median_ms_per_launch(
-            [&](int i) { engine.conv2d_forward(*alt, xs[i % copies], ws[i % copies], ys[i % copies]); }, opt.launches,
-            opt.repeats, static_cast<cudaStream_t>(engine.stream()));
+            [&](int i) { engine.conv2d_forward(*alt, xs[i % copies], ws[i % copies], ys[i % copies]); }, timing);
         r.alternatives.emplace_back(algorithm_name(a), ok ? ms : -1.0);
       }
     }
@@ -134,7 +141,7 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
 #ifdef MCONV_HAVE_CUDNN
     if (opt.vs_cudnn) {
       try {
-        time_cudnn_peers(p, opt.layout, xs, ws, ys, opt.launches, opt.repeats, error_of, r.fastest, r.matched);
+        time_cudnn_peers(p, opt.layout, xs, ws, ys, timing, error_of, r.fastest, r.matched);
       } catch (const std::exception& e) {
         std::cerr << "  cuDNN: " << e.what();
       }

@@ -66,6 +66,7 @@ void print_report(std::ostream& os, const std::string& format, const std::string
     j["device"] = peaks.device;
     j["peak_fp32_tflops"] = peaks.fp32_flops / 1e12;
     j["peak_bandwidth_gbs"] = peaks.bytes_per_s / 1e9;
+    j["timing"] = peaks.timing;
     for (const auto& r : rows) {
       nlohmann::json l = {{"name", r.name},
                           {"problem", r.problem.to_string()},
@@ -125,6 +126,7 @@ void print_report(std::ostream& os, const std::string& format, const std::string
   if (peaks.fp32_flops > 0)
     os << "  (measured peaks: SGEMM " << fmt(peaks.fp32_flops / 1e12, 1) << " TFLOP/s, copy "
        << fmt(peaks.bytes_per_s / 1e9, 0) << " GB/s)";
+  if (!peaks.timing.empty()) os << "\ntimed as " << peaks.timing;
   os << "\n";
   os << std::left << std::setw(28) << "layer" << std::setw(28) << "mconv algo" << std::right << std::setw(10) << "ms"
      << std::setw(9) << "TFLOP/s" << std::setw(7) << "roof%" << std::setw(9) << "extra B" << std::setw(9) << "rel err";

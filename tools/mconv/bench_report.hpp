@@ -38,6 +38,7 @@ struct Peaks {
   std::string device;
   double fp32_flops = 0;   ///< FLOP/s (cuBLAS SGEMM, no tensor cores)
   double bytes_per_s = 0;  ///< device copy, bytes read + written
+  std::string timing;      ///< how the layers were timed (host loop or CUDA graph), for the report
 };
 
 /// Minimum bytes a layer must move: x and w read once, y written once (fp32).

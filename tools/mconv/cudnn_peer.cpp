@@ -83,9 +83,10 @@ cudnnHandle_t handle() {
 }  // namespace
 
 void time_cudnn_peers(const Problem& p, Layout layout, const std::vector<float*>& xs, const std::vector<float*>& ws,
-                      const std::vector<float*>& ys, int launches, int repeats,
+                      const std::vector<float*>& ys, const LoopTiming& timing,
                       const std::function<double(const float*)>& error_of, PeerTime& fastest, PeerTime& matched) {
   Descriptors d(p, layout);
+  ok(cudnnSetStream(handle(), timing.stream), "cudnnSetStream");
   // "A few GB of workspace to choose from" (BENCHMARKING.md), bounded by what is free.
   size_t free_b = 0, total_b = 0;
   cuda_ok(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
@@ -109,9 +110,9 @@ void time_cudnn_peers(const Problem& p, Layout layout, const std::vector<float*>
          "cudnnConvolutionForward");
     };
     launch(0);
-    cuda_ok(cudaDeviceSynchronize(), "cudnn run");
+    cuda_ok(cudaStreamSynchronize(timing.stream), "cudnn run");
     out.rel_err = error_of(ys[0]);
-    out.ms = median_ms_per_launch(launch, launches, repeats);
+    out.ms = median_ms_per_launch(launch, timing);
   };
   for (int i = 0; i < returned; ++i) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].mathType == CUDNN_TENSOR_OP_MATH ||

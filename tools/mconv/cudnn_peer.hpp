@@ -8,16 +8,17 @@
 #include <vector>
 
 #include "bench_report.hpp"
+#include "gpu_timing.hpp"
 #include "mconv/types.hpp"
 
 namespace mconv::tools {
 
 inline constexpr size_t kMemoryMatchedWorkspace = 64 * 1024;
 
-/// xs/ws/ys: rotating device copies, fp32, all in `layout` (NCHW or NHWC). `error_of(y)` returns the norm-relative
-/// error of a device output against the reference.
+/// xs/ws/ys: rotating device copies, fp32, all in `layout` (NCHW or NHWC). cuDNN runs on `timing.stream`. `error_of(y)`
+/// returns the norm-relative error of a device output against the reference.
 void time_cudnn_peers(const Problem& p, Layout layout, const std::vector<float*>& xs, const std::vector<float*>& ws,
-                      const std::vector<float*>& ys, int launches, int repeats,
+                      const std::vector<float*>& ys, const LoopTiming& timing,
                       const std::function<double(const float*)>& error_of, PeerTime& fastest, PeerTime& matched);
 
 }  // namespace mconv::tools

@@ -162,6 +162,7 @@ int main(int argc, char** argv) {
   bench->add_flag("--all-algos", bopt.all_algorithms, "also time every mconv algorithm that supports each layer");
   bench->add_option("--launches", bopt.launches, "launches per timed loop (GPU)")->capture_default_str();
   bench->add_option("--repeats", bopt.repeats, "timed loops, median reported")->capture_default_str();
+  bench->add_flag("--graph", bopt.graph, "time a CUDA graph of each loop's launches, for mconv and cuDNN alike");
 
   bool refresh = false, device_json = false;
   int device_index = 0;

@@ -1,0 +1,48 @@
+// Hopper's bulk copy engine (TMA without a tensor map): one thread moves a contiguous range of
+// global memory into shared memory with one instruction, and the block waits on an mbarrier that
+// counts the bytes as they land. sm_90 and later (every target mconv builds for).
+#pragma once
+
+#include <cstdint>
+
+namespace mconv::cuda::detail {
+
+__device__ __forceinline__ unsigned smem_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+/// Initialises a barrier that one arrival (the thread that starts the copy) completes, with the
+/// copies' bytes. Make it visible with __syncthreads() before anyone waits on it.
+__device__ __forceinline__ void mbarrier_init(uint64_t* bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_address(bar)));
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::);
+}
+
+/// The arrival of the copying thread: the phase completes once `bytes` more bytes have landed.
+__device__ __forceinline__ void mbarrier_arrive_expect_bytes(uint64_t* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_address(bar)), "r"(bytes)
+               : "memory");
+}
+
+/// Copies `bytes` (a multiple of 16; both addresses 16-byte aligned) and counts them on `bar`.
+__device__ __forceinline__ void bulk_copy_to_shared(void* smem, const void* gmem, unsigned bytes, uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   smem_address(smem)),
+               "l"(gmem), "r"(bytes), "r"(smem_address(bar))
+               : "memory");
+}
+
+/// Waits until the barrier's phase `parity` has completed (its copies are visible to the block).
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, unsigned parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "wait:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait;\n"
+      "}\n" ::"r"(smem_address(bar)),
+      "r"(parity)
+      : "memory");
+}
+
+}  // namespace mconv::cuda::detail
