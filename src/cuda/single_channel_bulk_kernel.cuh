@@ -15,6 +15,7 @@
 
 #include "bulk_copy.cuh"
 #include "conv_geometry.cuh"
+#include "cp_async.cuh"
 #include "epilogue.cuh"
 #include "fast_divmod.cuh"
 #include "plane_order.cuh"
@@ -33,79 +34,82 @@ struct PlaneBulkParams : ConvGeometry {
   FastDivmod chunk_rows;  // rows_per_chunk, to split an item index
   FastDivmod segments;    // segments of SEG outputs per output row: ceil(Q / SEG)
   int buffer_floats;      // room for one chunk: its floats + 3 (alignment)
+  int chunks;             // ceil(planes / planes_per_chunk) * bands
 };
 
-/// Shared floats around the chunk: a row of zeros, and slack on both sides of the chunk that the
-/// column reads outside a row may touch (their values are replaced by 0). A multiple of 4 floats, so
-/// the chunk keeps its 16-byte alignment, and at least any SPAN.
+/// Shared floats around a chunk: a row of zeros, and slack on both sides of each stage buffer that
+/// the column reads outside a row may touch (their values are replaced by 0). A multiple of 4 floats,
+/// so the chunks keep their 16-byte alignment, and at least any SPAN.
 inline constexpr int kPlaneBulkGuard = 32;
+/// Chunks in flight per block: a block walks its chunks (blockIdx.x, + gridDim.x, ...) with two
+/// buffers, the copy of the next chunk landing while it computes this one.
+inline constexpr int kPlaneBulkStages = 2;
 
-/// K: square filter size; ST: stride (both directions); SEG: outputs per thread item (a row
-/// segment); MIN_BLOCKS: resident blocks per SM the register allocation must allow. One block per chunk.
-template <int K, int ST, int SEG, int THREADS, int MIN_BLOCKS>
-__global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kernel(const PlaneBulkParams prm) {
-  constexpr int SPAN = (SEG - 1) * ST + K;  // input columns of one segment
-  static_assert(SPAN <= kPlaneBulkGuard, "the slack must cover a segment's reads");
-  constexpr int G = kPlaneBulkGuard;
-  extern __shared__ __align__(16) float smem[];  // [zeros G][slack G][chunk buffer_floats][slack G]
-  __shared__ uint64_t landed;
-  float* zeros = smem;
-  float* buf = smem + 2 * G;
+/// Where chunk `chunk` lies: its planes, output rows, and the contiguous range of x it reads.
+struct BulkChunk {
+  unsigned g0;
+  int nplanes, oy0, out_rows, iy_lo, count;
+  const float* src;
+  int off;  // src's float offset from a 16-byte boundary: src[i] lands at buf[off + i], so the
+            // aligned middle of the range lands on 16-byte boundaries of shared memory
+};
 
-  // Where the chunk lies.
+template <int K, int ST>
+__device__ __forceinline__ BulkChunk bulk_chunk(const PlaneBulkParams& prm, int chunk) {
   unsigned plane_block, band;
-  prm.bands.divmod(blockIdx.x, plane_block, band);
-  const unsigned g0 = plane_block * prm.planes_per_chunk;
-  const int nplanes = min(prm.planes_per_chunk, prm.planes - static_cast<int>(g0));
-  const int oy0 = band * prm.rows_per_chunk;
-  const int out_rows = min(prm.rows_per_chunk, prm.P - oy0);
-  const int plane_floats = prm.H * prm.W;
-  int iy_lo = 0, count = nplanes * plane_floats;  // whole planes
-  if (nplanes == 1) {                             // a band: the input rows its outputs read, inside the map
-    iy_lo = max(oy0 * ST - prm.pad_h, 0);
-    const int iy_hi = min((oy0 + out_rows - 1) * ST - prm.pad_h + K, prm.H);
-    count = (iy_hi - iy_lo) * prm.W;
+  prm.bands.divmod(chunk, plane_block, band);
+  BulkChunk c;
+  c.g0 = plane_block * prm.planes_per_chunk;
+  c.nplanes = min(prm.planes_per_chunk, prm.planes - static_cast<int>(c.g0));
+  c.oy0 = band * prm.rows_per_chunk;
+  c.out_rows = min(prm.rows_per_chunk, prm.P - c.oy0);
+  c.iy_lo = 0;
+  c.count = c.nplanes * prm.H * prm.W;  // whole planes
+  if (c.nplanes == 1) {                 // a band: the input rows its outputs read, inside the map
+    c.iy_lo = max(c.oy0 * ST - prm.pad_h, 0);
+    const int iy_hi = min((c.oy0 + c.out_rows - 1) * ST - prm.pad_h + K, prm.H);
+    c.count = (iy_hi - c.iy_lo) * prm.W;
   }
   unsigned n0, c0;
-  plane_coords(prm, g0, n0, c0);
-  const float* src = prm.x + n0 * prm.x_sn + c0 * prm.x_sc + static_cast<long long>(iy_lo) * prm.W;
-  // src[i] lands at buf[off + i], off = src's float offset from a 16-byte boundary: the aligned middle
-  // of the range then lands on 16-byte boundaries of shared memory, as the bulk copy requires.
-  const int off = static_cast<int>((reinterpret_cast<uintptr_t>(src) >> 2) & 3);
-  const int head = min((4 - off) & 3, count);
-  const int middle = (count - head) & ~3;
+  plane_coords(prm, c.g0, n0, c0);
+  c.src = prm.x + n0 * prm.x_sn + c0 * prm.x_sc + static_cast<long long>(c.iy_lo) * prm.W;
+  c.off = static_cast<int>((reinterpret_cast<uintptr_t>(c.src) >> 2) & 3);
+  return c;
+}
 
-  if (threadIdx.x == 0) {
-    detail::mbarrier_init(&landed);
-    detail::mbarrier_arrive_expect_bytes(&landed, static_cast<unsigned>(middle) * 4);
+/// Starts the copy of chunk `c` into `buf`: thread 0 moves the 16-byte-aligned middle with one bulk
+/// copy counted on `landed`; threads 1-6 move the at most 3 + 3 floats at its ends with cp.async
+/// (the caller waits for those with cp_async_wait before its next __syncthreads()).
+__device__ __forceinline__ void start_chunk_copy(const BulkChunk& c, float* buf, uint64_t* landed) {
+  const int head = min((4 - c.off) & 3, c.count);
+  const int middle = (c.count - head) & ~3;
+  const int t = threadIdx.x;
+  if (t == 0) {
+    detail::mbarrier_arrive_expect_bytes(landed, static_cast<unsigned>(middle) * 4);
     if (middle > 0)
-      detail::bulk_copy_to_shared(buf + off + head, src + head, static_cast<unsigned>(middle) * 4, &landed);
+      detail::bulk_copy_to_shared(buf + c.off + head, c.src + head, static_cast<unsigned>(middle) * 4, landed);
+  } else if (t < 7) {
+    const int i = t < 4 ? t - 1 : head + middle + t - 4;
+    if (t < 4 ? i < head : i < c.count) detail::cp_async_f32(buf + c.off + i, c.src + i, true);
+    detail::cp_async_commit();
   }
-  for (int i = threadIdx.x; i < G; i += THREADS) {
-    zeros[i] = 0.0f;
-    buf[i - G] = 0.0f;
-    buf[off + count + i] = 0.0f;
-  }
-  if (threadIdx.x < 4) {
-    const int i = threadIdx.x;
-    if (i < head) buf[off + i] = __ldg(src + i);
-  } else if (threadIdx.x < 8) {
-    const int i = head + middle + threadIdx.x - 4;
-    if (i < count) buf[off + i] = __ldg(src + i);
-  }
-  __syncthreads();  // the barrier is initialised; zeros, head and tail are visible
-  detail::mbarrier_wait(&landed, 0);
+}
 
-  const int segs = static_cast<int>(prm.segments.divisor);
-  const int items = nplanes * out_rows * segs;
-  for (int it = threadIdx.x; it < items; it += THREADS) {
-    unsigned rest, seg, pl, orow;
+/// One thread item: SEG outputs of one output row of one plane, and that plane's filter.
+template <int K, int ST, int SEG>
+struct BulkItem {
+  int pl, oy, q0;
+  unsigned n, ch;
+  float wr[K * K];
+
+  __device__ __forceinline__ void start(const PlaneBulkParams& prm, const BulkChunk& c, int it) {
+    unsigned rest, seg, p, orow;
     prm.segments.divmod(it, rest, seg);
-    prm.chunk_rows.divmod(rest, pl, orow);  // a band has one plane: pl = 0, orow = rest
-    const int oy = oy0 + static_cast<int>(orow), q0 = static_cast<int>(seg) * SEG;
-    unsigned n, ch;
-    plane_coords(prm, g0 + pl, n, ch);
-    float wr[K * K];
+    prm.chunk_rows.divmod(rest, p, orow);  // a band has one plane: p = 0, orow = rest
+    pl = static_cast<int>(p);
+    oy = c.oy0 + static_cast<int>(orow);
+    q0 = static_cast<int>(seg) * SEG;
+    plane_coords(prm, c.g0 + p, n, ch);
 #pragma unroll
     for (int r = 0; r < K; ++r)
 #pragma unroll
@@ -113,11 +117,18 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kerne
         const int fr = prm.flip ? K - 1 - r : r, fs = prm.flip ? K - 1 - s : s;
         wr[r * K + s] = __ldg(prm.w + ch * prm.w_sk + fr * prm.w_sr + fs * prm.w_ss);
       }
+  }
+
+  /// For each filter row, the SPAN input values of the segment (0 outside the map) added into every
+  /// output that uses them; then the epilogue into y.
+  __device__ __forceinline__ void compute(const PlaneBulkParams& prm, const BulkChunk& c, const float* buf,
+                                          const float* zeros) const {
+    constexpr int SPAN = (SEG - 1) * ST + K;
     const int ix0 = q0 * ST - prm.pad_w;  // input column of the segment's first read
     bool col_in[SPAN];
 #pragma unroll
     for (int t = 0; t < SPAN; ++t) col_in[t] = static_cast<unsigned>(ix0 + t) < static_cast<unsigned>(prm.W);
-    const float* plane = buf + off + static_cast<int>(pl) * plane_floats + ix0;
+    const float* plane = buf + c.off + pl * prm.H * prm.W + ix0;
     float acc[SEG];
 #pragma unroll
     for (int j = 0; j < SEG; ++j) acc[j] = 0.0f;
@@ -125,7 +136,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kerne
     for (int r = 0; r < K; ++r) {
       const int iy = oy * ST - prm.pad_h + r;
       const float* row =
-          static_cast<unsigned>(iy) < static_cast<unsigned>(prm.H) ? plane + (iy - iy_lo) * prm.W : zeros;
+          static_cast<unsigned>(iy) < static_cast<unsigned>(prm.H) ? plane + (iy - c.iy_lo) * prm.W : zeros;
 #pragma unroll
       for (int t = 0; t < SPAN; ++t) {
         const float v = col_in[t] ? row[t] : 0.0f;
@@ -149,6 +160,61 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kerne
       for (int j = 0; j < SEG; ++j)
         if (q0 + j < prm.Q) dst[j] = epilogue_value(prm.alpha, acc[j], prm.beta, dst + j, bias, prm.relu);
     }
+  }
+};
+
+/// Floats of one stage: slack, the chunk buffer, slack.
+__host__ __device__ constexpr int plane_bulk_stage_floats(int buffer_floats) {
+  return kPlaneBulkGuard + (buffer_floats + 3) / 4 * 4 + kPlaneBulkGuard;
+}
+
+/// K: square filter size; ST: stride (both directions); SEG: outputs per thread item (a row
+/// segment); MIN_BLOCKS: resident blocks per SM the register allocation must allow. A block walks
+/// chunks blockIdx.x, + gridDim.x, ... through kPlaneBulkStages buffers.
+template <int K, int ST, int SEG, int THREADS, int MIN_BLOCKS>
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kernel(const PlaneBulkParams prm) {
+  static_assert((SEG - 1) * ST + K <= kPlaneBulkGuard, "the slack must cover a segment's reads");
+  constexpr int G = kPlaneBulkGuard;
+  extern __shared__ __align__(16) float smem[];  // [zeros G][stage 0][stage 1], a stage = [slack G][chunk][slack G]
+  __shared__ uint64_t landed[kPlaneBulkStages];
+  const float* zeros = smem;
+  const int stage_floats = plane_bulk_stage_floats(prm.buffer_floats);
+  auto stage = [&](int s) { return smem + G + s * stage_floats + G; };
+
+  // Zeros everywhere first: the zero row, and slack whose reads are discarded but never uninitialised.
+  float4* s4 = reinterpret_cast<float4*>(smem);
+  for (int i = threadIdx.x; i < (G + kPlaneBulkStages * stage_floats) / 4; i += THREADS)
+    s4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (threadIdx.x == 0)
+    for (int s = 0; s < kPlaneBulkStages; ++s) detail::mbarrier_init(&landed[s]);
+  __syncthreads();  // zeros written and barriers initialised before any copy lands
+  const int chunks = static_cast<int>(prm.chunks), step = static_cast<int>(gridDim.x);
+  for (int s = 0; s < kPlaneBulkStages; ++s) {
+    const int chunk = blockIdx.x + s * step;
+    if (chunk < chunks) start_chunk_copy(bulk_chunk<K, ST>(prm, chunk), stage(s), &landed[s]);
+  }
+  detail::cp_async_wait<0>();
+  __syncthreads();  // the ends of the first chunks are visible
+
+  const int segs = static_cast<int>(prm.segments.divisor);
+  int k = 0;
+  for (int chunk = blockIdx.x; chunk < chunks; chunk += step, ++k) {
+    const int s = k % kPlaneBulkStages;
+    const BulkChunk c = bulk_chunk<K, ST>(prm, chunk);
+    const int items = c.nplanes * c.out_rows * segs;
+    int it = threadIdx.x;
+    BulkItem<K, ST, SEG> item;
+    if (it < items) item.start(prm, c, it);  // the filter loads overlap the copy
+    detail::mbarrier_wait(&landed[s], (k / kPlaneBulkStages) & 1);
+    while (it < items) {
+      item.compute(prm, c, stage(s), zeros);
+      it += THREADS;
+      if (it < items) item.start(prm, c, it);
+    }
+    detail::cp_async_wait<0>();  // the ends of the next chunk, started a chunk ago
+    __syncthreads();             // stage s is free; those ends are visible
+    const int next = chunk + kPlaneBulkStages * step;
+    if (next < chunks) start_chunk_copy(bulk_chunk<K, ST>(prm, next), stage(s), &landed[s]);
   }
 }
 

@@ -1,5 +1,7 @@
 // Launcher of the bulk plane-stream kernel (Note [plane bulk]): the division from the Plan, x's
 // plane order, and the (filter size, stride, segment) switch.
+#include <algorithm>
+
 #include "../plan/single_channel_planner.hpp"
 #include "cuda_backend.hpp"
 #include "cuda_check.cuh"
@@ -10,16 +12,23 @@ namespace mconv::detail::cuda_backend {
 namespace {
 
 template <int K, int ST, int SEG>
-void launch_chunks(const cuda::PlaneBulkParams& prm, int blocks, int smem, cudaStream_t stream) {
-  constexpr int T = kPlaneStreamThreads;
-  const auto kernel = cuda::single_channel_bulk_kernel<K, ST, SEG, T, plane_bulk_resident_blocks(K, ST)>;
-  cuda::launch_with_smem(kernel, dim3(static_cast<unsigned>(blocks)), T, smem, stream, prm);
+void launch_chunks(const cuda::PlaneBulkParams& prm, int smem, cudaStream_t stream) {
+  constexpr int T = kPlaneStreamThreads, resident = plane_bulk_resident_blocks(K, ST);
+  const auto kernel = cuda::single_channel_bulk_kernel<K, ST, SEG, T, resident>;
+  // One resident wave walks the chunks: as many blocks as the SMs hold at once (registers, threads,
+  // shared memory with the runtime's 1 KB per block), or fewer when there are fewer chunks.
+  int device = 0, sms = 0, smem_per_sm = 0;
+  MCONV_CUDA_CHECK(cudaGetDevice(&device));
+  MCONV_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  MCONV_CUDA_CHECK(cudaDeviceGetAttribute(&smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  const int per_sm = std::max(1, std::min(resident, smem_per_sm / (smem + 1024 + 16)));
+  const int grid = std::min(prm.chunks, sms * per_sm);
+  cuda::launch_with_smem(kernel, dim3(static_cast<unsigned>(grid)), T, smem, stream, prm);
 }
 
 template <int K, int ST>
-void launch(const cuda::PlaneBulkParams& prm, int segment, int blocks, int smem, cudaStream_t stream) {
-  segment == 7 ? launch_chunks<K, ST, 7>(prm, blocks, smem, stream)
-               : launch_chunks<K, ST, 4>(prm, blocks, smem, stream);
+void launch(const cuda::PlaneBulkParams& prm, int segment, int smem, cudaStream_t stream) {
+  segment == 7 ? launch_chunks<K, ST, 7>(prm, smem, stream) : launch_chunks<K, ST, 4>(prm, smem, stream);
 }
 
 }  // namespace
@@ -44,17 +53,18 @@ void single_channel_bulk_forward(const Plan& plan, const float* x, const float* 
                               ? pr.h
                               : std::min<int64_t>((t.block_rows - 1) * pr.stride_h + pr.r, pr.h);
   prm.buffer_floats = static_cast<int>(t.block_planes * in_rows * pr.w + 3);
-  const int smem = (prm.buffer_floats + 3 * cuda::kPlaneBulkGuard) * 4;
+  prm.chunks = static_cast<int>(blocks);  // the planner keeps it below 2^31
+  const int smem =
+      (cuda::kPlaneBulkGuard + cuda::kPlaneBulkStages * cuda::plane_bulk_stage_floats(prm.buffer_floats)) * 4;
   const auto s = static_cast<cudaStream_t>(stream);
-  const int b = static_cast<int>(blocks);  // the planner keeps it below 2^31
   cuda::filter_size_switch(pr.r, pr.s, [&](auto k) {
     constexpr int K = decltype(k)::value;
     if constexpr (K == 0) {
       throw Error(Status::Unsupported, "filter: the plane stream runs square 1, 3, 5, 7 filters");  // planner refuses
     } else if (pr.stride_h == 1) {
-      launch<K, 1>(prm, t.block_cols, b, smem, s);
+      launch<K, 1>(prm, t.block_cols, smem, s);
     } else {
-      launch<K, 2>(prm, t.block_cols, b, smem, s);
+      launch<K, 2>(prm, t.block_cols, smem, s);
     }
   });
 }

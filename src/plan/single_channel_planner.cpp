@@ -284,60 +284,83 @@ PlaneBulkDivision plan_plane_bulk(const Problem& p, const TensorDesc& x, const T
                                   std::vector<std::string>& why) {
   if (const std::string no = plane_bulk_unsupported(p, x, y); !no.empty())
     throw Error(Status::Unsupported, "algorithm: single_channel: " + no);
-  constexpr int64_t T = kPlaneStreamThreads;
-  constexpr int64_t kGuardBytes = 3 * 32 * 4 + 16;  // zero row, slack on both sides, the barrier
+  constexpr int64_t T = kPlaneStreamThreads, kGuard = 32;  // kPlaneBulkGuard of the kernel
   PlaneBulkDivision d;
   d.segment = plane_bulk_segment(p);
   const int64_t planes = p.n * p.groups, P = p.p(), row_items = ceil_div(p.q(), d.segment);
-  const int blocks_per_sm = std::max(1, std::min(hw.max_threads_per_sm / int(T), plane_stream_resident_blocks(p.r)));
-  const int64_t budget = hw.smem_per_sm / blocks_per_sm - 1024 - kGuardBytes;  // 1 KB per block for the runtime
+  const int max_blocks =
+      std::max(1, std::min(hw.max_threads_per_sm / int(T), plane_bulk_resident_blocks(p.r, p.stride_h)));
+  // A block's shared memory: the zero row, two stages of [slack, chunk, slack], the barriers.
   auto bytes_of = [&](int64_t pb, int64_t rows) {
     const int64_t in_rows = pb > 1 || rows == P ? p.h : std::min<int64_t>((rows - 1) * p.stride_h + p.r, p.h);
-    return (pb * in_rows * p.w + 3) * 4;
+    return kGuard * 4 + 2 * (2 * kGuard + (pb * in_rows * p.w + 3 + 3) / 4 * 4) * 4 + 16;
   };
   // Candidates: pb whole planes (packed x only), or bands of `rows` output rows of one plane. fill
-  // = the items of the whole problem over the thread slots of the passes its blocks run.
+  // = the items of the whole problem over the thread slots of the passes its chunks run.
   struct Candidate {
-    int64_t pb, rows, items, blocks;
+    int64_t pb, rows, items, chunks;
     double fill;
   };
-  std::vector<Candidate> cands;
-  auto consider = [&](int64_t pb, int64_t rows) {
-    if (bytes_of(pb, rows) > std::min(budget, hw.smem_per_block_optin - kGuardBytes)) return;
-    const int64_t items = pb * rows * row_items, bands = ceil_div(P, rows);
-    const int64_t blocks = ceil_div(planes, pb) * bands;
-    const double fill = double(planes * P * row_items) / double(blocks * ceil_div(items, T) * T);
-    cands.push_back({pb, rows, items, blocks, fill});
-  };
   const bool packed = planes_packed(p, x, p.h, p.w);
-  for (int64_t rows = 1; rows <= P && rows * row_items <= 4 * T; ++rows) consider(1, rows);
-  if (packed && P * row_items <= 4 * T)
-    for (int64_t pb = 2; pb <= planes && pb * P * row_items <= 4 * T; ++pb) consider(pb, P);
-  if (cands.empty()) consider(1, 1);  // rows wider than 4 passes: one row per block, looping
-  if (cands.empty())
+  auto candidates = [&](int64_t limit) {
+    std::vector<Candidate> cands;
+    auto consider = [&](int64_t pb, int64_t rows) {
+      if (bytes_of(pb, rows) > limit) return;
+      const int64_t items = pb * rows * row_items, bands = ceil_div(P, rows);
+      const int64_t chunks = ceil_div(planes, pb) * bands;
+      const double fill = double(planes * P * row_items) / double(chunks * ceil_div(items, T) * T);
+      cands.push_back({pb, rows, items, chunks, fill});
+    };
+    for (int64_t rows = 1; rows <= P && rows * row_items <= 4 * T; ++rows) consider(1, rows);
+    if (packed && P * row_items <= 4 * T)
+      for (int64_t pb = 2; pb <= planes && pb * P * row_items <= 4 * T; ++pb) consider(pb, P);
+    if (cands.empty()) consider(1, 1);  // rows wider than 4 passes: one row per chunk, looping
+    return cands;
+  };
+  // The most resident blocks (down to half the registers' limit) at which some chunk fills 85% of
+  // its passes, the smallest such chunk; else the best fill at the registers' limit (stride 2 reads
+  // 4x the bytes per item, so its chunks outgrow a twelfth of the SM's shared memory first).
+  auto share = [&](int blocks) { return std::min(hw.smem_per_sm / blocks - 1024, hw.smem_per_block_optin); };
+  std::vector<Candidate> cands;
+  const Candidate* best = nullptr;
+  int blocks_per_sm = max_blocks;
+  for (int b = max_blocks; b >= std::max(1, max_blocks / 2) && !best; --b) {
+    cands = candidates(share(b));
+    blocks_per_sm = b;
+    for (const auto& c : cands)
+      if (c.fill >= 0.85 && (!best || c.items < best->items)) best = &c;
+  }
+  if (!best) {
+    blocks_per_sm = max_blocks;
+    cands = candidates(share(max_blocks));
+    for (const auto& c : cands)  // the best fill, the smaller chunk on a tie
+      if (!best || c.fill > best->fill + 1e-9) best = &c;
+  }
+  for (int b = max_blocks; !best && b >= 1; --b) {  // rows too wide for a share: fewer blocks per SM
+    blocks_per_sm = b;
+    cands = candidates(share(b));
+    if (!cands.empty()) best = &cands.front();
+  }
+  if (!best)
     throw Error(Status::Unsupported, "algorithm: single_channel: bulk plane stream needs " +
                                          std::to_string(bytes_of(1, 1)) + " B of shared memory for one row of " +
                                          std::to_string(p.w) + " inputs, more than a block can have");
-  const Candidate* best = nullptr;
-  for (const auto& c : cands)  // the smallest chunk at 85% fill
-    if (c.fill >= 0.85 && (!best || c.items < best->items)) best = &c;
-  if (!best)
-    for (const auto& c : cands)  // else the best fill, the smaller chunk on a tie
-      if (!best || c.fill > best->fill + 1e-9) best = &c;
   if (ceil_div(P, best->rows) > 65535)
     throw Error(Status::Unsupported, "algorithm: single_channel: bulk plane stream needs more than 65535 bands");
-  if (best->blocks > INT32_MAX) throw Error(Status::Unsupported, "n*groups: more bulk plane-stream chunks than 2^31");
+  if (best->chunks > INT32_MAX) throw Error(Status::Unsupported, "n*groups: more bulk plane-stream chunks than 2^31");
   d.planes_per_chunk = int(best->pb);
   d.rows_per_chunk = int(best->rows);
-  d.d_bytes = bytes_of(best->pb, best->rows) + kGuardBytes;
+  d.d_bytes = bytes_of(best->pb, best->rows);
   d.fill = best->fill;
-  d.blocks = best->blocks;
+  d.chunks = best->chunks;
+  d.blocks_per_sm = blocks_per_sm;
   std::ostringstream os;
   os << "single_channel bulk plane stream (K/G = 1, packed rows" << (packed ? " and planes" : "") << "): " << planes
      << " planes of " << P << "x" << p.q() << " outputs in items of " << d.segment << " outputs; " << d.planes_per_chunk
-     << " plane(s) x " << d.rows_per_chunk << " rows per block = " << best->items << " items for " << T
-     << " threads (fill " << std::lround(d.fill * 100) << "%), D = " << d.d_bytes << " B (budget "
-     << budget + kGuardBytes << " B), " << d.blocks << " blocks";
+     << " plane(s) x " << d.rows_per_chunk << " rows per chunk = " << best->items << " items for " << T
+     << " threads (fill " << std::lround(d.fill * 100) << "%), " << d.chunks
+     << " chunks walked by one resident wave of blocks with 2 buffers, D = " << d.d_bytes << " B per block, "
+     << blocks_per_sm << " resident blocks per SM";
   why.push_back(os.str());
   return d;
 }
