@@ -8,3 +8,7 @@ $B/mconv bench --suite bench/suites/depthwise.csv --vs cudnn --graph --out $L/dw
 $B/mconv bench --suite bench/suites/depthwise.csv --algo single_channel --tile single_channel_planes --graph > $L/dw_old.txt 2>&1
 cut -c1-60,61-200 $L/dw_graph.txt; cat $L/dw_old.txt | cut -c1-90
 tar -C $OUT -czf $OUT/r.tgz l && rm -rf $L
+mkdir -p $L
+timeout 120 ncu --kernel-name regex:bulk --launch-count 50 --metrics gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,lts__t_sectors_op_write.sum,local_load_bytes:=l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum,smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_wait_per_issue_active.ratio,launch__grid_size $B/mconv bench --suite bench/suites/depthwise.csv --launches 1 --repeats 1 > $L/ncu.txt 2>&1
+grep -E "gpu__time|inst_exec|issue_active|dram__|warps_active|bank_conf|sectors_op_write|stalled|grid_size" $L/ncu.txt | awk 'NR%65<13' | head -80
+tar -C $OUT -czf $OUT/r2.tgz l

@@ -225,8 +225,9 @@ TEST(PlaneBulkPlanner, RefusesWhatTheKernelDoesNotRun) {
   padded_rows.strides = {8 * 14 * 16, 14 * 16, 16, 1};
   EXPECT_NE(detail::plane_bulk_unsupported(dw, padded_rows, dw.y_desc(Layout::NCHW)).find("packed input rows"),
             std::string::npos);
-  EXPECT_NE(detail::plane_bulk_unsupported(dw, dw.x_desc(Layout::NCHW), dw.y_desc(Layout::NHWC)).find("output rows"),
-            std::string::npos);
+  EXPECT_NE(
+      detail::plane_bulk_unsupported(dw, dw.x_desc(Layout::NCHW), dw.y_desc(Layout::NHWC)).find("packed output rows"),
+      std::string::npos);
   EXPECT_EQ(detail::plane_bulk_unsupported(dw, dw.x_desc(Layout::CNHW), dw.y_desc(Layout::NCHW)), "");
   EXPECT_THROW(detail::plan_plane_bulk(unequal, unequal.x_desc(Layout::NCHW), unequal.y_desc(Layout::NCHW), hw, why),
                Error);

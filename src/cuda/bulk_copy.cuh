@@ -1,6 +1,7 @@
 // Hopper's bulk copy engine (TMA without a tensor map): one thread moves a contiguous range of
 // global memory into shared memory with one instruction, and the block waits on an mbarrier that
-// counts the bytes as they land. sm_90 and later (every target mconv builds for).
+// counts the bytes as they land; or moves shared memory out to global memory as a bulk group.
+// sm_90 and later (every target mconv builds for).
 #pragma once
 
 #include <cstdint>
@@ -43,6 +44,32 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, unsigned parity) {
       "}\n" ::"r"(smem_address(bar)),
       "r"(parity)
       : "memory");
+}
+
+/// Makes this thread's shared-memory writes visible to the copy engine (before a bulk store of them).
+__device__ __forceinline__ void fence_shared_for_bulk_copy() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+/// Copies `bytes` (a multiple of 16; both addresses 16-byte aligned) from shared to global memory,
+/// as a bulk group of this thread; commit, then wait with bulk_wait_read / bulk_wait.
+__device__ __forceinline__ void bulk_copy_to_global(void* gmem, const void* smem, unsigned bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(gmem), "r"(smem_address(smem)),
+               "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+/// Waits until at most N of this thread's bulk groups still read their shared memory.
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+/// Waits until at most N of this thread's bulk groups are still in flight.
+template <int N>
+__device__ __forceinline__ void bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 }  // namespace mconv::cuda::detail

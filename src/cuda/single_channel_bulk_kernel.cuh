@@ -33,7 +33,8 @@ struct PlaneBulkParams : ConvGeometry {
   FastDivmod bands;       // ceil(P / rows_per_chunk)
   FastDivmod chunk_rows;  // rows_per_chunk, to split an item index
   FastDivmod segments;    // segments of SEG outputs per output row: ceil(Q / SEG)
-  int buffer_floats;      // room for one chunk: its floats + 3 (alignment)
+  int buffer_floats;      // room for one chunk's inputs: its floats + 3 (alignment)
+  int out_floats;         // room for one chunk's outputs: its floats + 3
   int chunks;             // ceil(planes / planes_per_chunk) * bands
 };
 
@@ -45,13 +46,16 @@ inline constexpr int kPlaneBulkGuard = 32;
 /// buffers, the copy of the next chunk landing while it computes this one.
 inline constexpr int kPlaneBulkStages = 2;
 
-/// Where chunk `chunk` lies: its planes, output rows, and the contiguous range of x it reads.
+/// Where chunk `chunk` lies: its planes, output rows, the contiguous range of x it reads and the
+/// contiguous range of y it writes.
 struct BulkChunk {
   unsigned g0;
   int nplanes, oy0, out_rows, iy_lo, count;
   const float* src;
   int off;  // src's float offset from a 16-byte boundary: src[i] lands at buf[off + i], so the
             // aligned middle of the range lands on 16-byte boundaries of shared memory
+  float* dst;
+  int dst_off, out_count;  // the same for y: output i of the chunk sits at out[dst_off + i]
 };
 
 template <int K, int ST>
@@ -74,6 +78,9 @@ __device__ __forceinline__ BulkChunk bulk_chunk(const PlaneBulkParams& prm, int 
   plane_coords(prm, c.g0, n0, c0);
   c.src = prm.x + n0 * prm.x_sn + c0 * prm.x_sc + static_cast<long long>(c.iy_lo) * prm.W;
   c.off = static_cast<int>((reinterpret_cast<uintptr_t>(c.src) >> 2) & 3);
+  c.dst = prm.y + n0 * prm.y_sn + c0 * prm.y_sk + static_cast<long long>(c.oy0) * prm.Q;
+  c.dst_off = static_cast<int>((reinterpret_cast<uintptr_t>(c.dst) >> 2) & 3);
+  c.out_count = c.nplanes * c.out_rows * prm.Q;
   return c;
 }
 
@@ -95,11 +102,29 @@ __device__ __forceinline__ void start_chunk_copy(const BulkChunk& c, float* buf,
   }
 }
 
+/// Writes chunk `c`'s outputs from `out` (after a __syncthreads() that follows every thread's
+/// fence_shared_for_bulk_copy): thread 0 the 16-byte-aligned middle with one bulk store, threads 1-6
+/// the at most 3 + 3 floats at its ends.
+__device__ __forceinline__ void store_chunk_outputs(const BulkChunk& c, const float* out) {
+  const int head = min((4 - c.dst_off) & 3, c.out_count);
+  const int middle = (c.out_count - head) & ~3;
+  const int t = threadIdx.x;
+  if (t == 0) {
+    if (middle > 0) {
+      detail::bulk_copy_to_global(c.dst + head, out + c.dst_off + head, static_cast<unsigned>(middle) * 4);
+      detail::bulk_commit();
+    }
+  } else if (t < 7) {
+    const int i = t < 4 ? t - 1 : head + middle + t - 4;
+    if (t < 4 ? i < head : i < c.out_count) c.dst[i] = out[c.dst_off + i];
+  }
+}
+
 /// One thread item: SEG outputs of one output row of one plane, and that plane's filter.
 template <int K, int ST, int SEG>
 struct BulkItem {
   int pl, oy, q0;
-  unsigned n, ch;
+  unsigned ch;
   float wr[K * K];
 
   __device__ __forceinline__ void start(const PlaneBulkParams& prm, const BulkChunk& c, int it) {
@@ -109,6 +134,7 @@ struct BulkItem {
     pl = static_cast<int>(p);
     oy = c.oy0 + static_cast<int>(orow);
     q0 = static_cast<int>(seg) * SEG;
+    unsigned n;
     plane_coords(prm, c.g0 + p, n, ch);
 #pragma unroll
     for (int r = 0; r < K; ++r)
@@ -120,9 +146,9 @@ struct BulkItem {
   }
 
   /// For each filter row, the SPAN input values of the segment (0 outside the map) added into every
-  /// output that uses them; then the epilogue into y.
+  /// output that uses them; then the epilogue into the chunk's output buffer `out`.
   __device__ __forceinline__ void compute(const PlaneBulkParams& prm, const BulkChunk& c, const float* buf,
-                                          const float* zeros) const {
+                                          const float* zeros, float* out) const {
     constexpr int SPAN = (SEG - 1) * ST + K;
     const int ix0 = q0 * ST - prm.pad_w;  // input column of the segment's first read
     bool col_in[SPAN];
@@ -147,7 +173,8 @@ struct BulkItem {
         }
       }
     }
-    float* dst = prm.y + n * prm.y_sn + ch * prm.y_sk + oy * prm.y_sp + q0;
+    const int o = (pl * c.out_rows + oy - c.oy0) * prm.Q + q0;  // the segment's first output in the chunk
+    float* dst = out + c.dst_off + o;
     const float bias = prm.bias ? __ldg(prm.bias + ch) : 0.0f;
     if (q0 + SEG <= prm.Q && prm.beta == 0.0f) {  // the common case, without branches per output
 #pragma unroll
@@ -158,14 +185,14 @@ struct BulkItem {
     } else {
 #pragma unroll
       for (int j = 0; j < SEG; ++j)
-        if (q0 + j < prm.Q) dst[j] = epilogue_value(prm.alpha, acc[j], prm.beta, dst + j, bias, prm.relu);
+        if (q0 + j < prm.Q) dst[j] = epilogue_value(prm.alpha, acc[j], prm.beta, c.dst + o + j, bias, prm.relu);
     }
   }
 };
 
-/// Floats of one stage: slack, the chunk buffer, slack.
-__host__ __device__ constexpr int plane_bulk_stage_floats(int buffer_floats) {
-  return kPlaneBulkGuard + (buffer_floats + 3) / 4 * 4 + kPlaneBulkGuard;
+/// Floats of one stage: slack, the chunk's inputs, slack, the chunk's outputs.
+__host__ __device__ constexpr int plane_bulk_stage_floats(int buffer_floats, int out_floats) {
+  return kPlaneBulkGuard + (buffer_floats + 3) / 4 * 4 + kPlaneBulkGuard + (out_floats + 3) / 4 * 4;
 }
 
 /// K: square filter size; ST: stride (both directions); SEG: outputs per thread item (a row
@@ -175,11 +202,13 @@ template <int K, int ST, int SEG, int THREADS, int MIN_BLOCKS>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kernel(const PlaneBulkParams prm) {
   static_assert((SEG - 1) * ST + K <= kPlaneBulkGuard, "the slack must cover a segment's reads");
   constexpr int G = kPlaneBulkGuard;
-  extern __shared__ __align__(16) float smem[];  // [zeros G][stage 0][stage 1], a stage = [slack G][chunk][slack G]
+  // [zeros G][stage 0][stage 1], a stage = [slack G][inputs][slack G][outputs]
+  extern __shared__ __align__(16) float smem[];
   __shared__ uint64_t landed[kPlaneBulkStages];
   const float* zeros = smem;
-  const int stage_floats = plane_bulk_stage_floats(prm.buffer_floats);
+  const int stage_floats = plane_bulk_stage_floats(prm.buffer_floats, prm.out_floats);
   auto stage = [&](int s) { return smem + G + s * stage_floats + G; };
+  auto outputs = [&](int s) { return stage(s) + (prm.buffer_floats + 3) / 4 * 4 + G; };
 
   // Zeros everywhere first: the zero row, and slack whose reads are discarded but never uninitialised.
   float4* s4 = reinterpret_cast<float4*>(smem);
@@ -207,15 +236,19 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kerne
     if (it < items) item.start(prm, c, it);  // the filter loads overlap the copy
     detail::mbarrier_wait(&landed[s], (k / kPlaneBulkStages) & 1);
     while (it < items) {
-      item.compute(prm, c, stage(s), zeros);
+      item.compute(prm, c, stage(s), zeros, outputs(s));
       it += THREADS;
       if (it < items) item.start(prm, c, it);
     }
-    detail::cp_async_wait<0>();  // the ends of the next chunk, started a chunk ago
-    __syncthreads();             // stage s is free; those ends are visible
+    detail::fence_shared_for_bulk_copy();               // the outputs, for the bulk store
+    detail::cp_async_wait<0>();                         // the ends of the next chunk, started a chunk ago
+    if (threadIdx.x == 0) detail::bulk_wait_read<0>();  // the other stage's outputs are out of shared memory
+    __syncthreads();  // stage s's inputs are free, its outputs complete; those ends are visible
+    store_chunk_outputs(c, outputs(s));
     const int next = chunk + kPlaneBulkStages * step;
     if (next < chunks) start_chunk_copy(bulk_chunk<K, ST>(prm, next), stage(s), &landed[s]);
   }
+  if (threadIdx.x == 0) detail::bulk_wait<0>();  // shared memory stays until the last store has read it
 }
 
 }  // namespace mconv::cuda

@@ -53,9 +53,11 @@ void single_channel_bulk_forward(const Plan& plan, const float* x, const float* 
                               ? pr.h
                               : std::min<int64_t>((t.block_rows - 1) * pr.stride_h + pr.r, pr.h);
   prm.buffer_floats = static_cast<int>(t.block_planes * in_rows * pr.w + 3);
+  prm.out_floats = static_cast<int>(t.block_planes * t.block_rows * pr.q() + 3);
   prm.chunks = static_cast<int>(blocks);  // the planner keeps it below 2^31
-  const int smem =
-      (cuda::kPlaneBulkGuard + cuda::kPlaneBulkStages * cuda::plane_bulk_stage_floats(prm.buffer_floats)) * 4;
+  const int smem = (cuda::kPlaneBulkGuard +
+                    cuda::kPlaneBulkStages * cuda::plane_bulk_stage_floats(prm.buffer_floats, prm.out_floats)) *
+                   4;
   const auto s = static_cast<cudaStream_t>(stream);
   cuda::filter_size_switch(pr.r, pr.s, [&](auto k) {
     constexpr int K = decltype(k)::value;

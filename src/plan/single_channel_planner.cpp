@@ -276,7 +276,8 @@ std::string plane_bulk_unsupported(const Problem& p, const TensorDesc& x, const 
     return "bulk plane stream needs stride_w = stride_h, got " + std::to_string(p.stride_w) + " and " +
            std::to_string(p.stride_h);
   if (x.strides[2] != p.w) return "bulk plane stream needs packed input rows (x H stride = W)";
-  if (y.strides[3] != 1) return "bulk plane stream needs contiguous output rows (y W stride 1)";
+  if (y.strides[3] != 1 || y.strides[2] != p.q())
+    return "bulk plane stream needs packed output rows (y W stride 1, H stride = Q)";
   return "";
 }
 
@@ -290,10 +291,11 @@ PlaneBulkDivision plan_plane_bulk(const Problem& p, const TensorDesc& x, const T
   const int64_t planes = p.n * p.groups, P = p.p(), row_items = ceil_div(p.q(), d.segment);
   const int max_blocks =
       std::max(1, std::min(hw.max_threads_per_sm / int(T), plane_bulk_resident_blocks(p.r, p.stride_h)));
-  // A block's shared memory: the zero row, two stages of [slack, chunk, slack], the barriers.
+  // A block's shared memory: the zero row, two stages of [slack, inputs, slack, outputs], the barriers.
   auto bytes_of = [&](int64_t pb, int64_t rows) {
     const int64_t in_rows = pb > 1 || rows == P ? p.h : std::min<int64_t>((rows - 1) * p.stride_h + p.r, p.h);
-    return kGuard * 4 + 2 * (2 * kGuard + (pb * in_rows * p.w + 3 + 3) / 4 * 4) * 4 + 16;
+    const int64_t out = (pb * rows * p.q() + 3 + 3) / 4 * 4;
+    return kGuard * 4 + 2 * (2 * kGuard + (pb * in_rows * p.w + 3 + 3) / 4 * 4 + out) * 4 + 16;
   };
   // Candidates: pb whole planes (packed x only), or bands of `rows` output rows of one plane. fill
   // = the items of the whole problem over the thread slots of the passes its chunks run.
@@ -301,7 +303,9 @@ PlaneBulkDivision plan_plane_bulk(const Problem& p, const TensorDesc& x, const T
     int64_t pb, rows, items, chunks;
     double fill;
   };
-  const bool packed = planes_packed(p, x, p.h, p.w);
+  // Whole planes need both tensors' planes packed, in the same order (one range of x, one of y).
+  const bool packed = planes_packed(p, x, p.h, p.w) && planes_packed(p, y, p.p(), p.q()) &&
+                      (x.strides[1] <= x.strides[0]) == (y.strides[1] <= y.strides[0]);
   auto candidates = [&](int64_t limit) {
     std::vector<Candidate> cands;
     auto consider = [&](int64_t pb, int64_t rows) {

@@ -101,16 +101,18 @@ PlaneStreamDivision plan_plane_stream(const Problem& p, const TensorDesc& x, con
 
 // Note [plane bulk]
 // The plane stream's copies and zero fill were most of its instructions on the H100 (ncu, 7x7 to
-// 28x28 maps: ~126 instructions per output for 9 FMAs). When the planes of x are packed, a chunk
-// of whole planes, or a band of rows of one plane, is one contiguous range of x. The bulk variant
-// copies it with one bulk copy (Hopper's copy engine, one instruction for the block) into unpadded
-// shared memory and computes padding by selects instead (src/cuda/single_channel_bulk_kernel.cuh).
-// A thread item is a segment of SEG outputs of one output row: consecutive lanes then read shared
-// memory SEG floats apart, which is conflict-free for SEG = 7 at stride 1 (MobileNet's maps are
-// 7 * 2^k wide). Chunks are the smallest whose items fill the block's passes to at least 85%.
-// One resident wave of blocks walks the chunks with two buffers each: the filter loads of a chunk's
-// items and the copy of the next chunk overlap the wait for this one (one chunk per block, with the
-// chunk's copy, filter loads and compute in sequence, ran 0.9-1.2x the plane stream).
+// 28x28 maps: ~126 instructions per output for 9 FMAs). When the rows of x and y are packed, a
+// chunk of whole planes, or a band of rows of one plane, reads one contiguous range of x and writes
+// one contiguous range of y. The bulk variant (src/cuda/single_channel_bulk_kernel.cuh) moves each
+// with one bulk copy (Hopper's copy engine, one instruction for the block), keeps the inputs
+// unpadded and computes padding by selects. A thread item is a segment of SEG outputs of one output
+// row: consecutive lanes then read and write shared memory SEG floats apart, conflict-free for
+// SEG = 7 (MobileNet's maps are 7 * 2^k wide). The outputs go out through shared memory: written
+// straight from the items, 7 floats apart per lane, every store instruction touched 7 lines, and
+// the L2 store traffic ran the kernel 1.3x slower than the plane stream.
+// Chunks are the smallest whose items fill the block's passes to at least 85%. One resident wave
+// of blocks walks the chunks with two buffers each: the filter loads of a chunk's items and the
+// copy of the next chunk overlap the wait for this one.
 inline constexpr char kPlaneBulkTile[] = "single_channel_bulk";
 
 /// Resident blocks per SM the bulk kernel's registers allow (its launch bounds): 3x3 stride 1 fits
@@ -129,7 +131,7 @@ struct PlaneBulkDivision {
   int64_t d_bytes = 0;       // shared memory of one block (two chunk buffers)
   double fill = 0;           // items / (passes * threads), over the whole problem
   int64_t chunks = 0;
-  int blocks_per_sm = 1;     // resident blocks its shared memory allows (at most the registers' limit)
+  int blocks_per_sm = 1;  // resident blocks its shared memory allows (at most the registers' limit)
 };
 
 /// Empty when the bulk variant runs `p` with tensors x and y; otherwise the reason it does not.
