@@ -31,7 +31,7 @@ struct PlaneBulkParams : ConvGeometry {
   int planes_per_chunk;   // > 1 only with whole planes, which then lie H * W floats apart
   int rows_per_chunk;     // output rows of a chunk: a band, or P with whole planes
   FastDivmod bands;       // ceil(P / rows_per_chunk)
-  FastDivmod chunk_rows;  // rows_per_chunk, to split an item index
+  FastDivmod chunk_runs;  // runs of RUN output rows per chunk row set: ceil(rows_per_chunk / RUN)
   FastDivmod segments;    // segments of SEG outputs per output row: ceil(Q / SEG)
   int buffer_floats;      // room for one chunk's inputs: its floats + 3 (alignment)
   int out_floats;         // room for one chunk's outputs: its floats + 3
@@ -50,7 +50,7 @@ inline constexpr int kPlaneBulkStages = 2;
 /// contiguous range of y it writes.
 struct BulkChunk {
   unsigned g0;
-  int nplanes, oy0, out_rows, iy_lo, count;
+  int nplanes, oy0, out_rows, iy_lo, iy_hi, count;  // input rows [iy_lo, iy_hi) are in the copy
   const float* src;
   int off;  // src's float offset from a 16-byte boundary: src[i] lands at buf[off + i], so the
             // aligned middle of the range lands on 16-byte boundaries of shared memory
@@ -68,11 +68,12 @@ __device__ __forceinline__ BulkChunk bulk_chunk(const PlaneBulkParams& prm, int 
   c.oy0 = band * prm.rows_per_chunk;
   c.out_rows = min(prm.rows_per_chunk, prm.P - c.oy0);
   c.iy_lo = 0;
+  c.iy_hi = prm.H;
   c.count = c.nplanes * prm.H * prm.W;  // whole planes
   if (c.nplanes == 1) {                 // a band: the input rows its outputs read, inside the map
     c.iy_lo = max(c.oy0 * ST - prm.pad_h, 0);
-    const int iy_hi = min((c.oy0 + c.out_rows - 1) * ST - prm.pad_h + K, prm.H);
-    c.count = (iy_hi - c.iy_lo) * prm.W;
+    c.iy_hi = min((c.oy0 + c.out_rows - 1) * ST - prm.pad_h + K, prm.H);
+    c.count = (c.iy_hi - c.iy_lo) * prm.W;
   }
   unsigned n0, c0;
   plane_coords(prm, c.g0, n0, c0);
@@ -120,72 +121,90 @@ __device__ __forceinline__ void store_chunk_outputs(const BulkChunk& c, const fl
   }
 }
 
-/// One thread item: SEG outputs of one output row of one plane, and that plane's filter.
-template <int K, int ST, int SEG>
+/// One thread item: RUN x SEG outputs (RUN output rows of a segment of SEG columns) of one plane,
+/// and that plane's filter. The RUN rows share their input rows: (RUN - 1) * ST + K rows are read
+/// for RUN * K row reads' worth of FMAs.
+template <int K, int ST, int SEG, int RUN>
 struct BulkItem {
   int pl, oy, q0;
   unsigned ch;
   float wr[K * K];
 
   __device__ __forceinline__ void start(const PlaneBulkParams& prm, const BulkChunk& c, int it) {
-    unsigned rest, seg, p, orow;
+    unsigned rest, seg, p, run;
     prm.segments.divmod(it, rest, seg);
-    prm.chunk_rows.divmod(rest, p, orow);  // a band has one plane: p = 0, orow = rest
+    prm.chunk_runs.divmod(rest, p, run);  // a band has one plane: p = 0, run = rest
     pl = static_cast<int>(p);
-    oy = c.oy0 + static_cast<int>(orow);
+    oy = c.oy0 + static_cast<int>(run) * RUN;
     q0 = static_cast<int>(seg) * SEG;
     unsigned n;
     plane_coords(prm, c.g0 + p, n, ch);
+    const float* w = prm.w + ch * prm.w_sk;
 #pragma unroll
     for (int r = 0; r < K; ++r)
 #pragma unroll
       for (int s = 0; s < K; ++s) {
         const int fr = prm.flip ? K - 1 - r : r, fs = prm.flip ? K - 1 - s : s;
-        wr[r * K + s] = __ldg(prm.w + ch * prm.w_sk + fr * prm.w_sr + fs * prm.w_ss);
+        wr[r * K + s] = __ldg(w + fr * prm.w_sr + fs * prm.w_ss);
       }
   }
 
-  /// For each filter row, the SPAN input values of the segment (0 outside the map) added into every
-  /// output that uses them; then the epilogue into the chunk's output buffer `out`.
+  /// For each input row of the run, the SPAN input values of the segment (0 outside the map) added
+  /// into every output that uses them; then the epilogue into the chunk's output buffer `out`.
   __device__ __forceinline__ void compute(const PlaneBulkParams& prm, const BulkChunk& c, const float* buf,
                                           const float* zeros, float* out) const {
-    constexpr int SPAN = (SEG - 1) * ST + K;
+    constexpr int SPAN = (SEG - 1) * ST + K, ROWS = (RUN - 1) * ST + K;
     const int ix0 = q0 * ST - prm.pad_w;  // input column of the segment's first read
     bool col_in[SPAN];
 #pragma unroll
     for (int t = 0; t < SPAN; ++t) col_in[t] = static_cast<unsigned>(ix0 + t) < static_cast<unsigned>(prm.W);
     const float* plane = buf + c.off + pl * prm.H * prm.W + ix0;
-    float acc[SEG];
+    float acc[RUN][SEG];
 #pragma unroll
-    for (int j = 0; j < SEG; ++j) acc[j] = 0.0f;
+    for (int u = 0; u < RUN; ++u)
 #pragma unroll
-    for (int r = 0; r < K; ++r) {
-      const int iy = oy * ST - prm.pad_h + r;
-      const float* row =
-          static_cast<unsigned>(iy) < static_cast<unsigned>(prm.H) ? plane + (iy - c.iy_lo) * prm.W : zeros;
+      for (int j = 0; j < SEG; ++j) acc[u][j] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) {
+      // Rows outside the chunk's copy (outside the map, or under a run row past the chunk's last)
+      // read the zero row.
+      const int iy = oy * ST - prm.pad_h + i;
+      const float* row = static_cast<unsigned>(iy - c.iy_lo) < static_cast<unsigned>(c.iy_hi - c.iy_lo)
+                             ? plane + (iy - c.iy_lo) * prm.W
+                             : zeros;
 #pragma unroll
       for (int t = 0; t < SPAN; ++t) {
         const float v = col_in[t] ? row[t] : 0.0f;
 #pragma unroll
-        for (int j = 0; j < SEG; ++j) {
-          const int s = t - j * ST;  // filter column that read t meets for output j
-          if (s >= 0 && s < K) acc[j] = fmaf(v, wr[r * K + s], acc[j]);
+        for (int u = 0; u < RUN; ++u) {
+          const int r = i - u * ST;  // filter row that input row i meets for run row u
+          if (r < 0 || r >= K) continue;
+#pragma unroll
+          for (int j = 0; j < SEG; ++j) {
+            const int s = t - j * ST;  // filter column that read t meets for output j
+            if (s >= 0 && s < K) acc[u][j] = fmaf(v, wr[r * K + s], acc[u][j]);
+          }
         }
       }
     }
-    const int o = (pl * c.out_rows + oy - c.oy0) * prm.Q + q0;  // the segment's first output in the chunk
-    float* dst = out + c.dst_off + o;
     const float bias = prm.bias ? __ldg(prm.bias + ch) : 0.0f;
-    if (q0 + SEG <= prm.Q && prm.beta == 0.0f) {  // the common case, without branches per output
+    const int end_row = c.oy0 + c.out_rows;
 #pragma unroll
-      for (int j = 0; j < SEG; ++j) {
-        const float v = fmaf(prm.alpha, acc[j], bias);
-        dst[j] = prm.relu ? fmaxf(v, 0.0f) : v;
+    for (int u = 0; u < RUN; ++u) {
+      if (oy + u >= end_row) break;                                   // a run row past the chunk's last
+      const int o = (pl * c.out_rows + oy + u - c.oy0) * prm.Q + q0;  // the segment's first output in the chunk
+      float* dst = out + c.dst_off + o;
+      if (q0 + SEG <= prm.Q && prm.beta == 0.0f) {  // the common case, without branches per output
+#pragma unroll
+        for (int j = 0; j < SEG; ++j) {
+          const float v = fmaf(prm.alpha, acc[u][j], bias);
+          dst[j] = prm.relu ? fmaxf(v, 0.0f) : v;
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < SEG; ++j)
+          if (q0 + j < prm.Q) dst[j] = epilogue_value(prm.alpha, acc[u][j], prm.beta, c.dst + o + j, bias, prm.relu);
       }
-    } else {
-#pragma unroll
-      for (int j = 0; j < SEG; ++j)
-        if (q0 + j < prm.Q) dst[j] = epilogue_value(prm.alpha, acc[j], prm.beta, c.dst + o + j, bias, prm.relu);
     }
   }
 };
@@ -195,10 +214,10 @@ __host__ __device__ constexpr int plane_bulk_stage_floats(int buffer_floats, int
   return kPlaneBulkGuard + (buffer_floats + 3) / 4 * 4 + kPlaneBulkGuard + (out_floats + 3) / 4 * 4;
 }
 
-/// K: square filter size; ST: stride (both directions); SEG: outputs per thread item (a row
-/// segment); MIN_BLOCKS: resident blocks per SM the register allocation must allow. A block walks
+/// K: square filter size; ST: stride (both directions); SEG x RUN: outputs per thread item (RUN rows
+/// of a segment of SEG columns); MIN_BLOCKS: resident blocks per SM the register allocation must allow. A block walks
 /// chunks blockIdx.x, + gridDim.x, ... through kPlaneBulkStages buffers.
-template <int K, int ST, int SEG, int THREADS, int MIN_BLOCKS>
+template <int K, int ST, int SEG, int RUN, int THREADS, int MIN_BLOCKS>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kernel(const PlaneBulkParams prm) {
   static_assert((SEG - 1) * ST + K <= kPlaneBulkGuard, "the slack must cover a segment's reads");
   constexpr int G = kPlaneBulkGuard;
@@ -220,7 +239,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kerne
   const int chunks = static_cast<int>(prm.chunks), step = static_cast<int>(gridDim.x);
   for (int s = 0; s < kPlaneBulkStages; ++s) {
     const int chunk = blockIdx.x + s * step;
-    if (chunk < chunks) start_chunk_copy(bulk_chunk<K, ST>(prm, chunk), stage(s), &landed[s]);
+    if (chunk < chunks && threadIdx.x < 7) start_chunk_copy(bulk_chunk<K, ST>(prm, chunk), stage(s), &landed[s]);
   }
   detail::cp_async_wait<0>();
   __syncthreads();  // the ends of the first chunks are visible
@@ -230,9 +249,9 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kerne
   for (int chunk = blockIdx.x; chunk < chunks; chunk += step, ++k) {
     const int s = k % kPlaneBulkStages;
     const BulkChunk c = bulk_chunk<K, ST>(prm, chunk);
-    const int items = c.nplanes * c.out_rows * segs;
+    const int items = c.nplanes * ((c.out_rows + RUN - 1) / RUN) * segs;
     int it = threadIdx.x;
-    BulkItem<K, ST, SEG> item;
+    BulkItem<K, ST, SEG, RUN> item;
     if (it < items) item.start(prm, c, it);  // the filter loads overlap the copy
     detail::mbarrier_wait(&landed[s], (k / kPlaneBulkStages) & 1);
     while (it < items) {
@@ -243,10 +262,12 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kerne
     detail::fence_shared_for_bulk_copy();               // the outputs, for the bulk store
     detail::cp_async_wait<0>();                         // the ends of the next chunk, started a chunk ago
     if (threadIdx.x == 0) detail::bulk_wait_read<0>();  // the other stage's outputs are out of shared memory
-    __syncthreads();  // stage s's inputs are free, its outputs complete; those ends are visible
-    store_chunk_outputs(c, outputs(s));
-    const int next = chunk + kPlaneBulkStages * step;
-    if (next < chunks) start_chunk_copy(bulk_chunk<K, ST>(prm, next), stage(s), &landed[s]);
+    __syncthreads();        // stage s's inputs are free, its outputs complete; those ends are visible
+    if (threadIdx.x < 7) {  // the copies are the first warp's: the others go straight on
+      store_chunk_outputs(c, outputs(s));
+      const int next = chunk + kPlaneBulkStages * step;
+      if (next < chunks) start_chunk_copy(bulk_chunk<K, ST>(prm, next), stage(s), &landed[s]);
+    }
   }
   if (threadIdx.x == 0) detail::bulk_wait<0>();  // shared memory stays until the last store has read it
 }

@@ -289,6 +289,7 @@ PlaneBulkDivision plan_plane_bulk(const Problem& p, const TensorDesc& x, const T
   PlaneBulkDivision d;
   d.segment = plane_bulk_segment(p);
   const int64_t planes = p.n * p.groups, P = p.p(), row_items = ceil_div(p.q(), d.segment);
+  const int64_t run = plane_bulk_run(p.r);
   const int max_blocks =
       std::max(1, std::min(hw.max_threads_per_sm / int(T), plane_bulk_resident_blocks(p.r, p.stride_h)));
   // A block's shared memory: the zero row, two stages of [slack, inputs, slack, outputs], the barriers.
@@ -310,14 +311,14 @@ PlaneBulkDivision plan_plane_bulk(const Problem& p, const TensorDesc& x, const T
     std::vector<Candidate> cands;
     auto consider = [&](int64_t pb, int64_t rows) {
       if (bytes_of(pb, rows) > limit) return;
-      const int64_t items = pb * rows * row_items, bands = ceil_div(P, rows);
+      const int64_t items = pb * ceil_div(rows, run) * row_items, bands = ceil_div(P, rows);
       const int64_t chunks = ceil_div(planes, pb) * bands;
-      const double fill = double(planes * P * row_items) / double(chunks * ceil_div(items, T) * T);
+      const double fill = double(planes * P * row_items) / double(chunks * ceil_div(items, T) * T * run);
       cands.push_back({pb, rows, items, chunks, fill});
     };
-    for (int64_t rows = 1; rows <= P && rows * row_items <= 4 * T; ++rows) consider(1, rows);
-    if (packed && P * row_items <= 4 * T)
-      for (int64_t pb = 2; pb <= planes && pb * P * row_items <= 4 * T; ++pb) consider(pb, P);
+    for (int64_t rows = 1; rows <= P && ceil_div(rows, run) * row_items <= 4 * T; ++rows) consider(1, rows);
+    if (packed && ceil_div(P, run) * row_items <= 4 * T)
+      for (int64_t pb = 2; pb <= planes && pb * ceil_div(P, run) * row_items <= 4 * T; ++pb) consider(pb, P);
     if (cands.empty()) consider(1, 1);  // rows wider than 4 passes: one row per chunk, looping
     return cands;
   };
@@ -360,9 +361,9 @@ PlaneBulkDivision plan_plane_bulk(const Problem& p, const TensorDesc& x, const T
   d.blocks_per_sm = blocks_per_sm;
   std::ostringstream os;
   os << "single_channel bulk plane stream (K/G = 1, packed rows" << (packed ? " and planes" : "") << "): " << planes
-     << " planes of " << P << "x" << p.q() << " outputs in items of " << d.segment << " outputs; " << d.planes_per_chunk
-     << " plane(s) x " << d.rows_per_chunk << " rows per chunk = " << best->items << " items for " << T
-     << " threads (fill " << std::lround(d.fill * 100) << "%), " << d.chunks
+     << " planes of " << P << "x" << p.q() << " outputs in items of " << run << " x " << d.segment << " outputs; "
+     << d.planes_per_chunk << " plane(s) x " << d.rows_per_chunk << " rows per chunk = " << best->items << " items for "
+     << T << " threads (fill " << std::lround(d.fill * 100) << "%), " << d.chunks
      << " chunks walked by one resident wave of blocks with 2 buffers, D = " << d.d_bytes << " B per block, "
      << blocks_per_sm << " resident blocks per SM";
   why.push_back(os.str());
