@@ -13,8 +13,8 @@ namespace {
 
 template <int K, int ST, int SEG>
 void launch_chunks(const cuda::PlaneBulkParams& prm, int smem, cudaStream_t stream) {
-  constexpr int T = kPlaneStreamThreads, resident = plane_bulk_resident_blocks(K, ST);
-  const auto kernel = cuda::single_channel_bulk_kernel<K, ST, SEG, plane_bulk_run(K), T, resident>;
+  constexpr int T = kPlaneStreamThreads, resident = plane_bulk_resident_blocks(K);
+  const auto kernel = cuda::single_channel_bulk_kernel<K, ST, SEG, plane_bulk_run(K, ST), T, resident>;
   // One resident wave walks the chunks: as many blocks as the SMs hold at once (registers, threads,
   // shared memory with the runtime's 1 KB per block), or fewer when there are fewer chunks.
   int device = 0, sms = 0, smem_per_sm = 0;
@@ -47,7 +47,7 @@ void single_channel_bulk_forward(const Plan& plan, const float* x, const float* 
   const int64_t bands = (pr.p() + t.block_rows - 1) / t.block_rows;
   const int64_t blocks = (prm.planes + t.block_planes - 1) / t.block_planes * bands;
   prm.bands = cuda::FastDivmod(static_cast<unsigned>(bands));
-  const int run = plane_bulk_run(pr.r);
+  const int run = plane_bulk_run(pr.r, pr.stride_h);
   prm.chunk_runs = cuda::FastDivmod(static_cast<unsigned>((t.block_rows + run - 1) / run));
   prm.segments = cuda::FastDivmod(static_cast<unsigned>((pr.q() + t.block_cols - 1) / t.block_cols));
   const int64_t in_rows = t.block_planes > 1 || t.block_rows == pr.p()

@@ -115,16 +115,17 @@ PlaneStreamDivision plan_plane_stream(const Problem& p, const TensorDesc& x, con
 // copy of the next chunk overlap the wait for this one.
 inline constexpr char kPlaneBulkTile[] = "single_channel_bulk";
 
-/// Resident blocks per SM the bulk kernel's registers allow (its launch bounds): 3x3 runs of 2 x 7
-/// outputs take 48 registers at stride 1 and 64 at stride 2 (15 columns per input row).
-constexpr int plane_bulk_resident_blocks(int64_t filter, int64_t stride) {
-  return filter <= 3 ? (stride == 1 ? 10 : 8) : plane_stream_resident_blocks(filter);
+/// Resident blocks per SM the bulk kernel's registers allow (its launch bounds): 48 registers for
+/// 3x3 (runs of 2 x 7 outputs at stride 1, 15 columns per input row at stride 2).
+constexpr int plane_bulk_resident_blocks(int64_t filter) {
+  return filter <= 3 ? 10 : plane_stream_resident_blocks(filter);
 }
 
-/// Output rows of one thread item (a run sharing its input rows): 2 for 1x1 and 3x3 filters; 5x5
-/// and 7x7 keep 25 and 49 taps in registers and run 1.
-constexpr int plane_bulk_run(int64_t filter) {
-  return filter <= 3 ? 2 : 1;
+/// Output rows of one thread item (a run sharing its input rows): 2 for 1x1 and 3x3 filters at
+/// stride 1; 5x5 and 7x7 keep 25 and 49 taps in registers, and at stride 2 a run of 2 shares one
+/// input row in 6 while its chunk needs twice the rows to fill the block: those run 1.
+constexpr int plane_bulk_run(int64_t filter, int64_t stride) {
+  return filter <= 3 && stride == 1 ? 2 : 1;
 }
 
 /// Outputs of one thread item: 7 or 4, whichever leaves fewer idle outputs at the end of a row (7 on a tie).
