@@ -200,7 +200,7 @@ TEST(PlaneBulkPlanner, FillsTheBlocksOfMobileNetLayers) {
       SCOPED_TRACE(p.to_string() + ": " + why.back());
       EXPECT_EQ(d.segment, 7);
       EXPECT_GE(d.fill, 0.85);
-      const int resident = detail::plane_bulk_resident_blocks(3);
+      const int resident = detail::plane_bulk_resident_blocks(3, stride);
       EXPECT_LE((d.d_bytes + 1024) * d.blocks_per_sm, hw.smem_per_sm);
       EXPECT_GE(d.blocks_per_sm, resident / 2);
       if (d.planes_per_chunk > 1) EXPECT_EQ(d.rows_per_chunk, p.p());

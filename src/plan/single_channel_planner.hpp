@@ -116,9 +116,9 @@ PlaneStreamDivision plan_plane_stream(const Problem& p, const TensorDesc& x, con
 inline constexpr char kPlaneBulkTile[] = "single_channel_bulk";
 
 /// Resident blocks per SM the bulk kernel's registers allow (its launch bounds): 48 registers for
-/// 3x3 (runs of 2 x 7 outputs at stride 1, 15 columns per input row at stride 2).
-constexpr int plane_bulk_resident_blocks(int64_t filter) {
-  return filter <= 3 ? 10 : plane_stream_resident_blocks(filter);
+/// 3x3 at stride 1 (runs of 2 x 7 outputs), 64 at stride 2 (15 columns per input row spilled at 48).
+constexpr int plane_bulk_resident_blocks(int64_t filter, int64_t stride) {
+  return filter <= 3 ? (stride == 1 ? 10 : 8) : plane_stream_resident_blocks(filter);
 }
 
 /// Output rows of one thread item (a run sharing its input rows): 2 for 1x1 and 3x3 filters at
