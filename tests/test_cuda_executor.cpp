@@ -295,11 +295,16 @@ TEST_F(CudaExecutor, SingleChannelBulkPlaneStream) {
       c.x_offset = static_cast<int>((i + l) % 4);
       PlanOptions o;
       o.algorithm = Algorithm::SingleChannel;
+      o.tile = detail::kPlaneBulkTile;  // forced: wide stride-2 maps default to the plane stream
       auto plan = engine.plan(c.p, c.p.x_desc(c.xl), c.p.w_desc(c.wl), c.p.y_desc(c.yl), o);
       ASSERT_EQ(plan->tile().name, detail::kPlaneBulkTile) << c.name();
       EXPECT_EQ(engine.plan_device_bytes(*plan), 0);
-      run_case(engine, c, g, true, "", 0, Algorithm::SingleChannel);
-      run_case(engine, c, g, false, "", 0, Algorithm::SingleChannel);
+      run_case(engine, c, g, true, detail::kPlaneBulkTile, 0, Algorithm::SingleChannel);
+      run_case(engine, c, g, false, detail::kPlaneBulkTile, 0, Algorithm::SingleChannel);
+      o.tile.clear();  // the default variant
+      const auto chosen = engine.plan(c.p, c.p.x_desc(c.xl), c.p.w_desc(c.wl), c.p.y_desc(c.yl), o);
+      EXPECT_EQ(chosen->tile().name,
+                detail::plane_bulk_preferred(c.p) ? detail::kPlaneBulkTile : detail::kPlaneStreamTile);
     }
   }
   // Forced on what it does not run: a clear error naming the reason.

@@ -200,7 +200,7 @@ TEST(PlaneBulkPlanner, FillsTheBlocksOfMobileNetLayers) {
       SCOPED_TRACE(p.to_string() + ": " + why.back());
       EXPECT_EQ(d.segment, 7);
       EXPECT_GE(d.fill, 0.85);
-      const int resident = detail::plane_bulk_resident_blocks(3, stride);
+      const int resident = detail::plane_bulk_resident_blocks(3);
       EXPECT_LE((d.d_bytes + 1024) * d.blocks_per_sm, hw.smem_per_sm);
       EXPECT_GE(d.blocks_per_sm, resident / 2);
       if (d.planes_per_chunk > 1) EXPECT_EQ(d.rows_per_chunk, p.p());
@@ -210,6 +210,10 @@ TEST(PlaneBulkPlanner, FillsTheBlocksOfMobileNetLayers) {
   // Rows whose width 7 does not divide take segments of 4 when that idles fewer outputs.
   EXPECT_EQ(detail::plane_bulk_segment(make(1, 4, 16, 16, 4, 3, 3, 1, 1, 1, 4)), 4);
   EXPECT_EQ(detail::plane_bulk_segment(make(1, 4, 14, 14, 4, 3, 3, 1, 1, 1, 4)), 7);
+  // Stride 2 keeps the plane stream on maps wider than 7 outputs (measured faster there).
+  EXPECT_TRUE(detail::plane_bulk_preferred(make(32, 576, 14, 14, 576, 3, 3, 1, 2, 1, 576)));
+  EXPECT_FALSE(detail::plane_bulk_preferred(make(32, 192, 28, 28, 192, 3, 3, 1, 2, 1, 192)));
+  EXPECT_TRUE(detail::plane_bulk_preferred(make(32, 32, 112, 112, 32, 3, 3, 1, 1, 1, 32)));
 }
 
 TEST(PlaneBulkPlanner, RefusesWhatTheKernelDoesNotRun) {

@@ -13,7 +13,7 @@ namespace {
 
 template <int K, int ST, int SEG>
 void launch_chunks(const cuda::PlaneBulkParams& prm, int smem, cudaStream_t stream) {
-  constexpr int T = kPlaneStreamThreads, resident = plane_bulk_resident_blocks(K, ST);
+  constexpr int T = kPlaneStreamThreads, resident = plane_bulk_resident_blocks(K);
   const auto kernel = cuda::single_channel_bulk_kernel<K, ST, SEG, plane_bulk_run(K, ST), T, resident>;
   // One resident wave walks the chunks: as many blocks as the SMs hold at once (registers, threads,
   // shared memory with the runtime's 1 KB per block), or fewer when there are fewer chunks.

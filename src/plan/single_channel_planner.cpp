@@ -270,6 +270,10 @@ bool planes_packed(const Problem& p, const TensorDesc& t, int64_t rows, int64_t 
 
 }  // namespace
 
+bool plane_bulk_preferred(const Problem& p) {
+  return p.stride_h == 1 || p.q() <= 7;
+}
+
 std::string plane_bulk_unsupported(const Problem& p, const TensorDesc& x, const TensorDesc& y) {
   if (std::string no = plane_stream_unsupported(p, x); !no.empty()) return no;
   if (p.stride_w != p.stride_h)
@@ -290,8 +294,7 @@ PlaneBulkDivision plan_plane_bulk(const Problem& p, const TensorDesc& x, const T
   d.segment = plane_bulk_segment(p);
   const int64_t planes = p.n * p.groups, P = p.p(), row_items = ceil_div(p.q(), d.segment);
   const int64_t run = plane_bulk_run(p.r, p.stride_h);
-  const int max_blocks =
-      std::max(1, std::min(hw.max_threads_per_sm / int(T), plane_bulk_resident_blocks(p.r, p.stride_h)));
+  const int max_blocks = std::max(1, std::min(hw.max_threads_per_sm / int(T), plane_bulk_resident_blocks(p.r)));
   // A block's shared memory: the zero row, two stages of [slack, inputs, slack, outputs], the barriers.
   auto bytes_of = [&](int64_t pb, int64_t rows) {
     const int64_t in_rows = pb > 1 || rows == P ? p.h : std::min<int64_t>((rows - 1) * p.stride_h + p.r, p.h);

@@ -19,7 +19,7 @@ struct BenchOptions {
   bool all_algorithms = false;   ///< also time every mconv algorithm that supports the layer
   int launches = 20;             ///< back-to-back launches per timed loop
   int repeats = 5;               ///< timed loops; the median is reported
-  bool graph = false;            ///< time a captured CUDA graph of the launches (no per-call host overhead)
+  bool graph = true;             ///< time a captured CUDA graph of the launches (no per-call host overhead)
   int64_t check_samples = 4096;
   uint64_t seed = 1;
 };

@@ -1,6 +1,6 @@
 // Timing on the GPU as BENCHMARKING.md asks: CUDA events around `launches` back-to-back launches,
 // after a warm-up, repeated `repeats` times; the median per launch in ms. The launches are either
-// enqueued from the host in each loop or replayed as one captured CUDA graph (`mconv bench --graph`).
+// enqueued from the host in each loop or replayed as one captured CUDA graph (`mconv bench --timing graph`, the default).
 #pragma once
 
 #include <cuda_runtime.h>

@@ -162,7 +162,13 @@ int main(int argc, char** argv) {
   bench->add_flag("--all-algos", bopt.all_algorithms, "also time every mconv algorithm that supports each layer");
   bench->add_option("--launches", bopt.launches, "launches per timed loop (GPU)")->capture_default_str();
   bench->add_option("--repeats", bopt.repeats, "timed loops, median reported")->capture_default_str();
-  bench->add_flag("--graph", bopt.graph, "time a CUDA graph of each loop's launches, for mconv and cuDNN alike");
+  std::string timing = "graph";
+  bench
+      ->add_option("--timing", timing,
+                   "graph: each loop's launches replayed as one CUDA graph (no per-call host overhead, for "
+                   "mconv and cuDNN alike); loop: enqueued from the host")
+      ->check(CLI::IsMember({"graph", "loop"}))
+      ->capture_default_str();
 
   bool refresh = false, device_json = false;
   int device_index = 0;
@@ -217,6 +223,7 @@ int main(int argc, char** argv) {
       if (bopt.layout != mconv::Layout::NCHW) suite_name += std::string("_") + mconv::layout_name(bopt.layout);
       bopt.plan.tile = tile;
       bopt.vs_cudnn = vs == "cudnn";
+      bopt.graph = timing == "graph";
       mt::Peaks peaks;
       std::vector<mt::LayerResult> rows;
       if (t == mconv::Target::Cpu) {
