@@ -24,11 +24,11 @@ TEST(Heuristics, AlgorithmChoice) {
   EXPECT_EQ(pick(make(32, 32, 112, 112, 32, 3, 3, 1, 1, 1, 32), Layout::NHWC), Algorithm::DirectBlock);  // strided rows
   EXPECT_EQ(pick(make(32, 32, 112, 112, 32, 3, 3, 1, 3, 1, 32)), Algorithm::DirectBlock);                // stride 3
   EXPECT_EQ(pick(make(32, 96, 112, 112, 192, 3, 3, 1, 2, 1, 96)), Algorithm::DirectBlock);               // multiplier 2
-  EXPECT_EQ(pick(make(1, 1, 56, 56, 256, 3, 3)), Algorithm::DirectBlock);    // single channel
-  EXPECT_EQ(pick(make(1, 1, 28, 28, 512, 3, 3)), Algorithm::SingleChannel);  // small map, many filters
-  EXPECT_EQ(pick(make(1, 1, 28, 28, 512, 1, 1)), Algorithm::DirectBlock);
+  EXPECT_EQ(pick(make(1, 1, 56, 56, 256, 3, 3)), Algorithm::DirectBlock);         // single channel
+  EXPECT_EQ(pick(make(1, 1, 28, 28, 512, 3, 3)), Algorithm::SingleChannel);       // small map, many filters
+  EXPECT_EQ(pick(make(1, 1, 28, 28, 512, 1, 1)), Algorithm::ImplicitPrecomp);     // 1x1: the GEMM
   EXPECT_EQ(pick(make(1, 1, 1024, 1024, 32, 1, 1)), Algorithm::ImplicitPrecomp);  // 1x1 on a large map
-  EXPECT_EQ(pick(make(1, 1, 224, 224, 64, 1, 1)), Algorithm::DirectBlock);        // a toss-up: the steadier one
+  EXPECT_EQ(pick(make(1, 1, 224, 224, 64, 1, 1)), Algorithm::ImplicitPrecomp);
   EXPECT_EQ(pick(make(1, 1, 56, 56, 256, 5, 5)), Algorithm::DirectBlock);
   EXPECT_EQ(pick(make(1, 1, 112, 112, 128, 5, 5)), Algorithm::ImplicitPrecomp);
   EXPECT_EQ(pick(make(1, 1, 224, 224, 64, 5, 5)), Algorithm::ImplicitPrecomp);  // 5x5 on a large map

@@ -82,10 +82,10 @@ Algorithm choose_algorithm(const Problem& p, const TensorDesc& x, std::vector<st
                   " outputs, K = " + std::to_string(p.k) + " (measured faster than direct_block there)");
     return Algorithm::SingleChannel;
   }
-  // 1x1 maps of more than 100k outputs: implicit_precomp faster than direct_block (H100, 4 runs:
-  // 512x512 1.02-1.04x, 1024x1024 1.10x). At 224x224 (50k) it is a toss-up with the GEMM's time
-  // spread wider (10.5-14.4 us against 11.3-11.6), so direct_block keeps it.
-  const bool direct_wins = cols < 10000 || (p.r * p.s > 1 && p.r * p.s <= 9) || (p.r * p.s == 1 && cols < 100000);
+  // 1x1 filters go to the GEMM: timed as CUDA graphs (no host overhead in the loop), implicit_precomp
+  // ran every 1x1 layer of the suite 1.07-1.26x faster than direct_block (H100, fourth session; the
+  // host-timed loops of earlier sessions had them within noise up to 224x224).
+  const bool direct_wins = p.r * p.s > 1 && (cols < 10000 || p.r * p.s <= 9);
   if (p.c_per_group() == 1 && direct_wins) {
     why.push_back("algorithm direct_block: single channel (C/G = 1) with R*S = " + std::to_string(p.r * p.s) +
                   ", N*P*Q = " + std::to_string(cols) + " (measured faster than implicit GEMM there)");
