@@ -2,16 +2,34 @@
 // in x's memory order, so that consecutive planes of a chunk are neighbours in memory.
 #pragma once
 
+#include "fast_divmod.cuh"
+#include "mconv/plan.hpp"
+
 namespace mconv::cuda {
 
-/// (image, channel) of plane `plane`. Params has `inner` (FastDivmod by G or N) and `inner_is_c`
-/// (1: plane = n * G + c, NCHW-like; 0: plane = c * N + n, CNHW-like).
-template <class Params>
-__device__ __forceinline__ void plane_coords(const Params& prm, unsigned plane, unsigned& n, unsigned& c) {
+struct PlaneOrder {
+  int planes;        // N * G, numbered in x's memory order:
+  int inner_is_c;    //   1: plane = n * G + c (NCHW-like); 0: plane = c * N + n (CNHW-like)
+  FastDivmod inner;  //   G or N
+};
+
+/// The plane order of `plan`'s x (host side, once per launch).
+inline PlaneOrder plane_order(const Plan& plan) {
+  const Problem& pr = plan.problem();
+  const auto& xs = plan.x_desc().strides;
+  PlaneOrder o;
+  o.planes = static_cast<int>(pr.n * pr.groups);
+  o.inner_is_c = xs[1] <= xs[0];  // consecutive planes of a block adjacent in memory
+  o.inner = FastDivmod(static_cast<unsigned>(o.inner_is_c ? pr.groups : pr.n));
+  return o;
+}
+
+/// (image, channel) of plane `plane`.
+__device__ __forceinline__ void plane_coords(const PlaneOrder& o, unsigned plane, unsigned& n, unsigned& c) {
   unsigned outer, inner;
-  prm.inner.divmod(plane, outer, inner);
-  n = prm.inner_is_c ? outer : inner;
-  c = prm.inner_is_c ? inner : outer;
+  o.inner.divmod(plane, outer, inner);
+  n = o.inner_is_c ? outer : inner;
+  c = o.inner_is_c ? inner : outer;
 }
 
 }  // namespace mconv::cuda

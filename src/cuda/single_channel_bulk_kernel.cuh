@@ -13,6 +13,7 @@
 
 #include <cstdint>
 
+#include "../plan/single_channel_planner.hpp"
 #include "bulk_copy.cuh"
 #include "conv_geometry.cuh"
 #include "cp_async.cuh"
@@ -24,10 +25,7 @@ namespace mconv::cuda {
 
 // x rows are contiguous and packed (x_sw == 1, x_sh == W); y_sq == 1; the filter is square (K x K),
 // undilated; stride_h == stride_w.
-struct PlaneBulkParams : ConvGeometry {
-  int planes;             // N * G, numbered in x's memory order:
-  int inner_is_c;         //   1: plane = n * G + c (NCHW-like); 0: plane = c * N + n (CNHW-like)
-  FastDivmod inner;       //   G or N
+struct PlaneBulkParams : ConvGeometry, PlaneOrder {
   int planes_per_chunk;   // > 1 only with whole planes, which then lie H * W floats apart
   int rows_per_chunk;     // output rows of a chunk: a band, or P with whole planes
   FastDivmod bands;       // ceil(P / rows_per_chunk)
@@ -38,13 +36,9 @@ struct PlaneBulkParams : ConvGeometry {
   int chunks;             // ceil(planes / planes_per_chunk) * bands
 };
 
-/// Shared floats around a chunk: a row of zeros, and slack on both sides of each stage buffer that
-/// the column reads outside a row may touch (their values are replaced by 0). A multiple of 4 floats,
-/// so the chunks keep their 16-byte alignment, and at least any SPAN.
-inline constexpr int kPlaneBulkGuard = 32;
-/// Chunks in flight per block: a block walks its chunks (blockIdx.x, + gridDim.x, ...) with two
-/// buffers, the copy of the next chunk landing while it computes this one.
-inline constexpr int kPlaneBulkStages = 2;
+// The shared-memory layout's constants come from the planner, which sizes it.
+using ::mconv::detail::kPlaneBulkGuard;
+using ::mconv::detail::kPlaneBulkStages;
 
 /// Where chunk `chunk` lies: its planes, output rows, the contiguous range of x it reads and the
 /// contiguous range of y it writes.
@@ -210,7 +204,7 @@ struct BulkItem {
 };
 
 /// Floats of one stage: slack, the chunk's inputs, slack, the chunk's outputs.
-__host__ __device__ constexpr int plane_bulk_stage_floats(int buffer_floats, int out_floats) {
+__device__ __forceinline__ constexpr int plane_bulk_stage_floats(int buffer_floats, int out_floats) {
   return kPlaneBulkGuard + (buffer_floats + 3) / 4 * 4 + kPlaneBulkGuard + (out_floats + 3) / 4 * 4;
 }
 

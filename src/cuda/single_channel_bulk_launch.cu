@@ -37,11 +37,7 @@ void single_channel_bulk_forward(const Plan& plan, const float* x, const float* 
                                  void* stream) {
   const Problem& pr = plan.problem();
   const TileChoice& t = plan.tile();
-  const TensorDesc& xd = plan.x_desc();
-  cuda::PlaneBulkParams prm{cuda::conv_geometry(plan, x, w, y, e)};
-  prm.planes = static_cast<int>(pr.n * pr.groups);
-  prm.inner_is_c = xd.strides[1] <= xd.strides[0];
-  prm.inner = cuda::FastDivmod(static_cast<unsigned>(prm.inner_is_c ? pr.groups : pr.n));
+  cuda::PlaneBulkParams prm{cuda::conv_geometry(plan, x, w, y, e), cuda::plane_order(plan)};
   prm.planes_per_chunk = t.block_planes;
   prm.rows_per_chunk = t.block_rows;
   const int64_t bands = (pr.p() + t.block_rows - 1) / t.block_rows;
@@ -50,15 +46,11 @@ void single_channel_bulk_forward(const Plan& plan, const float* x, const float* 
   const int run = plane_bulk_run(pr.r, pr.stride_h);
   prm.chunk_runs = cuda::FastDivmod(static_cast<unsigned>((t.block_rows + run - 1) / run));
   prm.segments = cuda::FastDivmod(static_cast<unsigned>((pr.q() + t.block_cols - 1) / t.block_cols));
-  const int64_t in_rows = t.block_planes > 1 || t.block_rows == pr.p()
-                              ? pr.h
-                              : std::min<int64_t>((t.block_rows - 1) * pr.stride_h + pr.r, pr.h);
-  prm.buffer_floats = static_cast<int>(t.block_planes * in_rows * pr.w + 3);
-  prm.out_floats = static_cast<int>(t.block_planes * t.block_rows * pr.q() + 3);
+  const PlaneBulkChunkFloats floats = plane_bulk_chunk_floats(pr, t.block_planes, t.block_rows);
+  prm.buffer_floats = static_cast<int>(floats.in);
+  prm.out_floats = static_cast<int>(floats.out);
   prm.chunks = static_cast<int>(blocks);  // the planner keeps it below 2^31
-  const int smem = (cuda::kPlaneBulkGuard +
-                    cuda::kPlaneBulkStages * cuda::plane_bulk_stage_floats(prm.buffer_floats, prm.out_floats)) *
-                   4;
+  const int smem = static_cast<int>(plane_bulk_smem_bytes(floats));
   const auto s = static_cast<cudaStream_t>(stream);
   cuda::filter_size_switch(pr.r, pr.s, [&](auto k) {
     constexpr int K = decltype(k)::value;

@@ -22,10 +22,7 @@
 namespace mconv::cuda {
 
 // x rows are contiguous (x_sw == 1); the filter is square (R = S = K) and undilated.
-struct PlaneStreamParams : ConvGeometry {
-  int planes;              // N * G, numbered in x's memory order:
-  int inner_is_c;          //   1: plane = n * G + c (NCHW-like); 0: plane = c * N + n (CNHW-like)
-  FastDivmod inner;        //   G or N
+struct PlaneStreamParams : ConvGeometry, PlaneOrder {
   long long plane_stride;  // distance between consecutive planes when constant, else 0
   int planes_per_block, rows_per_block;
   int chunks;                                // ceil(planes / planes_per_block) * bands

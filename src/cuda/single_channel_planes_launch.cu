@@ -35,10 +35,7 @@ void single_channel_planes_forward(const Plan& plan, const float* x, const float
   const TileChoice& t = plan.tile();
   const TensorDesc& xd = plan.x_desc();
   const PlaneStreamLayout layout = planned_plane_stream_layout(pr, t);
-  cuda::PlaneStreamParams prm{cuda::conv_geometry(plan, x, w, y, e)};
-  prm.planes = static_cast<int>(pr.n * pr.groups);
-  prm.inner_is_c = xd.strides[1] <= xd.strides[0];  // consecutive planes of a block adjacent in memory
-  prm.inner = cuda::FastDivmod(static_cast<unsigned>(prm.inner_is_c ? pr.groups : pr.n));
+  cuda::PlaneStreamParams prm{cuda::conv_geometry(plan, x, w, y, e), cuda::plane_order(plan)};
   // Equidistant planes (dense NCHW or CNHW): plane i starts at i * plane_stride, so a thread walks
   // its copies by constant steps instead of splitting every index (Note [plane stream copies]).
   const long long inner_stride = prm.inner_is_c ? xd.strides[1] : xd.strides[0];

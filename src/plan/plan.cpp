@@ -99,9 +99,9 @@ TileChoice direct_tile(Algorithm algo, const Problem& pr, const TensorDesc& x, c
     t.split_k = div.splits;
   } else {
     const HardwareModel hw = detail::planning_hardware_model(why);
-    const bool bulk = forced_tile == detail::kPlaneBulkTile ||
-                      (forced_tile.empty() && detail::plane_bulk_unsupported(pr, x, y).empty() &&
-                       (detail::plane_bulk_preferred(pr) || !detail::plane_stream_unsupported(pr, x).empty()));
+    const bool bulk =
+        forced_tile == detail::kPlaneBulkTile ||
+        (forced_tile.empty() && detail::plane_bulk_unsupported(pr, x, y).empty() && detail::plane_bulk_preferred(pr));
     if (bulk) {
       const auto div = detail::plan_plane_bulk(pr, x, y, hw, why);
       t.name = detail::kPlaneBulkTile;

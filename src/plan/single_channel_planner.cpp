@@ -270,6 +270,16 @@ bool planes_packed(const Problem& p, const TensorDesc& t, int64_t rows, int64_t 
 
 }  // namespace
 
+PlaneBulkChunkFloats plane_bulk_chunk_floats(const Problem& p, int64_t planes, int64_t rows) {
+  const int64_t in_rows = planes > 1 || rows == p.p() ? p.h : std::min<int64_t>((rows - 1) * p.stride_h + p.r, p.h);
+  return {planes * in_rows * p.w + 3, planes * rows * p.q() + 3};
+}
+
+int64_t plane_bulk_smem_bytes(const PlaneBulkChunkFloats& f) {
+  auto round4 = [](int64_t v) { return (v + 3) / 4 * 4; };
+  return (kPlaneBulkGuard + kPlaneBulkStages * (2 * kPlaneBulkGuard + round4(f.in) + round4(f.out))) * 4;
+}
+
 bool plane_bulk_preferred(const Problem& p) {
   return p.stride_h == 1 || p.q() <= 7;
 }
@@ -289,17 +299,15 @@ PlaneBulkDivision plan_plane_bulk(const Problem& p, const TensorDesc& x, const T
                                   std::vector<std::string>& why) {
   if (const std::string no = plane_bulk_unsupported(p, x, y); !no.empty())
     throw Error(Status::Unsupported, "algorithm: single_channel: " + no);
-  constexpr int64_t T = kPlaneStreamThreads, kGuard = 32;  // kPlaneBulkGuard of the kernel
+  constexpr int64_t T = kPlaneStreamThreads;
   PlaneBulkDivision d;
   d.segment = plane_bulk_segment(p);
   const int64_t planes = p.n * p.groups, P = p.p(), row_items = ceil_div(p.q(), d.segment);
   const int64_t run = plane_bulk_run(p.r, p.stride_h);
   const int max_blocks = std::max(1, std::min(hw.max_threads_per_sm / int(T), plane_bulk_resident_blocks(p.r)));
-  // A block's shared memory: the zero row, two stages of [slack, inputs, slack, outputs], the barriers.
+  // A block's shared memory, with the 16 bytes of its barriers.
   auto bytes_of = [&](int64_t pb, int64_t rows) {
-    const int64_t in_rows = pb > 1 || rows == P ? p.h : std::min<int64_t>((rows - 1) * p.stride_h + p.r, p.h);
-    const int64_t out = (pb * rows * p.q() + 3 + 3) / 4 * 4;
-    return kGuard * 4 + 2 * (2 * kGuard + (pb * in_rows * p.w + 3 + 3) / 4 * 4 + out) * 4 + 16;
+    return plane_bulk_smem_bytes(plane_bulk_chunk_floats(p, pb, rows)) + 16;
   };
   // Candidates: pb whole planes (packed x only), or bands of `rows` output rows of one plane. fill
   // = the items of the whole problem over the thread slots of the passes its chunks run.

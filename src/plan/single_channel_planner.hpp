@@ -142,6 +142,21 @@ struct PlaneBulkDivision {
   int blocks_per_sm = 1;  // resident blocks its shared memory allows (at most the registers' limit)
 };
 
+/// Shared floats around a chunk (the kernel's zero row and the slack on both sides of each stage's
+/// inputs, whose reads are replaced by 0): a multiple of 4, at least any segment's input span.
+inline constexpr int kPlaneBulkGuard = 32;
+/// Chunks in flight per block: the copy of the next chunk lands while the block computes this one.
+inline constexpr int kPlaneBulkStages = 2;
+
+/// Floats a chunk of `planes` whole planes or of a band of `rows` output rows reads (its rows of x,
+/// inside the map) and writes, each + 3 for the 16-byte alignment of its bulk copy.
+struct PlaneBulkChunkFloats {
+  int64_t in = 0, out = 0;
+};
+PlaneBulkChunkFloats plane_bulk_chunk_floats(const Problem& p, int64_t planes, int64_t rows);
+/// Shared memory of a block: the zero row, kPlaneBulkStages stages of [slack, inputs, slack, outputs].
+int64_t plane_bulk_smem_bytes(const PlaneBulkChunkFloats& f);
+
 /// Whether the planner takes the bulk variant over the plane stream where both run: at stride 1,
 /// and at stride 2 on output maps at most 7 wide. Wider stride-2 maps ran 1.03-1.10x faster on the
 /// plane stream (H100, MobileNetV2's layers): a bulk item's lanes read shared memory 14 floats apart
