@@ -101,8 +101,9 @@ namespace {
 
 TEST(Plan, AutoFallsBackToImplicitGemmWhenTheDirectTileCannotFit) {
   if (!cuda_available()) GTEST_SKIP() << "the direct block exists on the cuda target only";
-  // Single channel (Auto would pick direct_block) with a stride so large its tile cannot fit.
-  Problem p = make(1, 1, 27000, 27000, 2, 1, 1, 0, 1000);
+  // Single channel 3x3 (Auto would pick direct_block; 1x1 goes to the GEMM directly) with a stride
+  // so large its tile cannot fit.
+  Problem p = make(1, 1, 27000, 27000, 2, 3, 3, 0, 1000);
   Plan plan = Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), {Target::Cuda});
   EXPECT_EQ(plan.algorithm(), Algorithm::ImplicitPrecomp);
   bool said = false;
