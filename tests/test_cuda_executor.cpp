@@ -2,6 +2,8 @@
 // device before every run. Skipped (with a message) where no GPU is visible.
 #include <cuda_runtime.h>
 
+#include <set>
+
 #include "../src/plan/single_channel_planner.hpp"
 #include "problem_gen.hpp"
 
@@ -212,6 +214,46 @@ TEST_F(CudaExecutor, SingleChannelExactAndFloat) {
   o.algorithm = Algorithm::SingleChannel;
   EXPECT_THROW(
       engine.plan(multi, multi.x_desc(Layout::NCHW), multi.w_desc(Layout::NCHW), multi.y_desc(Layout::NCHW), o), Error);
+}
+
+// The paper division's kernel (Note [single-channel runs]) on every variant it instantiates: runs of
+// 1, 2 and 4 rows, 1x1-7x7 at stride_h 1 and 2 with the window in registers, the generic path
+// (dilation, stride 3, non-square filters), more filters than threads, several filter lanes on
+// small maps, multiplier-2 groups, every layout, alpha/beta, bias and ReLU.
+TEST_F(CudaExecutor, SingleChannelRunsEveryVariant) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 13);
+  const std::vector<Case> cases{{make(1, 1, 28, 28, 70, 3, 3)},
+                                {make(1, 1, 57, 45, 40, 7, 7, 3, 2)},
+                                {make(1, 1, 23, 31, 33, 3, 3, 1, 2)},
+                                {make(2, 1, 18, 21, 600, 5, 5, 2)},
+                                {make(1, 1, 19, 23, 7, 2, 4, 1)},
+                                {make(1, 1, 50, 50, 16, 3, 3, 1, 3)},
+                                {make(1, 1, 30, 30, 5, 7, 7, 3, 2, 2)},
+                                {make(1, 1, 1024, 40, 8, 3, 3, 1)},
+                                {make(3, 4, 20, 19, 8, 3, 3, 1, 1, 1, 4)},
+                                {make(1, 1, 9, 300, 24, 1, 1)},
+                                {make(1, 1, 130, 70, 48, 5, 5, 0)},
+                                {make(2, 1, 7, 7, 300, 3, 3, 1)},
+                                {make(1, 1, 1056, 66, 32, 3, 3, 1)}};
+  std::set<int> runs;
+  PlanOptions o;
+  o.algorithm = Algorithm::SingleChannel;
+  for (Case c : cases)
+    for (int l = 0; l < 3; ++l) {
+      c.xl = c.wl = c.yl = Layout(l);
+      c.p.mode = l == 1 ? Mode::Convolution : Mode::CrossCorrelation;
+      c.p.alpha = l == 0 ? 2.0f : 1.0f;
+      c.p.beta = l == 0 ? 1.0f : 0.0f;
+      c.bias = l == 2;
+      c.relu = l != 1;
+      auto plan = engine.plan(c.p, c.p.x_desc(c.xl), c.p.w_desc(c.wl), c.p.y_desc(c.yl), o);
+      ASSERT_EQ(plan->tile().name.rfind("single_channel_m", 0), 0u) << c.name() << ": " << plan->tile().name;
+      runs.insert(detail::single_channel_run(plan->tile().block_rows));
+      run_case(engine, c, g, true, "", 0, Algorithm::SingleChannel);
+      run_case(engine, c, g, false, "", 0, Algorithm::SingleChannel);
+    }
+  EXPECT_EQ(runs, (std::set<int>{1, 2, 4})) << "the cases no longer reach every run length";
 }
 
 // The plane stream (Note [plane stream]): packed small planes (scalar copies when W % 4 != 0), bands

@@ -1,5 +1,6 @@
 // The planner's choices (src/plan/heuristics.cpp), checked without a GPU: each rule fires where its
 // measured evidence says it should, and every choice carries a reason.
+#include <algorithm>
 #include <set>
 
 #include "../src/plan/heuristics.hpp"
@@ -24,14 +25,17 @@ TEST(Heuristics, AlgorithmChoice) {
   EXPECT_EQ(pick(make(32, 32, 112, 112, 32, 3, 3, 1, 1, 1, 32), Layout::NHWC), Algorithm::DirectBlock);  // strided rows
   EXPECT_EQ(pick(make(32, 32, 112, 112, 32, 3, 3, 1, 3, 1, 32)), Algorithm::DirectBlock);                // stride 3
   EXPECT_EQ(pick(make(32, 96, 112, 112, 192, 3, 3, 1, 2, 1, 96)), Algorithm::DirectBlock);               // multiplier 2
-  EXPECT_EQ(pick(make(1, 1, 56, 56, 256, 3, 3)), Algorithm::DirectBlock);         // single channel
-  EXPECT_EQ(pick(make(1, 1, 28, 28, 512, 3, 3)), Algorithm::SingleChannel);       // small map, many filters
-  EXPECT_EQ(pick(make(1, 1, 28, 28, 512, 1, 1)), Algorithm::ImplicitPrecomp);     // 1x1: the GEMM
-  EXPECT_EQ(pick(make(1, 1, 1024, 1024, 32, 1, 1)), Algorithm::ImplicitPrecomp);  // 1x1 on a large map
-  EXPECT_EQ(pick(make(1, 1, 224, 224, 64, 1, 1)), Algorithm::ImplicitPrecomp);
-  EXPECT_EQ(pick(make(1, 1, 56, 56, 256, 5, 5)), Algorithm::DirectBlock);
-  EXPECT_EQ(pick(make(1, 1, 112, 112, 128, 5, 5)), Algorithm::ImplicitPrecomp);
-  EXPECT_EQ(pick(make(1, 1, 224, 224, 64, 5, 5)), Algorithm::ImplicitPrecomp);  // 5x5 on a large map
+  // Single channel: the paper's division (Note [single-channel runs]) but for small 1x1 maps and 1-row runs of 5x5.
+  EXPECT_EQ(pick(make(1, 1, 56, 56, 256, 3, 3)), Algorithm::SingleChannel);
+  EXPECT_EQ(pick(make(1, 1, 28, 28, 512, 3, 3)), Algorithm::SingleChannel);
+  EXPECT_EQ(pick(make(1, 1, 28, 28, 512, 1, 1)), Algorithm::ImplicitPrecomp);  // 1x1 on a small map: the GEMM
+  EXPECT_EQ(pick(make(1, 1, 112, 112, 128, 1, 1)), Algorithm::ImplicitPrecomp);
+  EXPECT_EQ(pick(make(1, 1, 224, 224, 64, 1, 1)), Algorithm::SingleChannel);
+  EXPECT_EQ(pick(make(1, 1, 1024, 1024, 32, 1, 1)), Algorithm::SingleChannel);
+  EXPECT_EQ(pick(make(1, 1, 56, 56, 256, 5, 5)), Algorithm::SingleChannel);             // method 1: runs of 4
+  EXPECT_EQ(pick(make(1, 1, 112, 112, 128, 5, 5)), Algorithm::ImplicitPrecomp);         // 1-row blocks
+  EXPECT_EQ(pick(make(1, 1, 224, 224, 64, 5, 5)), Algorithm::SingleChannel);            // runs of 2
+  EXPECT_EQ(pick(make(4, 8, 56, 56, 64, 3, 3, 1, 1, 1, 8)), Algorithm::SingleChannel);  // grouped, K/G = 8
   EXPECT_EQ(pick(make(32, 64, 56, 56, 64, 3, 3, 1)), Algorithm::ImplicitPrecomp);
   EXPECT_EQ(pick(make(32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 2)), Algorithm::ImplicitPrecomp);  // grouped, C/G = 32
   // Multi channel: stride_fixed where it measured faster (Note [stride-fixed on Hopper] rules).
@@ -121,7 +125,29 @@ TEST(SingleChannelPlanner, SmallMapsTakeTheVsFallback) {
   auto d = detail::plan_single_channel(make(1, 1, 28, 28, 512, 1, 1), h100_model(), why);
   EXPECT_TRUE(d.vs_fallback);  // Th = 4 * 28 * 28 FMAs per block, far below N_FMA = 74,496
   EXPECT_GE(double(d.blocks) * d.d_bytes, std::min(h100_model().v_s(), double(d.blocks) * d.d_bytes));
-  EXPECT_NE(why.back().find("V_s"), std::string::npos);
+  EXPECT_TRUE(
+      std::any_of(why.begin(), why.end(), [](const std::string& w) { return w.find("V_s") != std::string::npos; }));
+}
+
+// Note [single-channel runs]: the longest run that idles at most a quarter of the computed rows,
+// and a D that is the kernel's own layout (whole runs, padded filter rows, bias values).
+TEST(SingleChannelPlanner, RunsIdleAtMostAQuarterOfTheRows) {
+  EXPECT_EQ(detail::single_channel_run(8), 4);
+  EXPECT_EQ(detail::single_channel_run(26), 4);  // 28 rows computed for 26
+  EXPECT_EQ(detail::single_channel_run(9), 2);   // 4 runs of 4 would compute 12
+  EXPECT_EQ(detail::single_channel_run(2), 2);
+  EXPECT_EQ(detail::single_channel_run(3), 1);
+  EXPECT_EQ(detail::single_channel_run(1), 1);
+  const Problem p = make(1, 1, 30, 20, 10, 5, 5, 2);  // strip 24 columns, filter rows padded to 8
+  EXPECT_EQ(detail::single_channel_filter_pitch(p), 8);
+  // 9 output rows: runs of 2, so 10 rows computed from 14 input rows.
+  EXPECT_EQ(detail::single_channel_smem_bytes(p, 10, 9), (10 * 5 * 8 + 12 + 14 * 24) * 4);
+  EXPECT_EQ(detail::single_channel_threads(p, 10, 9), 320);  // 5 runs x 20 columns x 3 lanes of <= 4 filters
+  EXPECT_EQ(detail::single_channel_threads(p, 1, 1), 64);
+  std::vector<std::string> why;
+  const auto d = detail::plan_single_channel(p, h100_model(), why);
+  EXPECT_EQ(d.d_bytes, detail::single_channel_smem_bytes(p, d.filters_per_block, d.rows_per_block));
+  EXPECT_NE(why.back().find("runs of"), std::string::npos) << why.back();
 }
 
 TEST(SingleChannelPlanner, WideMapsSplitRowsUntilDFits) {

@@ -101,9 +101,9 @@ namespace {
 
 TEST(Plan, AutoFallsBackToImplicitGemmWhenTheDirectTileCannotFit) {
   if (!cuda_available()) GTEST_SKIP() << "the direct block exists on the cuda target only";
-  // Single channel 3x3 (Auto would pick direct_block; 1x1 goes to the GEMM directly) with a stride
-  // so large its tile cannot fit.
-  Problem p = make(1, 1, 27000, 27000, 2, 3, 3, 0, 1000);
+  // Depthwise with 2 filters per group (Auto picks direct_block; single-channel problems are checked
+  // against their division before they are picked) with a stride so large its tile cannot fit.
+  Problem p = make(1, 2, 27000, 27000, 4, 3, 3, 0, 1000, 1, 2);
   Plan plan = Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), {Target::Cuda});
   EXPECT_EQ(plan.algorithm(), Algorithm::ImplicitPrecomp);
   bool said = false;

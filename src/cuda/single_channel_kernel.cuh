@@ -1,32 +1,43 @@
 // The single-channel kernel family (technique 4, paper section 3.1), driven by the division of
-// src/plan/single_channel_planner.hpp: block (strip, filter chunk, image x group) loads a strip of
-// rows_per_block output rows' worth of input (all columns, halo included) and its filters_per_block
-// filters into shared memory once, then every thread convolves pixels of the strip with the filters,
-// four filters at a time in registers. Loads are the sub-block pattern of Note [halo sub-blocks]
-// (direct_block_kernel.cuh) over a 32 x 8 thread group.
+// src/plan/single_channel_planner.hpp: block (strip, filter chunk, image x group) copies a strip of
+// rows_per_block output rows' worth of input (all columns, halo and padding included), its
+// filters_per_block filters and their bias values into shared memory once; then each thread takes
+// a vertical run of output rows in one column and walks the filters with it (Note [single-channel
+// runs] in the planner). With a square 1/3/5/7 filter, stride_h 1 or 2 and dil_h 1 the run's input
+// window lives in registers (K > 0); any other shape reads the strip for every tap (K = 0).
+//
+// Threads map to (filter lane, run): run index = (run row, column), consecutive threads take
+// consecutive columns so every store of a warp is contiguous. When the block has fewer runs than
+// threads, the filters are dealt over `lanes` groups of threads (filter f goes to lane f % lanes).
 #pragma once
 
 #include "conv_geometry.cuh"
+#include "cp_async.cuh"
 #include "epilogue.cuh"
 
 namespace mconv::cuda {
 
 struct SingleChannelParams : ConvGeometry {
   int filters_per_block, rows_per_block;
-  int strip_rows, strip_cols;
+  int strip_rows, strip_cols;  // strip_rows covers whole runs
+  int strip_pitch;             // floats per strip row in shared memory (strip_cols rounded up to 4)
+  int filter_pitch;            // floats per filter row in shared memory (S rounded up to 4)
+  int vec4;                    // 16-byte strip copies: x rows float4-aligned and pad_w % 4 == 0
 };
 
-inline constexpr int kSingleChannelThreads = 256;
-
-template <int R_, int S_>
-__global__ void __launch_bounds__(kSingleChannelThreads) single_channel_kernel(const SingleChannelParams prm) {
-  constexpr int TX = 32, TY = kSingleChannelThreads / 32, KF = 4;  // 4 filters in registers per pass
-  const int R = R_ > 0 ? R_ : prm.R, S = S_ > 0 ? S_ : prm.S, RS = R * S;
+/// K: square filter size with the window in registers, 0 for the generic path. ST: stride_h of the
+/// register window (ignored when K = 0). RUN: output rows per thread.
+template <int K, int ST, int RUN>
+__global__ void __launch_bounds__(512) single_channel_kernel(const SingleChannelParams prm) {
+  const int R = K > 0 ? K : prm.R, S = K > 0 ? K : prm.S;
+  constexpr int kPitch = (K + 3) / 4 * 4;  // filter_pitch when K > 0
+  const int SP = K > 0 ? kPitch : prm.filter_pitch;
   extern __shared__ __align__(16) float smem[];
-  float* sStrip = smem;                                     // [strip_rows][strip_cols]
-  float* sFilter = smem + prm.strip_rows * prm.strip_cols;  // [filters_per_block][R*S]
+  float* sFilter = smem;                                        // [filters][R][SP], rows 16-byte aligned
+  float* sBias = sFilter + prm.filters_per_block * R * SP;      // [filters] (0 without bias)
+  float* sStrip = sBias + (prm.filters_per_block + 3) / 4 * 4;  // [strip_rows][strip_pitch]
 
-  const int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
+  const int T = blockDim.x, tid = threadIdx.x;
   const int oy0 = blockIdx.x * prm.rows_per_block;
   const int f0 = blockIdx.y * prm.filters_per_block;
   const int n = blockIdx.z / prm.groups, g = blockIdx.z - n * prm.groups;
@@ -34,45 +45,108 @@ __global__ void __launch_bounds__(kSingleChannelThreads) single_channel_kernel(c
   const int rows = min(prm.rows_per_block, prm.P - oy0);
   const int iy0 = oy0 * prm.stride_h - prm.pad_h, ix0 = -prm.pad_w;
   const float* gX = prm.x + n * prm.x_sn + g * prm.x_sc;
+  const int k_base = g * prm.kg + f0;
 
-  for (int yy = ty; yy < prm.strip_rows; yy += TY) {
+  // The strip (zero fill outside the map: padding, and rows past the last whole run). With vec4 every
+  // 16-byte chunk of a row lies wholly inside or wholly outside [0, W) (W % 4 == 0, pad_w % 4 == 0).
+  const int chunks = prm.vec4 ? prm.strip_pitch / 4 : prm.strip_cols;
+  for (int e = tid; e < prm.strip_rows * chunks; e += T) {
+    const int yy = e / chunks, ch = e - yy * chunks;
     const int h = iy0 + yy;
     const bool row_ok = static_cast<unsigned>(h) < static_cast<unsigned>(prm.H);
-    const float* src_row = gX + h * prm.x_sh;
-    for (int xx = tx; xx < prm.strip_cols; xx += TX) {
-      const int w = ix0 + xx;
+    if (prm.vec4) {
+      const int w = ix0 + 4 * ch;
       const bool ok = row_ok && static_cast<unsigned>(w) < static_cast<unsigned>(prm.W);
-      sStrip[yy * prm.strip_cols + xx] = ok ? __ldg(src_row + w * prm.x_sw) : 0.0f;
+      detail::cp_async_f32x4(sStrip + yy * prm.strip_pitch + 4 * ch, ok ? gX + h * prm.x_sh + w : prm.x, ok);
+    } else {
+      const int w = ix0 + ch;
+      const bool ok = row_ok && static_cast<unsigned>(w) < static_cast<unsigned>(prm.W);
+      detail::cp_async_f32(sStrip + yy * prm.strip_pitch + ch, ok ? gX + h * prm.x_sh + w * prm.x_sw : prm.x, ok);
     }
   }
-  for (int e = threadIdx.x; e < nf * RS; e += kSingleChannelThreads) {
+  const int RS = R * S;
+  for (int e = tid; e < nf * RS; e += T) {
     const int f = e / RS, rs = e - f * RS, r = rs / S, s = rs - r * S;
     const int fr = prm.flip ? R - 1 - r : r, fs = prm.flip ? S - 1 - s : s;
-    sFilter[e] = __ldg(prm.w + (g * prm.kg + f0 + f) * prm.w_sk + fr * prm.w_sr + fs * prm.w_ss);
+    detail::cp_async_f32(sFilter + (f * R + r) * SP + s,
+                         prm.w + (k_base + f) * prm.w_sk + fr * prm.w_sr + fs * prm.w_ss, true);
   }
+  for (int f = tid; f < nf; f += T) sBias[f] = prm.bias ? prm.bias[k_base + f] : 0.0f;
+  detail::cp_async_commit();
+  detail::cp_async_wait<0>();
   __syncthreads();
 
-  const int pixels = rows * prm.Q;
-  for (int fc = 0; fc < nf; fc += KF) {
-    for (int pix = threadIdx.x; pix < pixels; pix += kSingleChannelThreads) {
-      const int oy = pix / prm.Q, ox = pix - oy * prm.Q;  // once per pixel and filter pass
-      const float* src = sStrip + oy * prm.stride_h * prm.strip_cols + ox * prm.stride_w;
-      float rAcc[KF] = {0.0f, 0.0f, 0.0f, 0.0f};
+  const int runs = (rows + RUN - 1) / RUN * prm.Q;
+  const int lanes = max(1, min(nf, T / runs));
+  float* y_img = prm.y + n * prm.y_sn;
+  for (int item = tid; item < runs * lanes; item += T) {
+    const int lane = item / runs, run = item - lane * runs;
+    const int run_row = run / prm.Q, ox = run - run_row * prm.Q;
+    const int ly = run_row * RUN;  // first output row of the run, in the block
+    const float* src = sStrip + ly * prm.stride_h * prm.strip_pitch + ox * prm.stride_w;
+    float* y_run = y_img + (oy0 + ly) * prm.y_sp + ox * prm.y_sq;
+    const bool whole_run = ly + RUN <= rows;
+    // Stores the run's outputs of filter f. The common case (a whole run, beta = 0) takes no branch
+    // per output; rows past the block's last are skipped.
+    auto store = [&](int f, const float(&acc)[RUN]) {
+      float* dst = y_run + static_cast<long long>(k_base + f) * prm.y_sk;
+      const float bias = sBias[f];
+      if (whole_run && prm.beta == 0.0f) {
 #pragma unroll
-      for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int s = 0; s < S; ++s) {
-          const float xv = src[r * prm.dil_h * prm.strip_cols + s * prm.dil_w];
-#pragma unroll
-          for (int f = 0; f < KF; ++f)  // filters past nf read zeros-or-stale shared memory, never stored
-            rAcc[f] = fmaf(xv, sFilter[min(fc + f, nf - 1) * RS + r * S + s], rAcc[f]);
+        for (int i = 0; i < RUN; ++i) {
+          const float v = fmaf(prm.alpha, acc[i], bias);
+          dst[i * prm.y_sp] = prm.relu ? fmaxf(v, 0.0f) : v;
         }
+        return;
+      }
 #pragma unroll
-      for (int f = 0; f < KF; ++f) {
-        if (fc + f >= nf) break;
-        const int k = g * prm.kg + f0 + fc + f;
-        float* dst = prm.y + n * prm.y_sn + k * prm.y_sk + (oy0 + oy) * prm.y_sp + ox * prm.y_sq;
-        *dst = epilogue_value(prm.alpha, rAcc[f], prm.beta, dst, prm.bias ? prm.bias + k : nullptr, prm.relu);
+      for (int i = 0; i < RUN; ++i)
+        if (ly + i < rows)
+          dst[i * prm.y_sp] = epilogue_value(prm.alpha, acc[i], prm.beta, dst + i * prm.y_sp, bias, prm.relu);
+    };
+    if constexpr (K > 0) {
+      constexpr int WR = (RUN - 1) * ST + K;
+      float win[WR][K];
+#pragma unroll
+      for (int a = 0; a < WR; ++a)
+#pragma unroll
+        for (int b = 0; b < K; ++b) win[a][b] = src[a * prm.strip_pitch + b * prm.dil_w];
+      for (int f = lane; f < nf; f += lanes) {
+        float acc[RUN];
+#pragma unroll
+        for (int i = 0; i < RUN; ++i) acc[i] = 0.0f;
+#pragma unroll
+        for (int r = 0; r < K; ++r) {
+          float tap[kPitch];
+          const float4* row = reinterpret_cast<const float4*>(sFilter + (f * K + r) * kPitch);
+#pragma unroll
+          for (int q = 0; q < kPitch / 4; ++q) {
+            const float4 v = row[q];
+            tap[4 * q] = v.x;
+            tap[4 * q + 1] = v.y;
+            tap[4 * q + 2] = v.z;
+            tap[4 * q + 3] = v.w;
+          }
+#pragma unroll
+          for (int s = 0; s < K; ++s)
+#pragma unroll
+            for (int i = 0; i < RUN; ++i) acc[i] = fmaf(win[i * ST + r][s], tap[s], acc[i]);
+        }
+        store(f, acc);
+      }
+    } else {
+      for (int f = lane; f < nf; f += lanes) {
+        float acc[RUN];
+#pragma unroll
+        for (int i = 0; i < RUN; ++i) acc[i] = 0.0f;
+        for (int r = 0; r < R; ++r)
+          for (int s = 0; s < S; ++s) {
+            const float tap = sFilter[(f * R + r) * SP + s];
+            const float* col = src + r * prm.dil_h * prm.strip_pitch + s * prm.dil_w;
+#pragma unroll
+            for (int i = 0; i < RUN; ++i) acc[i] = fmaf(col[i * prm.stride_h * prm.strip_pitch], tap, acc[i]);
+          }
+        store(f, acc);
       }
     }
   }

@@ -1,5 +1,6 @@
-// Launcher of the single-channel kernel family: the planner's division from the Plan, the shared-
-// memory opt-in, the filter-size switch (1, 3, 5, 7 square, else generic) and the launch check.
+// Launcher of the single-channel kernel family: the planner's division from the Plan, its run length
+// and block size, the shared-memory opt-in, the instantiation (filter size 1, 3, 5, 7 square at
+// stride_h 1 or 2 with the window in registers, else generic) and the launch check.
 #include "../plan/single_channel_planner.hpp"
 #include "cuda_backend.hpp"
 #include "cuda_check.cuh"
@@ -9,9 +10,26 @@
 namespace mconv::detail::cuda_backend {
 namespace {
 
-template <int R, int S>
-void launch(const cuda::SingleChannelParams& prm, dim3 grid, int smem, cudaStream_t stream) {
-  cuda::launch_with_smem(cuda::single_channel_kernel<R, S>, grid, cuda::kSingleChannelThreads, smem, stream, prm);
+template <int K, int ST, int RUN>
+void launch(const cuda::SingleChannelParams& prm, dim3 grid, int threads, int smem, cudaStream_t stream) {
+  cuda::launch_with_smem(cuda::single_channel_kernel<K, ST, RUN>, grid, threads, smem, stream, prm);
+}
+
+// The window in registers needs a square 1/3/5/7 filter, stride_h 1 or 2 and dil_h 1; K = 0 reads
+// the strip for every tap.
+template <int RUN>
+void launch_run(const Problem& pr, const cuda::SingleChannelParams& prm, dim3 grid, int threads, int smem,
+                cudaStream_t stream) {
+  const bool window = pr.dil_h == 1 && (pr.stride_h == 1 || pr.stride_h == 2);
+  cuda::filter_size_switch(window ? pr.r : 0, pr.s, [&](auto k) {
+    constexpr int K = decltype(k)::value;
+    if constexpr (K == 0)
+      launch<0, 0, RUN>(prm, grid, threads, smem, stream);
+    else if (pr.stride_h == 1)
+      launch<K, 1, RUN>(prm, grid, threads, smem, stream);
+    else
+      launch<K, 2, RUN>(prm, grid, threads, smem, stream);
+  });
 }
 
 }  // namespace
@@ -25,18 +43,28 @@ void single_channel_forward(const Plan& plan, const float* x, const float* w, fl
   cuda::SingleChannelParams prm{cuda::conv_geometry(plan, x, w, y, e)};
   prm.filters_per_block = t.block_filters;
   prm.rows_per_block = t.block_rows;
-  prm.strip_rows = static_cast<int>(single_channel_strip_rows(pr, t.block_rows));  // the planner's D
+  const int run = single_channel_run(t.block_rows);
+  // Note [single-channel runs]: the strip covers whole runs; the planner's D is this layout.
+  prm.strip_rows = static_cast<int>(single_channel_strip_rows(pr, (t.block_rows + run - 1) / run * run));
   prm.strip_cols = static_cast<int>(single_channel_strip_cols(pr));
+  prm.strip_pitch = static_cast<int>(single_channel_strip_pitch(pr));
+  prm.filter_pitch = static_cast<int>(single_channel_filter_pitch(pr));
+  prm.vec4 = cuda::x_rows_float4_aligned(plan, x) && pr.pad_w % 4 == 0;
   const long long z = pr.n * pr.groups;
   const unsigned gx = static_cast<unsigned>((prm.P + t.block_rows - 1) / t.block_rows);
   const unsigned gy = static_cast<unsigned>((prm.kg + t.block_filters - 1) / t.block_filters);
   if (z > 65535 || gy > 65535)
     throw Error(Status::Unsupported, "n*groups: single_channel grid exceeds the launch limits");
-  const int smem = (prm.strip_rows * prm.strip_cols + t.block_filters * prm.R * prm.S) * 4;
+  const int smem = static_cast<int>(single_channel_smem_bytes(pr, t.block_filters, t.block_rows));
+  const int threads = single_channel_threads(pr, t.block_filters, t.block_rows);
   const dim3 grid(gx, gy, static_cast<unsigned>(z));
   const auto s = static_cast<cudaStream_t>(stream);
-  cuda::filter_size_switch(pr.r, pr.s,
-                           [&](auto k) { launch<decltype(k)::value, decltype(k)::value>(prm, grid, smem, s); });
+  if (run == 4)
+    launch_run<4>(pr, prm, grid, threads, smem, s);
+  else if (run == 2)
+    launch_run<2>(pr, prm, grid, threads, smem, s);
+  else
+    launch_run<1>(pr, prm, grid, threads, smem, s);
 }
 
 }  // namespace mconv::detail::cuda_backend

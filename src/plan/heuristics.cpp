@@ -69,27 +69,40 @@ Algorithm choose_algorithm(const Problem& p, const TensorDesc& x, std::vector<st
                   "): implicit GEMM would idle all but K/G of its filter lanes");
     return Algorithm::DirectBlock;
   }
-  // Single channel (C/G = 1, many filters): the direct block reads each map tile once and keeps 4
-  // filters per thread in registers. Measured on the H100, single_channel suite (batch 1): direct_block
-  // 1.1-2.1x faster than implicit_precomp for 1x1 and 3x3 and for 5x5 up to 56x56; implicit_precomp
-  // 1.1-1.2x faster for 5x5 at 112x112 and above (more FMAs per byte suit the GEMM tiles).
-  const int64_t cols = p.n * p.p() * p.q();
-  // Small maps (<= 28x28) with many 3x3/5x5 filters: the paper's single-channel division (4 filters
-  // per SM, the whole map per block) measured 1.10-1.14x faster than direct_block on
-  // single_h28_m512_k3/k5 (H100, two runs); on 1x1 filters and larger maps it lost by up to 6x.
-  if (p.groups == 1 && p.c == 1 && p.r * p.s >= 9 && p.r * p.s <= 25 && p.p() * p.q() <= 784 && p.k >= 256) {
-    why.push_back("algorithm single_channel: C = 1, " + std::to_string(p.p()) + "x" + std::to_string(p.q()) +
-                  " outputs, K = " + std::to_string(p.k) + " (measured faster than direct_block there)");
-    return Algorithm::SingleChannel;
-  }
-  // 1x1 filters go to the GEMM: timed as CUDA graphs (no host overhead in the loop), implicit_precomp
-  // ran every 1x1 layer of the suite 1.07-1.26x faster than direct_block (H100, fourth session; the
-  // host-timed loops of earlier sessions had them within noise up to 224x224).
-  const bool direct_wins = p.r * p.s > 1 && (cols < 10000 || p.r * p.s <= 9);
-  if (p.c_per_group() == 1 && direct_wins) {
-    why.push_back("algorithm direct_block: single channel (C/G = 1) with R*S = " + std::to_string(p.r * p.s) +
-                  ", N*P*Q = " + std::to_string(cols) + " (measured faster than implicit GEMM there)");
-    return Algorithm::DirectBlock;
+  // Single channel with many filters (C/G = 1): the paper's division and its kernel, each thread's
+  // run of outputs walking the block's filters (Note [single-channel runs]). Graph-timed on the H100
+  // (single_channel suite, fifth session) it beat direct_block and implicit_precomp on 14 of 18
+  // layers: 3x3 by 1.06-1.65x, 1x1 from 224x224 up by 1.3-1.5x, 5x5 by 1.05-1.8x. Where it lost:
+  //  - 1x1 on fewer than 20000 outputs per filter: the GEMM (28x28: 3.0 vs 3.6 us; 56x56: 4.2 vs
+  //    4.6; 112x112 a tie);
+  //  - runs of one row with 5x5 or larger filters: every output reloads its R*S taps
+  //    (single_h112_m128_k5: 10.2 us vs the GEMM's 8.7).
+  if (p.c_per_group() == 1) {
+    const int64_t outputs = p.n * p.p() * p.q();
+    if (p.r * p.s == 1 && outputs < 20000) {
+      why.push_back("algorithm implicit_precomp: single channel 1x1 on N*P*Q = " + std::to_string(outputs) +
+                    " < 20000 outputs per filter (the GEMM measured faster)");
+      return Algorithm::ImplicitPrecomp;
+    }
+    std::vector<std::string> scratch;
+    try {
+      const auto div = plan_single_channel(p, planning_hardware_model(scratch), scratch);
+      const int run = single_channel_run(div.rows_per_block);
+      if (run == 1 && p.r * p.s >= 25) {
+        why.push_back(
+            "algorithm implicit_precomp: single channel, but the division gives 1-row blocks and each of "
+            "their outputs would reload its " +
+            std::to_string(p.r * p.s) + " taps");
+        return Algorithm::ImplicitPrecomp;
+      }
+      why.push_back("algorithm single_channel: C/G = 1, K/G = " + std::to_string(p.k_per_group()) + ", runs of " +
+                    std::to_string(run) + " rows over " + std::to_string(div.filters_per_block) +
+                    " filters per block (measured faster than direct_block and the GEMM there)");
+      return Algorithm::SingleChannel;
+    } catch (const Error& e) {
+      why.push_back(std::string("algorithm implicit_precomp: single channel, but ") + e.what());
+      return Algorithm::ImplicitPrecomp;
+    }
   }
   // Multi channel: stride_fixed (Note [stride-fixed on Hopper]) against the implicit GEMM, measured
   // on the H100 (multi_channel, vgg16 and resnet50 suites with every algorithm, 2026-11-22):

@@ -26,6 +26,35 @@ int64_t single_channel_strip_rows(const Problem& p, int64_t out_rows) {
   return (out_rows - 1) * p.stride_h + (p.r - 1) * p.dil_h + 1;
 }
 
+int single_channel_run(int64_t rows_per_block) {
+  for (int run : {4, 2})
+    if (ceil_div(rows_per_block, run) * run * 4 <= rows_per_block * 5) return run;
+  return 1;
+}
+
+int64_t single_channel_strip_pitch(const Problem& p) {
+  return (single_channel_strip_cols(p) + 3) / 4 * 4;
+}
+
+int64_t single_channel_filter_pitch(const Problem& p) {
+  return (p.s + 3) / 4 * 4;
+}
+
+int64_t single_channel_smem_bytes(const Problem& p, int64_t filters, int64_t out_rows) {
+  const int64_t run = single_channel_run(out_rows);
+  const int64_t filter_floats = filters * p.r * single_channel_filter_pitch(p);
+  const int64_t bias_floats = (filters + 3) / 4 * 4;
+  const int64_t strip_floats =
+      single_channel_strip_rows(p, ceil_div(out_rows, run) * run) * single_channel_strip_pitch(p);
+  return (filter_floats + bias_floats + strip_floats) * 4;
+}
+
+int single_channel_threads(const Problem& p, int64_t filters, int64_t out_rows) {
+  const int64_t runs = ceil_div(out_rows, single_channel_run(out_rows)) * p.q();
+  const int64_t lanes = ceil_div(filters, kSingleChannelFiltersPerThread);
+  return int(std::clamp<int64_t>(ceil_div(runs * lanes, 32) * 32, 64, kSingleChannelMaxThreads));
+}
+
 SingleChannelDivision plan_single_channel(const Problem& p, const HardwareModel& hw, std::vector<std::string>& why) {
   if (p.c_per_group() != 1)
     throw Error(Status::Unsupported, "algorithm: single_channel needs one input channel per group (C/G = 1), got " +
@@ -34,9 +63,7 @@ SingleChannelDivision plan_single_channel(const Problem& p, const HardwareModel&
   const int64_t wx = single_channel_strip_cols(p), nsm = hw.sm_count;
   const int64_t smem = single_channel_smem_budget(hw);
   const double n_fma = hw.n_fma();
-  auto d_of = [&](int64_t filters, int64_t out_rows) {
-    return (rs * filters + single_channel_strip_rows(p, out_rows) * wx) * 4;
-  };
+  auto d_of = [&](int64_t filters, int64_t out_rows) { return single_channel_smem_bytes(p, filters, out_rows); };
   auto th_of = [&](int64_t filters, int64_t out_rows) { return double(rs) * filters * out_rows * cols_out; };
 
   // Method 1: ceil(M/N_sm) filters per block; smallest P (pieces along y) whose D fits.
@@ -103,6 +130,9 @@ SingleChannelDivision plan_single_channel(const Problem& p, const HardwareModel&
       << " B";
     why.push_back(v.str());
   }
+  why.back() += "; runs of " + std::to_string(single_channel_run(best.rows_per_block)) + " rows, " +
+                std::to_string(single_channel_threads(p, best.filters_per_block, best.rows_per_block)) +
+                " threads per block";
   return best;
 }
 

@@ -10,7 +10,8 @@
 // method with the smaller D is kept. If even then Th < N_FMA, the map is too small for prefetching
 // to hide latency: the division is refined until the data all blocks move together is >= V_s.
 // (mconv: rows are output rows; D counts the input rows a strip of output rows needs at the
-// problem's stride and dilation, and the padded width.)
+// problem's stride and dilation, the padded width, and the kernel's own layout: whole runs of rows,
+// filter rows padded to 4 floats, one bias value per filter; Note [single-channel runs].)
 #pragma once
 
 #include <string>
@@ -39,6 +40,30 @@ int64_t single_channel_smem_budget(const HardwareModel& hw);
 /// Input columns of a strip (padded width) and input rows of `out_rows` output rows.
 int64_t single_channel_strip_cols(const Problem& p);
 int64_t single_channel_strip_rows(const Problem& p, int64_t out_rows);
+
+// Note [single-channel runs]
+// The kernel (src/cuda/single_channel_kernel.cuh) gives each thread a vertical run of output rows
+// in one column and walks the block's filters with it: the run's input window (run-1)*stride + R
+// rows x S columns is read from the strip into registers once, and each filter then costs R*S*run
+// FMAs, R row reads of its taps (16 bytes at a time, the same address for the whole warp) and `run`
+// stores, each coalesced across the warp's neighbouring columns. The outputs stream out filter by
+// filter; no output is staged. Filter rows are padded to a multiple of 4 floats for the 16-byte reads.
+/// Rows of a run: the longest of 4, 2, 1 that idles at most a quarter of the block's computed rows.
+int single_channel_run(int64_t rows_per_block);
+/// Floats of one strip row in shared memory: its columns rounded up to 4 (16-byte copies).
+int64_t single_channel_strip_pitch(const Problem& p);
+/// Floats of one filter row in shared memory: S rounded up to 4.
+int64_t single_channel_filter_pitch(const Problem& p);
+/// Shared memory of one block: filters (padded rows), their bias values and the strip of the
+/// block's runs (rows rounded up to whole runs). The planner's D.
+int64_t single_channel_smem_bytes(const Problem& p, int64_t filters, int64_t out_rows);
+/// Threads of a block: one per run and kSingleChannelFiltersPerThread filters, 64 to 512 (the
+/// launch bound). A thread's window then serves at least 4 filters where the block has them: on the
+/// H100, single_h56_m256_k1 (16 filters x 56 columns per block) took 4.6 us in blocks of 256 threads
+/// and 6.5 us in blocks of 512.
+int single_channel_threads(const Problem& p, int64_t filters, int64_t out_rows);
+inline constexpr int kSingleChannelMaxThreads = 512;
+inline constexpr int kSingleChannelFiltersPerThread = 4;
 
 /// The division, with one line per decision appended to `why`. Throws Error(Unsupported) when
 /// C/G != 1 or no division fits shared memory.

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Diagnosis on a GPU machine (not part of CI): Nsight Compute on one launch per layer of a suite, for
+# the kernels that match a name, from binaries staged by scripts/stage_gpu_bundle.sh. Reports go to
+# $OUT/ncu/<layer>.txt and the headline metrics are printed.
+#   usage: scripts/ncu_layers.sh SUITE.csv ALGO KERNEL_REGEX   e.g. bench/suites/single_channel.csv single_channel single_channel_kernel
+set -u
+cd "$(dirname "$0")/.."
+suite=$1 algo=$2 kernel=$3
+OUT=${OUT:-$PWD/gpu-out}
+B=$PWD/.gpu-bundle
+export LD_LIBRARY_PATH=$B:${LD_LIBRARY_PATH:-}
+mkdir -p "$OUT/ncu"
+one=$(mktemp)
+tail -n +2 "$suite" | while IFS=, read -r name rest; do
+  { head -1 "$suite"; grep "^$name," "$suite"; } > "$one"
+  ncu --section SpeedOfLight --section LaunchStats --section Occupancy --section WorkloadDistribution \
+    --section SchedulerStats --section WarpStateStats -k "regex:$kernel" -c 1 \
+    "$B/mconv" bench --suite "$one" --algo "$algo" --timing loop --launches 1 --repeats 1 > "$OUT/ncu/$name.txt" 2>&1
+  echo "== $name"
+  grep -E "Duration|DRAM Throughput|Compute \(SM\) T|Registers Per|Block Size|Grid Size|Achieved Occupancy|SM Active Cycles|Elapsed Cycles|Issued Warp" "$OUT/ncu/$name.txt"
+done
+rm -f "$one"
