@@ -71,8 +71,9 @@ Algorithm choose_algorithm(const Problem& p, const TensorDesc& x, std::vector<st
   }
   // Single channel with many filters (C/G = 1): the paper's division and its kernel, each thread's
   // run of outputs walking the block's filters (Note [single-channel runs]). Graph-timed on the H100
-  // (single_channel suite, fifth session) it beat direct_block and implicit_precomp on 14 of 18
-  // layers: 3x3 by 1.06-1.65x, 1x1 from 224x224 up by 1.3-1.5x, 5x5 by 1.05-1.8x. Where it lost:
+  // (single_channel suite, fifth session) it beat the better of direct_block and implicit_precomp
+  // on 14 of 18 layers: 3x3 by 1.06-1.7x, 1x1 from 224x224 up by 1.3-1.5x, 5x5 by 1.05-2.1x. Where
+  // it lost:
   //  - 1x1 on fewer than 20000 outputs per filter: the GEMM (28x28: 3.0 vs 3.6 us; 56x56: 4.2 vs
   //    4.6; 112x112 a tie);
   //  - runs of one row with 5x5 or larger filters: every output reloads its R*S taps
