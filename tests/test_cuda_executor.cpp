@@ -219,7 +219,8 @@ TEST_F(CudaExecutor, SingleChannelExactAndFloat) {
 // The paper division's kernel (Note [single-channel runs]) on every variant it instantiates: runs of
 // 1, 2 and 4 rows, 1x1-7x7 at stride_h 1 and 2 with the window in registers, the generic path
 // (dilation, stride 3, non-square filters), more filters than threads, several filter lanes on
-// small maps, multiplier-2 groups, every layout, alpha/beta, bias and ReLU.
+// small maps, rows wider than a block's threads, multiplier-2 groups, every layout, alpha/beta, bias
+// and ReLU.
 TEST_F(CudaExecutor, SingleChannelRunsEveryVariant) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 13);
@@ -235,7 +236,11 @@ TEST_F(CudaExecutor, SingleChannelRunsEveryVariant) {
                                 {make(1, 1, 9, 300, 24, 1, 1)},
                                 {make(1, 1, 130, 70, 48, 5, 5, 0)},
                                 {make(2, 1, 7, 7, 300, 3, 3, 1)},
-                                {make(1, 1, 1056, 66, 32, 3, 3, 1)}};
+                                {make(1, 1, 1056, 66, 32, 3, 3, 1)},
+                                {make(1, 1, 40, 700, 6, 3, 3, 1)},
+                                {make(2, 1, 30, 150, 40, 5, 5, 2, 2)},
+                                {make(1, 1, 200, 130, 64, 3, 3, 1)},
+                                {make(1, 1, 1056, 140, 8, 3, 3, 1)}};
   std::set<int> runs;
   PlanOptions o;
   o.algorithm = Algorithm::SingleChannel;
