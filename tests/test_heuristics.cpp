@@ -25,17 +25,19 @@ TEST(Heuristics, AlgorithmChoice) {
   EXPECT_EQ(pick(make(32, 32, 112, 112, 32, 3, 3, 1, 1, 1, 32), Layout::NHWC), Algorithm::DirectBlock);  // strided rows
   EXPECT_EQ(pick(make(32, 32, 112, 112, 32, 3, 3, 1, 3, 1, 32)), Algorithm::DirectBlock);                // stride 3
   EXPECT_EQ(pick(make(32, 96, 112, 112, 192, 3, 3, 1, 2, 1, 96)), Algorithm::DirectBlock);               // multiplier 2
-  // Single channel: the paper's division (Note [single-channel runs]) but for small 1x1 maps and 1-row runs of 5x5.
+  // Single channel: the paper's division (Note [single-channel runs]) but for small 1x1 maps and 1-row runs of 5x5
+  // without column pairs.
   EXPECT_EQ(pick(make(1, 1, 56, 56, 256, 3, 3)), Algorithm::SingleChannel);
   EXPECT_EQ(pick(make(1, 1, 28, 28, 512, 3, 3)), Algorithm::SingleChannel);
   EXPECT_EQ(pick(make(1, 1, 28, 28, 512, 1, 1)), Algorithm::ImplicitPrecomp);  // 1x1 on a small map: the GEMM
-  EXPECT_EQ(pick(make(1, 1, 112, 112, 128, 1, 1)), Algorithm::ImplicitPrecomp);
+  EXPECT_EQ(pick(make(1, 1, 112, 112, 128, 1, 1)), Algorithm::SingleChannel);
   EXPECT_EQ(pick(make(1, 1, 224, 224, 64, 1, 1)), Algorithm::SingleChannel);
   EXPECT_EQ(pick(make(1, 1, 1024, 1024, 32, 1, 1)), Algorithm::SingleChannel);
-  EXPECT_EQ(pick(make(1, 1, 56, 56, 256, 5, 5)), Algorithm::SingleChannel);             // method 1: runs of 4
-  EXPECT_EQ(pick(make(1, 1, 112, 112, 128, 5, 5)), Algorithm::ImplicitPrecomp);         // 1-row blocks
-  EXPECT_EQ(pick(make(1, 1, 224, 224, 64, 5, 5)), Algorithm::SingleChannel);            // runs of 2
-  EXPECT_EQ(pick(make(4, 8, 56, 56, 64, 3, 3, 1, 1, 1, 8)), Algorithm::SingleChannel);  // grouped, K/G = 8
+  EXPECT_EQ(pick(make(1, 1, 56, 56, 256, 5, 5)), Algorithm::SingleChannel);    // method 1: runs of 4
+  EXPECT_EQ(pick(make(1, 1, 112, 112, 128, 5, 5)), Algorithm::SingleChannel);  // 1-row blocks, column pairs
+  EXPECT_EQ(pick(make(1, 1, 112, 112, 128, 5, 5), Layout::NHWC), Algorithm::ImplicitPrecomp);  // ... without pairs
+  EXPECT_EQ(pick(make(1, 1, 224, 224, 64, 5, 5)), Algorithm::SingleChannel);                   // runs of 2
+  EXPECT_EQ(pick(make(4, 8, 56, 56, 64, 3, 3, 1, 1, 1, 8)), Algorithm::SingleChannel);         // grouped, K/G = 8
   EXPECT_EQ(pick(make(32, 64, 56, 56, 64, 3, 3, 1)), Algorithm::ImplicitPrecomp);
   EXPECT_EQ(pick(make(32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 2)), Algorithm::ImplicitPrecomp);  // grouped, C/G = 32
   // Multi channel: stride_fixed where it measured faster (Note [stride-fixed on Hopper] rules).

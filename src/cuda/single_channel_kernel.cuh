@@ -26,8 +26,9 @@ struct SingleChannelParams : ConvGeometry {
 };
 
 /// K: square filter size with the window in registers, 0 for the generic path. ST: stride_h of the
-/// register window (ignored when K = 0). RUN: output rows per thread.
-template <int K, int ST, int RUN>
+/// register window (ignored when K = 0). RUN: output rows per thread. COLS: output columns per
+/// thread, 1 or 2 (K > 0 only).
+template <int K, int ST, int RUN, int COLS>
 __global__ void __launch_bounds__(512) single_channel_kernel(const SingleChannelParams prm) {
   const int R = K > 0 ? K : prm.R, S = K > 0 ? K : prm.S;
   constexpr int kPitch = (K + 3) / 4 * 4;  // filter_pitch when K > 0
@@ -76,45 +77,61 @@ __global__ void __launch_bounds__(512) single_channel_kernel(const SingleChannel
   detail::cp_async_wait<0>();
   __syncthreads();
 
-  const int runs = (rows + RUN - 1) / RUN * prm.Q;
+  // COLS = 2: a run is RUN rows x 2 columns and its rows go out as 8-byte stores (Note
+  // [single-channel column pairs] in the planner).
+  const int per_row = (prm.Q + COLS - 1) / COLS;
+  const int runs = (rows + RUN - 1) / RUN * per_row;
   const int lanes = max(1, min(nf, T / runs));
   float* y_img = prm.y + n * prm.y_sn;
   for (int item = tid; item < runs * lanes; item += T) {
     const int lane = item / runs, run = item - lane * runs;
-    const int run_row = run / prm.Q, ox = run - run_row * prm.Q;
+    const int run_row = run / per_row, ox = COLS * (run - run_row * per_row);
     const int ly = run_row * RUN;  // first output row of the run, in the block
     const float* src = sStrip + ly * prm.stride_h * prm.strip_pitch + ox * prm.stride_w;
     float* y_run = y_img + (oy0 + ly) * prm.y_sp + ox * prm.y_sq;
-    const bool whole_run = ly + RUN <= rows;
+    const bool whole_run = ly + RUN <= rows && ox + COLS <= prm.Q;
     // Stores the run's outputs of filter f. The common case (a whole run, beta = 0) takes no branch
-    // per output; rows past the block's last are skipped.
-    auto store = [&](int f, const float(&acc)[RUN]) {
+    // per output; rows past the block's last and a pair's column past Q are skipped.
+    auto store = [&](int f, const float(&acc)[RUN][COLS]) {
       float* dst = y_run + static_cast<long long>(k_base + f) * prm.y_sk;
       const float bias = sBias[f];
       if (whole_run && prm.beta == 0.0f) {
 #pragma unroll
         for (int i = 0; i < RUN; ++i) {
-          const float v = fmaf(prm.alpha, acc[i], bias);
-          dst[i * prm.y_sp] = prm.relu ? fmaxf(v, 0.0f) : v;
+          float v[COLS];
+#pragma unroll
+          for (int c = 0; c < COLS; ++c) {
+            v[c] = fmaf(prm.alpha, acc[i][c], bias);
+            v[c] = prm.relu ? fmaxf(v[c], 0.0f) : v[c];
+          }
+          if constexpr (COLS == 2)
+            *reinterpret_cast<float2*>(dst + i * prm.y_sp) = make_float2(v[0], v[1]);
+          else
+            dst[i * prm.y_sp] = v[0];
         }
         return;
       }
 #pragma unroll
       for (int i = 0; i < RUN; ++i)
-        if (ly + i < rows)
-          dst[i * prm.y_sp] = epilogue_value(prm.alpha, acc[i], prm.beta, dst + i * prm.y_sp, bias, prm.relu);
+#pragma unroll
+        for (int c = 0; c < COLS; ++c)
+          if (ly + i < rows && ox + c < prm.Q)
+            dst[i * prm.y_sp + c] =
+                epilogue_value(prm.alpha, acc[i][c], prm.beta, dst + i * prm.y_sp + c, bias, prm.relu);
     };
     if constexpr (K > 0) {
-      constexpr int WR = (RUN - 1) * ST + K;
-      float win[WR][K];
+      constexpr int WR = (RUN - 1) * ST + K, WC = K + COLS - 1;
+      float win[WR][WC];
 #pragma unroll
       for (int a = 0; a < WR; ++a)
 #pragma unroll
-        for (int b = 0; b < K; ++b) win[a][b] = src[a * prm.strip_pitch + b * prm.dil_w];
+        for (int b = 0; b < WC; ++b) win[a][b] = src[a * prm.strip_pitch + b * prm.dil_w];
       for (int f = lane; f < nf; f += lanes) {
-        float acc[RUN];
+        float acc[RUN][COLS];
 #pragma unroll
-        for (int i = 0; i < RUN; ++i) acc[i] = 0.0f;
+        for (int i = 0; i < RUN; ++i)
+#pragma unroll
+          for (int c = 0; c < COLS; ++c) acc[i][c] = 0.0f;
 #pragma unroll
         for (int r = 0; r < K; ++r) {
           float tap[kPitch];
@@ -130,21 +147,24 @@ __global__ void __launch_bounds__(512) single_channel_kernel(const SingleChannel
 #pragma unroll
           for (int s = 0; s < K; ++s)
 #pragma unroll
-            for (int i = 0; i < RUN; ++i) acc[i] = fmaf(win[i * ST + r][s], tap[s], acc[i]);
+            for (int i = 0; i < RUN; ++i)
+#pragma unroll
+              for (int c = 0; c < COLS; ++c) acc[i][c] = fmaf(win[i * ST + r][s + c], tap[s], acc[i][c]);
         }
         store(f, acc);
       }
     } else {
+      static_assert(COLS == 1, "the strip-reading kernel computes one column per run");
       for (int f = lane; f < nf; f += lanes) {
-        float acc[RUN];
+        float acc[RUN][COLS];
 #pragma unroll
-        for (int i = 0; i < RUN; ++i) acc[i] = 0.0f;
+        for (int i = 0; i < RUN; ++i) acc[i][0] = 0.0f;
         for (int r = 0; r < R; ++r)
           for (int s = 0; s < S; ++s) {
             const float tap = sFilter[(f * R + r) * SP + s];
             const float* col = src + r * prm.dil_h * prm.strip_pitch + s * prm.dil_w;
 #pragma unroll
-            for (int i = 0; i < RUN; ++i) acc[i] = fmaf(col[i * prm.stride_h * prm.strip_pitch], tap, acc[i]);
+            for (int i = 0; i < RUN; ++i) acc[i][0] = fmaf(col[i * prm.stride_h * prm.strip_pitch], tap, acc[i][0]);
           }
         store(f, acc);
       }

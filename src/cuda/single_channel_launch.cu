@@ -1,6 +1,8 @@
 // Launcher of the single-channel kernel family: the planner's division from the Plan, its run length
 // and block size, the shared-memory opt-in, the instantiation (filter size 1, 3, 5, 7 square at
 // stride_h 1 or 2 with the window in registers, else generic) and the launch check.
+#include <cstdint>
+
 #include "../plan/single_channel_planner.hpp"
 #include "cuda_backend.hpp"
 #include "cuda_check.cuh"
@@ -11,24 +13,28 @@ namespace mconv::detail::cuda_backend {
 namespace {
 
 template <int K, int ST, int RUN>
-void launch(const cuda::SingleChannelParams& prm, dim3 grid, int threads, int smem, cudaStream_t stream) {
-  cuda::launch_with_smem(cuda::single_channel_kernel<K, ST, RUN>, grid, threads, smem, stream, prm);
+void launch(const cuda::SingleChannelParams& prm, bool pairs, dim3 grid, int threads, int smem, cudaStream_t stream) {
+  if constexpr (K > 0) {
+    if (pairs)
+      return cuda::launch_with_smem(cuda::single_channel_kernel<K, ST, RUN, 2>, grid, threads, smem, stream, prm);
+  }
+  cuda::launch_with_smem(cuda::single_channel_kernel<K, ST, RUN, 1>, grid, threads, smem, stream, prm);
 }
 
 // The window in registers needs a square 1/3/5/7 filter, stride_h 1 or 2 and dil_h 1; K = 0 reads
 // the strip for every tap.
 template <int RUN>
-void launch_run(const Problem& pr, const cuda::SingleChannelParams& prm, dim3 grid, int threads, int smem,
+void launch_run(const Problem& pr, const cuda::SingleChannelParams& prm, bool pairs, dim3 grid, int threads, int smem,
                 cudaStream_t stream) {
   const bool window = pr.dil_h == 1 && (pr.stride_h == 1 || pr.stride_h == 2);
   cuda::filter_size_switch(window ? pr.r : 0, pr.s, [&](auto k) {
     constexpr int K = decltype(k)::value;
     if constexpr (K == 0)
-      launch<0, 0, RUN>(prm, grid, threads, smem, stream);
+      launch<0, 0, RUN>(prm, false, grid, threads, smem, stream);
     else if (pr.stride_h == 1)
-      launch<K, 1, RUN>(prm, grid, threads, smem, stream);
+      launch<K, 1, RUN>(prm, pairs, grid, threads, smem, stream);
     else
-      launch<K, 2, RUN>(prm, grid, threads, smem, stream);
+      launch<K, 2, RUN>(prm, pairs, grid, threads, smem, stream);
   });
 }
 
@@ -59,12 +65,14 @@ void single_channel_forward(const Plan& plan, const float* x, const float* w, fl
   const int threads = single_channel_threads(pr, t.block_filters, t.block_rows);
   const dim3 grid(gx, gy, static_cast<unsigned>(z));
   const auto s = static_cast<cudaStream_t>(stream);
+  // Note [single-channel column pairs]: 8-byte stores also need an 8-byte-aligned y.
+  const bool pairs = single_channel_column_pairs(pr, plan.y_desc()) && reinterpret_cast<uintptr_t>(y) % 8 == 0;
   if (run == 4)
-    launch_run<4>(pr, prm, grid, threads, smem, s);
+    launch_run<4>(pr, prm, pairs, grid, threads, smem, s);
   else if (run == 2)
-    launch_run<2>(pr, prm, grid, threads, smem, s);
+    launch_run<2>(pr, prm, pairs, grid, threads, smem, s);
   else
-    launch_run<1>(pr, prm, grid, threads, smem, s);
+    launch_run<1>(pr, prm, pairs, grid, threads, smem, s);
 }
 
 }  // namespace mconv::detail::cuda_backend

@@ -70,26 +70,27 @@ Algorithm choose_algorithm(const Problem& p, const TensorDesc& x, std::vector<st
     return Algorithm::DirectBlock;
   }
   // Single channel with many filters (C/G = 1): the paper's division and its kernel, each thread's
-  // run of outputs walking the block's filters (Note [single-channel runs]). Graph-timed on the H100
-  // (single_channel suite, fifth session) it beat the better of direct_block and implicit_precomp
-  // on 14 of 18 layers: 3x3 by 1.06-1.7x, 1x1 from 224x224 up by 1.3-1.5x, 5x5 by 1.05-2.1x. Where
-  // it lost:
-  //  - 1x1 on fewer than 20000 outputs per filter: the GEMM (28x28: 3.0 vs 3.6 us; 56x56: 4.2 vs
-  //    4.6; 112x112 a tie);
-  //  - runs of one row with 5x5 or larger filters: every output reloads its R*S taps
-  //    (single_h112_m128_k5: 10.2 us vs the GEMM's 8.7).
+  // run of outputs walking the block's filters (Note [single-channel runs], [single-channel column
+  // pairs]). Graph-timed on the H100 (single_channel suite, fifth session) it beat the better of
+  // direct_block and implicit_precomp on 16 of 18 layers: 1x1 from 112x112 up by 1.1-1.5x, 3x3 by
+  // 1.0-1.7x, 5x5 by 1.1-2.2x. Where it lost:
+  //  - 1x1 on fewer than 10000 outputs per filter: the GEMM (28x28: 3.0 vs 3.9 us; 56x56 a tie);
+  //  - runs of one row with 5x5 or larger filters and no column pairs: every output reloads its R*S
+  //    taps (single_h112_m128_k5 before column pairs: 10.2 us vs the GEMM's 8.7).
   if (p.c_per_group() == 1) {
     const int64_t outputs = p.n * p.p() * p.q();
-    if (p.r * p.s == 1 && outputs < 20000) {
+    if (p.r * p.s == 1 && outputs < 10000) {
       why.push_back("algorithm implicit_precomp: single channel 1x1 on N*P*Q = " + std::to_string(outputs) +
-                    " < 20000 outputs per filter (the GEMM measured faster)");
+                    " < 10000 outputs per filter (the GEMM measured faster)");
       return Algorithm::ImplicitPrecomp;
     }
     std::vector<std::string> scratch;
     try {
       const auto div = plan_single_channel(p, planning_hardware_model(scratch), scratch);
       const int run = single_channel_run(div.rows_per_block);
-      if (run == 1 && p.r * p.s >= 25) {
+      // y's layout is not known here: x's stands for it (they match in every suite).
+      const bool pairs = single_channel_column_pairs(p, x);
+      if (run == 1 && !pairs && p.r * p.s >= 25) {
         why.push_back(
             "algorithm implicit_precomp: single channel, but the division gives 1-row blocks and each of "
             "their outputs would reload its " +
@@ -97,7 +98,8 @@ Algorithm choose_algorithm(const Problem& p, const TensorDesc& x, std::vector<st
         return Algorithm::ImplicitPrecomp;
       }
       why.push_back("algorithm single_channel: C/G = 1, K/G = " + std::to_string(p.k_per_group()) + ", runs of " +
-                    std::to_string(run) + " rows over " + std::to_string(div.filters_per_block) +
+                    std::to_string(run) + " rows" + (pairs ? " x 2 columns" : "") + " over " +
+                    std::to_string(div.filters_per_block) +
                     " filters per block (measured faster than direct_block and the GEMM there)");
       return Algorithm::SingleChannel;
     } catch (const Error& e) {

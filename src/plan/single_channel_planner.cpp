@@ -49,6 +49,11 @@ int64_t single_channel_smem_bytes(const Problem& p, int64_t filters, int64_t out
   return (filter_floats + bias_floats + strip_floats) * 4;
 }
 
+bool single_channel_column_pairs(const Problem& p, const TensorDesc& y) {
+  const auto& ys = y.strides;
+  return ys[3] == 1 && ys[2] % 2 == 0 && ys[1] % 2 == 0 && ys[0] % 2 == 0 && p.stride_w == 1 && p.dil_w == 1;
+}
+
 int single_channel_threads(const Problem& p, int64_t filters, int64_t out_rows) {
   const int64_t runs = ceil_div(out_rows, single_channel_run(out_rows)) * p.q();
   const int64_t lanes = ceil_div(filters, kSingleChannelFiltersPerThread);

@@ -48,6 +48,17 @@ int64_t single_channel_strip_rows(const Problem& p, int64_t out_rows);
 // FMAs, R row reads of its taps (16 bytes at a time, the same address for the whole warp) and `run`
 // stores, each coalesced across the warp's neighbouring columns. The outputs stream out filter by
 // filter; no output is staged. Filter rows are padded to a multiple of 4 floats for the 16-byte reads.
+// Note [single-channel column pairs]
+// Where y's rows allow 8-byte stores (packed rows, even strides) and the window is contiguous
+// (stride_w 1, dil_w 1), a run is 2 columns wide: each filter's taps then serve twice the outputs,
+// the window grows by one column only, and a warp's row store is one 8-byte store per lane (256
+// bytes). On the H100 (single_channel suite, forced) it was faster on 15 of 18 layers:
+// single_h1024_m32_k3 84.7 -> 68.3 us, h112_m128_k5 8.7 -> 7.3, h224_m64_k3 8.6 -> 7.8 (within
+// 4% on the other three).
+/// Whether y's layout and the problem allow column pairs (the launcher also asks for an 8-byte
+/// aligned y).
+bool single_channel_column_pairs(const Problem& p, const TensorDesc& y);
+
 /// Rows of a run: the longest of 4, 2, 1 that idles at most a quarter of the block's computed rows.
 int single_channel_run(int64_t rows_per_block);
 /// Floats of one strip row in shared memory: its columns rounded up to 4 (16-byte copies).
