@@ -2,9 +2,10 @@
 // src/plan/single_channel_planner.hpp: block (strip, filter chunk, image x group) copies a strip of
 // rows_per_block output rows' worth of input (all columns, halo and padding included), its
 // filters_per_block filters and their bias values into shared memory once; then each thread takes
-// a vertical run of output rows in one column and walks the filters with it (Note [single-channel
-// runs] in the planner). With a square 1/3/5/7 filter, stride_h 1 or 2 and dil_h 1 the run's input
-// window lives in registers (K > 0); any other shape reads the strip for every tap (K = 0).
+// a run of output rows in one column, or two (Note [single-channel column pairs]), and walks the
+// filters with it (Note [single-channel runs] in the planner). With a square 1/3/5/7 filter,
+// stride_h 1 or 2 and dil_h 1 the run's input window lives in registers (K > 0); any other shape
+// reads the strip for every tap (K = 0).
 //
 // Threads map to (filter lane, run): run index = (run row, column), consecutive threads take
 // consecutive columns so every store of a warp is contiguous. When the block has fewer runs than
