@@ -1,6 +1,7 @@
 // The static switch over filter sizes shared by the direct kernel families: square 1, 3, 5 and 7
 // filters get kernels with the size as a template constant (their loops unroll fully); every other
-// size runs the generic kernel instantiated with 0 ("size at run time").
+// size runs the generic kernel instantiated with 0 ("size at run time"). The single-channel
+// families also take the row stride (1 or 2) as a constant.
 #pragma once
 
 #include <type_traits>
@@ -22,6 +23,20 @@ void filter_size_switch(long long r, long long s, F&& f) {
     default:
       return f(std::integral_constant<int, 0>{});
   }
+}
+
+/// The same, with the row stride as a second constant: f(K, ST) with ST = 1 when stride_h == 1,
+/// else 2 (the kernels with a size constant run strides 1 and 2 only), and ST = 0 when K = 0.
+template <class F>
+void filter_size_stride_switch(long long r, long long s, long long stride_h, F&& f) {
+  filter_size_switch(r, s, [&](auto k) {
+    if constexpr (decltype(k)::value == 0)
+      f(k, std::integral_constant<int, 0>{});
+    else if (stride_h == 1)
+      f(k, std::integral_constant<int, 1>{});
+    else
+      f(k, std::integral_constant<int, 2>{});
+  });
 }
 
 }  // namespace mconv::cuda

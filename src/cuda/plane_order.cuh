@@ -32,4 +32,22 @@ __device__ __forceinline__ void plane_coords(const PlaneOrder& o, unsigned plane
   c = o.inner_is_c ? inner : outer;
 }
 
+/// Where chunk `chunk` of a plane stream lies: blocks of `planes_per` planes by bands of `rows_per`
+/// output rows, `bands` bands per plane block. Its first plane, planes, first output row and rows.
+struct PlaneBand {
+  unsigned g0;
+  int nplanes, oy0, out_rows;
+};
+__device__ __forceinline__ PlaneBand plane_band(const PlaneOrder& o, const FastDivmod& bands, int chunk, int planes_per,
+                                                int rows_per, int P) {
+  unsigned plane_block, band;
+  bands.divmod(chunk, plane_block, band);
+  PlaneBand b;
+  b.g0 = plane_block * planes_per;
+  b.nplanes = min(planes_per, o.planes - static_cast<int>(b.g0));
+  b.oy0 = band * rows_per;
+  b.out_rows = min(rows_per, P - b.oy0);
+  return b;
+}
+
 }  // namespace mconv::cuda

@@ -42,9 +42,8 @@ using ::mconv::detail::kPlaneBulkStages;
 
 /// Where chunk `chunk` lies: its planes, output rows, the contiguous range of x it reads and the
 /// contiguous range of y it writes.
-struct BulkChunk {
-  unsigned g0;
-  int nplanes, oy0, out_rows, iy_lo, iy_hi, count;  // input rows [iy_lo, iy_hi) are in the copy
+struct BulkChunk : PlaneBand {
+  int iy_lo, iy_hi, count;  // input rows [iy_lo, iy_hi) are in the copy
   const float* src;
   int off;  // src's float offset from a 16-byte boundary: src[i] lands at buf[off + i], so the
             // aligned middle of the range lands on 16-byte boundaries of shared memory
@@ -54,13 +53,8 @@ struct BulkChunk {
 
 template <int K, int ST>
 __device__ __forceinline__ BulkChunk bulk_chunk(const PlaneBulkParams& prm, int chunk) {
-  unsigned plane_block, band;
-  prm.bands.divmod(chunk, plane_block, band);
   BulkChunk c;
-  c.g0 = plane_block * prm.planes_per_chunk;
-  c.nplanes = min(prm.planes_per_chunk, prm.planes - static_cast<int>(c.g0));
-  c.oy0 = band * prm.rows_per_chunk;
-  c.out_rows = min(prm.rows_per_chunk, prm.P - c.oy0);
+  static_cast<PlaneBand&>(c) = plane_band(prm, prm.bands, chunk, prm.planes_per_chunk, prm.rows_per_chunk, prm.P);
   c.iy_lo = 0;
   c.iy_hi = prm.H;
   c.count = c.nplanes * prm.H * prm.W;  // whole planes

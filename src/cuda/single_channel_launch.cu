@@ -27,14 +27,8 @@ template <int RUN>
 void launch_run(const Problem& pr, const cuda::SingleChannelParams& prm, bool pairs, dim3 grid, int threads, int smem,
                 cudaStream_t stream) {
   const bool window = pr.dil_h == 1 && (pr.stride_h == 1 || pr.stride_h == 2);
-  cuda::filter_size_switch(window ? pr.r : 0, pr.s, [&](auto k) {
-    constexpr int K = decltype(k)::value;
-    if constexpr (K == 0)
-      launch<0, 0, RUN>(prm, false, grid, threads, smem, stream);
-    else if (pr.stride_h == 1)
-      launch<K, 1, RUN>(prm, pairs, grid, threads, smem, stream);
-    else
-      launch<K, 2, RUN>(prm, pairs, grid, threads, smem, stream);
+  cuda::filter_size_stride_switch(window ? pr.r : 0, pr.s, pr.stride_h, [&](auto k, auto st) {
+    launch<decltype(k)::value, decltype(st)::value, RUN>(prm, pairs, grid, threads, smem, stream);
   });
 }
 

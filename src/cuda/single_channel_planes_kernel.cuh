@@ -36,20 +36,14 @@ struct PlaneStreamParams : ConvGeometry, PlaneOrder {
 };
 
 /// Where chunk `chunk` lies: its first plane, planes, first output row and rows, and the input rows it copies.
-struct PlaneChunk {
-  unsigned g0;
-  int nplanes, oy0, out_rows, iy0, ih_lo, copy_rows;
+struct PlaneChunk : PlaneBand {
+  int iy0, ih_lo, copy_rows;
 };
 
 template <int SH>
 __device__ __forceinline__ PlaneChunk plane_chunk(const PlaneStreamParams& prm, int chunk) {
-  unsigned plane_block, band;
-  prm.bands.divmod(chunk, plane_block, band);
   PlaneChunk c;
-  c.g0 = plane_block * prm.planes_per_block;
-  c.nplanes = min(prm.planes_per_block, prm.planes - static_cast<int>(c.g0));
-  c.oy0 = band * prm.rows_per_block;
-  c.out_rows = min(prm.rows_per_block, prm.P - c.oy0);
+  static_cast<PlaneBand&>(c) = plane_band(prm, prm.bands, chunk, prm.planes_per_block, prm.rows_per_block, prm.P);
   c.iy0 = c.oy0 * SH - prm.pad_h;  // input row of shared row 0
   c.ih_lo = max(c.iy0, 0);
   c.copy_rows = max(min(c.iy0 + prm.smem_rows, prm.H) - c.ih_lo, 0);
