@@ -131,10 +131,17 @@ struct BulkItem {
 #pragma unroll
     for (int r = 0; r < K; ++r)
 #pragma unroll
-      for (int s = 0; s < K; ++s) {
-        const int fr = prm.flip ? K - 1 - r : r, fs = prm.flip ? K - 1 - s : s;
-        wr[r * K + s] = __ldg(w + fr * prm.w_sr + fs * prm.w_ss);
+      for (int s = 0; s < K; ++s) wr[r * K + s] = __ldg(w + r * prm.w_sr + s * prm.w_ss);
+    // A true convolution turns the filter both ways: the taps in reverse order. Swapping registers
+    // once costs less than a flipped address per tap.
+    if (prm.flip) {
+#pragma unroll
+      for (int i = 0; i < K * K / 2; ++i) {
+        const float t = wr[i];
+        wr[i] = wr[K * K - 1 - i];
+        wr[K * K - 1 - i] = t;
       }
+    }
   }
 
   /// For each input row of the run, the SPAN input values of the segment (0 outside the map) added
@@ -208,6 +215,7 @@ __device__ __forceinline__ constexpr int plane_bulk_stage_floats(int buffer_floa
 template <int K, int ST, int SEG, int RUN, int THREADS, int MIN_BLOCKS>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kernel(const PlaneBulkParams prm) {
   static_assert((SEG - 1) * ST + K <= kPlaneBulkGuard, "the slack must cover a segment's reads");
+  static_assert(kPlaneBulkGuard / 4 <= THREADS, "one float4 of the zero row per thread");
   constexpr int G = kPlaneBulkGuard;
   // [zeros G][stage 0][stage 1], a stage = [slack G][inputs][slack G][outputs]
   extern __shared__ __align__(16) float smem[];
@@ -217,20 +225,21 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kerne
   auto stage = [&](int s) { return smem + G + s * stage_floats + G; };
   auto outputs = [&](int s) { return stage(s) + (prm.buffer_floats + 3) / 4 * 4 + G; };
 
-  // Zeros everywhere first: the zero row, and slack whose reads are discarded but never uninitialised.
-  float4* s4 = reinterpret_cast<float4*>(smem);
-  for (int i = threadIdx.x; i < (G + kPlaneBulkStages * stage_floats) / 4; i += THREADS)
-    s4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+  const int chunks = static_cast<int>(prm.chunks), step = static_cast<int>(gridDim.x);
+  // The first chunks' copies go out before anything else: most blocks of a small layer have one
+  // chunk, and the copy is their critical path. Thread 0 initialises the barriers it then counts on.
   if (threadIdx.x == 0)
     for (int s = 0; s < kPlaneBulkStages; ++s) detail::mbarrier_init(&landed[s]);
-  __syncthreads();  // zeros written and barriers initialised before any copy lands
-  const int chunks = static_cast<int>(prm.chunks), step = static_cast<int>(gridDim.x);
   for (int s = 0; s < kPlaneBulkStages; ++s) {
     const int chunk = blockIdx.x + s * step;
     if (chunk < chunks && threadIdx.x < 7) start_chunk_copy(bulk_chunk<K, ST>(prm, chunk), stage(s), &landed[s]);
   }
+  // Only the zero row needs zeros: reads of the slack and of the alignment floats around a chunk are
+  // columns outside their row, which the compute replaces by 0 (a select, so not even a NaN left in
+  // shared memory gets through). Zeroing both stages whole delayed every block's first copy.
+  if (threadIdx.x < G / 4) reinterpret_cast<float4*>(smem)[threadIdx.x] = make_float4(0.f, 0.f, 0.f, 0.f);
   detail::cp_async_wait<0>();
-  __syncthreads();  // the ends of the first chunks are visible
+  __syncthreads();  // the zero row, the barriers' initialisation and the first chunks' ends are visible
 
   const int segs = static_cast<int>(prm.segments.divisor);
   int k = 0;
@@ -257,7 +266,8 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kerne
       if (next < chunks) start_chunk_copy(bulk_chunk<K, ST>(prm, next), stage(s), &landed[s]);
     }
   }
-  if (threadIdx.x == 0) detail::bulk_wait<0>();  // shared memory stays until the last store has read it
+  // Shared memory stays until the last store has read it; the writes themselves complete with the grid.
+  if (threadIdx.x == 0) detail::bulk_wait_read<0>();
 }
 
 }  // namespace mconv::cuda
