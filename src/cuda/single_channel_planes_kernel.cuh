@@ -2,8 +2,8 @@
 // src/plan/single_channel_planner.hpp): for groups of one channel and one filter (depthwise,
 // multiplier 1). The work is a list of chunks: several whole planes (small maps) or a band of output
 // rows of one plane (large maps), one block each:
-//   1. the block zeroes its shared memory, then copies the chunk's input rows and filters in with
-//      cp.async, 16 bytes at a time when rows allow. The copies walk the rows as one flat range, so a
+//   1. the block copies the chunk's input rows and filters in with cp.async, 16 bytes at a time
+//      when rows allow, and zeroes the padding around them meanwhile. The copies walk the rows as one flat range, so a
 //      warp reads contiguous memory even when a row is 7 floats long. (A resident wave walking the
 //      chunks with two buffers measured 1.0-1.5x slower on the H100: see bench/NOTES.md.)
 //   2. padding is the zeros left in shared memory, so the compute reads without predicates (the
@@ -12,6 +12,8 @@
 //      each of the run's input rows once and adds it into every output of the run that uses it, with
 //      the plane's filter in registers.
 #pragma once
+
+#include <type_traits>
 
 #include "conv_geometry.cuh"
 #include "cp_async.cuh"
@@ -141,6 +143,26 @@ __device__ __forceinline__ void copy_filters(const PlaneStreamParams& prm, const
   }
 }
 
+/// Zeroes what the compute reads and the copies do not write in chunk `c`'s planes: the shared rows
+/// outside the copied input rows, and the padding columns left and right of the input in the others.
+/// The copies write none of it, so both go on at once and one barrier covers them.
+template <int VW, int THREADS>
+__device__ __forceinline__ void zero_padding(const PlaneStreamParams& prm, const PlaneChunk& c, float* buf) {
+  const int first = c.ih_lo - c.iy0, last = first + c.copy_rows;  // shared rows the copies fill
+  const int rows = prm.smem_rows, pitch = prm.pitch, right = prm.lpad + prm.W;
+  // With 16-byte copies lpad, W and the pitch are multiples of 4, so the margins are float4s.
+  using Vec = typename std::conditional<VW == 4, float4, float>::type;
+  const Vec zero{};
+  for (int e = threadIdx.x; e < c.nplanes * rows; e += THREADS) {
+    const int pl = e / rows, r = e - pl * rows;
+    Vec* row = reinterpret_cast<Vec*>(buf + pl * prm.plane_floats + r * pitch);
+    const bool whole = r < first || r >= last;
+    for (int i = 0; i < (whole ? pitch : prm.lpad) / VW; ++i) row[i] = zero;
+    if (!whole)
+      for (int i = right / VW; i < pitch / VW; ++i) row[i] = zero;
+  }
+}
+
 /// Every output of planes [pl0, pl0 + count) of chunk `c` from `buf`, through the epilogue into y.
 /// (Items of 2 columns as well as RUN rows measured 1.2-1.4x slower on the H100: neighbouring lanes
 /// then read shared memory 2 or 4 banks apart, and small planes have half the items for 256 threads.)
@@ -204,15 +226,15 @@ __device__ __forceinline__ void compute_planes(const PlaneStreamParams& prm, con
 template <int K, int RUN, int SH, int VW, int THREADS, int MIN_BLOCKS>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_planes_kernel(const PlaneStreamParams prm) {
   extern __shared__ __align__(16) float smem[];
-  float4* s4 = reinterpret_cast<float4*>(smem);
-  for (int i = threadIdx.x; i < prm.buffer_floats / 4; i += THREADS) s4[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-  __syncthreads();  // the zeros land before the copies overwrite the interior
   // (Copying and computing the planes in two halves, the first computing while the second is in
   // flight, measured 1.1-1.2x slower on the 7x7/14x14 layers: twice the barriers, same item passes.)
   const PlaneChunk c = plane_chunk<SH>(prm, blockIdx.x);
   copy_filters<K, THREADS>(prm, c, smem);
   copy_planes<VW, THREADS>(prm, c, smem, 0, c.nplanes);
   detail::cp_async_commit();
+  // The padding is zeroed while the copies are in flight (zeroing the whole buffer first delayed
+  // every copy by the zero fill).
+  zero_padding<VW, THREADS>(prm, c, smem);
   detail::cp_async_wait<0>();
   __syncthreads();
   compute_planes<K, RUN, SH, THREADS>(prm, c, smem, 0, c.nplanes);
