@@ -3,9 +3,10 @@
 // multiplier 1). The work is a list of chunks: several whole planes (small maps) or a band of output
 // rows of one plane (large maps), one block each:
 //   1. the block copies the chunk's input rows and filters in with cp.async, 16 bytes at a time
-//      when rows allow, and zeroes the padding around them meanwhile. The copies walk the rows as one flat range, so a
-//      warp reads contiguous memory even when a row is 7 floats long. (A resident wave walking the
-//      chunks with two buffers measured 1.0-1.5x slower on the H100: see bench/NOTES.md.)
+//      when rows allow, and zeroes the padding around them meanwhile. The copies walk the rows as
+//      one flat range, so a warp reads contiguous memory even when a row is 7 floats long. (A
+//      resident wave walking the chunks with two buffers measured 1.0-1.5x slower on the H100: see
+//      bench/NOTES.md.)
 //   2. padding is the zeros left in shared memory, so the compute reads without predicates (the
 //      row pitch and plane stride come from the plan: Note [plane stream banks]);
 //   3. each thread computes a vertical run of RUN (plane_stream_run) outputs of one column: it loads
