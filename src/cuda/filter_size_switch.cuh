@@ -6,6 +6,8 @@
 
 #include <type_traits>
 
+#include "mconv/types.hpp"
+
 namespace mconv::cuda {
 
 /// Calls `f(std::integral_constant<int, K>{})` with K = r when r == s is 1, 3, 5 or 7, else K = 0.
@@ -36,6 +38,18 @@ void filter_size_stride_switch(long long r, long long s, long long stride_h, F&&
       f(k, std::integral_constant<int, 1>{});
     else
       f(k, std::integral_constant<int, 2>{});
+  });
+}
+
+/// The plane streams' switch: only the size-constant kernels exist, so f(K, ST) for square 1, 3, 5,
+/// 7 filters, and an Unsupported error for any other size (their planner refuses those first).
+template <class F>
+void plane_stream_switch(long long r, long long s, long long stride_h, F&& f) {
+  filter_size_stride_switch(r, s, stride_h, [&](auto k, auto st) {
+    if constexpr (decltype(k)::value == 0)
+      throw Error(Status::Unsupported, "filter: the plane stream runs square 1, 3, 5, 7 filters");
+    else
+      f(k, st);
   });
 }
 

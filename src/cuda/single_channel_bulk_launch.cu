@@ -52,12 +52,9 @@ void single_channel_bulk_forward(const Plan& plan, const float* x, const float* 
   prm.chunks = static_cast<int>(blocks);  // the planner keeps it below 2^31
   const int smem = static_cast<int>(plane_bulk_smem_bytes(floats));
   const auto s = static_cast<cudaStream_t>(stream);
-  cuda::filter_size_stride_switch(pr.r, pr.s, pr.stride_h, [&](auto k, auto st) {
+  cuda::plane_stream_switch(pr.r, pr.s, pr.stride_h, [&](auto k, auto st) {
     constexpr int K = decltype(k)::value, ST = decltype(st)::value;
-    if constexpr (K == 0)
-      throw Error(Status::Unsupported, "filter: the plane stream runs square 1, 3, 5, 7 filters");  // planner refuses
-    else
-      launch<K, ST>(prm, t.block_cols, smem, s);
+    launch<K, ST>(prm, t.block_cols, smem, s);
   });
 }
 

@@ -63,12 +63,9 @@ void single_channel_planes_forward(const Plan& plan, const float* x, const float
   prm.lpad = layout.lpad;
   const int smem = prm.buffer_floats * 4;
   const auto s = static_cast<cudaStream_t>(stream);
-  cuda::filter_size_stride_switch(pr.r, pr.s, pr.stride_h, [&](auto k, auto st) {
+  cuda::plane_stream_switch(pr.r, pr.s, pr.stride_h, [&](auto k, auto st) {
     constexpr int K = decltype(k)::value, ST = decltype(st)::value;
-    if constexpr (K == 0)
-      throw Error(Status::Unsupported, "filter: the plane stream runs square 1, 3, 5, 7 filters");  // planner refuses
-    else
-      launch<K, ST>(prm, run, vec4, smem, s);
+    launch<K, ST>(prm, run, vec4, smem, s);
   });
 }
 
