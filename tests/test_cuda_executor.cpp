@@ -217,10 +217,10 @@ TEST_F(CudaExecutor, SingleChannelExactAndFloat) {
 }
 
 // The paper division's kernel (Note [single-channel runs]) on every variant it instantiates: runs of
-// 1, 2 and 4 rows, 1x1-7x7 at stride_h 1 and 2 with the window in registers, the generic path
-// (dilation, stride 3, non-square filters), more filters than threads, several filter lanes on
-// small maps, rows wider than a block's threads, runs of 1 and 2 columns (Note [single-channel column
-// pairs]), multiplier-2 groups, every layout, alpha/beta, bias and ReLU.
+// 1, 2 and 4 rows (Note [single-channel run length]), 1x1-7x7 at stride_h 1 and 2 with the window in registers, the
+// generic path (dilation, stride 3, non-square filters), more filters than threads, several filter lanes on small maps,
+// rows wider than a block's threads, runs of 1 and 2 columns (Note [single-channel column pairs]), multiplier-2 groups,
+// every layout, alpha/beta, bias and ReLU.
 TEST_F(CudaExecutor, SingleChannelRunsEveryVariant) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 13);
@@ -240,7 +240,8 @@ TEST_F(CudaExecutor, SingleChannelRunsEveryVariant) {
                                 {make(1, 1, 40, 700, 6, 3, 3, 1)},
                                 {make(2, 1, 30, 150, 40, 5, 5, 2, 2)},
                                 {make(1, 1, 200, 130, 64, 3, 3, 1)},
-                                {make(1, 1, 1056, 140, 8, 3, 3, 1)}};
+                                {make(1, 1, 1056, 140, 8, 3, 3, 1)},
+                                {make(1, 1, 1040, 48, 8, 5, 5, 2)}};
   std::set<int> runs;
   std::set<bool> pairs;  // Note [single-channel column pairs]: both run widths
   PlanOptions o;
@@ -255,7 +256,7 @@ TEST_F(CudaExecutor, SingleChannelRunsEveryVariant) {
       c.relu = l != 1;
       auto plan = engine.plan(c.p, c.p.x_desc(c.xl), c.p.w_desc(c.wl), c.p.y_desc(c.yl), o);
       ASSERT_EQ(plan->tile().name.rfind("single_channel_m", 0), 0u) << c.name() << ": " << plan->tile().name;
-      runs.insert(detail::single_channel_run(plan->tile().block_rows));
+      runs.insert(detail::single_channel_run(c.p, plan->tile().block_filters, plan->tile().block_rows));
       pairs.insert(detail::single_channel_column_pairs(c.p, c.p.y_desc(c.yl)));
       run_case(engine, c, g, true, "", 0, Algorithm::SingleChannel);
       run_case(engine, c, g, false, "", 0, Algorithm::SingleChannel);

@@ -131,16 +131,23 @@ TEST(SingleChannelPlanner, SmallMapsTakeTheVsFallback) {
       std::any_of(why.begin(), why.end(), [](const std::string& w) { return w.find("V_s") != std::string::npos; }));
 }
 
-// Note [single-channel runs]: the longest run that idles at most a quarter of the computed rows,
-// and a D that is the kernel's own layout (whole runs, padded filter rows, bias values).
+// Note [single-channel runs]: the longest run that idles at most a quarter of the computed rows, up
+// to the measured limit of Note [single-channel run length]; and a D that is the kernel's own layout
+// (whole runs, padded filter rows, bias values).
 TEST(SingleChannelPlanner, RunsIdleAtMostAQuarterOfTheRows) {
-  EXPECT_EQ(detail::single_channel_run(8), 4);
-  EXPECT_EQ(detail::single_channel_run(26), 4);  // 28 rows computed for 26
-  EXPECT_EQ(detail::single_channel_run(9), 2);   // 4 runs of 4 would compute 12
-  EXPECT_EQ(detail::single_channel_run(2), 2);
-  EXPECT_EQ(detail::single_channel_run(3), 1);
-  EXPECT_EQ(detail::single_channel_run(1), 1);
-  const Problem p = make(1, 1, 30, 20, 10, 5, 5, 2);  // strip 24 columns, filter rows padded to 8
+  const Problem k5 = make(1, 1, 64, 64, 8, 5, 5), k3 = make(1, 1, 64, 64, 8, 3, 3), k7 = make(1, 1, 64, 64, 8, 7, 7);
+  EXPECT_EQ(detail::single_channel_run(k5, 2, 8), 4);
+  EXPECT_EQ(detail::single_channel_run(k5, 2, 26), 4);  // 28 rows computed for 26
+  EXPECT_EQ(detail::single_channel_run(k5, 2, 9), 2);   // 4 runs of 4 would compute 12
+  EXPECT_EQ(detail::single_channel_run(k5, 2, 2), 2);
+  EXPECT_EQ(detail::single_channel_run(k5, 2, 3), 1);
+  EXPECT_EQ(detail::single_channel_run(k5, 2, 1), 1);
+  EXPECT_EQ(detail::single_channel_run(k5, 32, 8), 2);  // 32 filters x 8 rows: at most 2
+  EXPECT_EQ(detail::single_channel_run(k7, 32, 8), 4);  // measured only up to 5x5
+  EXPECT_EQ(detail::single_channel_run(k3, 2, 26), 2);  // 3x3: at most 2
+  EXPECT_EQ(detail::single_channel_run(k3, 32, 4), 2);
+  EXPECT_EQ(detail::single_channel_run(k3, 32, 8), 1);  // and 1 in blocks of 32 x 8
+  const Problem p = make(1, 1, 30, 20, 10, 5, 5, 2);    // strip 24 columns, filter rows padded to 8
   EXPECT_EQ(detail::single_channel_filter_pitch(p), 8);
   // 9 output rows: runs of 2, so 10 rows computed from 14 input rows.
   EXPECT_EQ(detail::single_channel_smem_bytes(p, 10, 9), (10 * 5 * 8 + 12 + 14 * 24) * 4);

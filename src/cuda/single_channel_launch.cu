@@ -43,7 +43,7 @@ void single_channel_forward(const Plan& plan, const float* x, const float* w, fl
   cuda::SingleChannelParams prm{cuda::conv_geometry(plan, x, w, y, e)};
   prm.filters_per_block = t.block_filters;
   prm.rows_per_block = t.block_rows;
-  const int run = single_channel_run(t.block_rows);
+  const int run = single_channel_run(pr, t.block_filters, t.block_rows);
   // Note [single-channel runs]: the strip covers whole runs; the planner's D is this layout.
   prm.strip_rows = static_cast<int>(single_channel_strip_rows(pr, (t.block_rows + run - 1) / run * run));
   prm.strip_cols = static_cast<int>(single_channel_strip_cols(pr));

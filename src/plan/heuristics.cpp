@@ -87,7 +87,7 @@ Algorithm choose_algorithm(const Problem& p, const TensorDesc& x, std::vector<st
     std::vector<std::string> scratch;
     try {
       const auto div = plan_single_channel(p, planning_hardware_model(scratch), scratch);
-      const int run = single_channel_run(div.rows_per_block);
+      const int run = single_channel_run(p, div.filters_per_block, div.rows_per_block);
       // y's layout is not known here: x's stands for it (they match in every suite).
       const bool pairs = single_channel_column_pairs(p, x);
       if (run == 1 && !pairs && p.r * p.s >= 25) {

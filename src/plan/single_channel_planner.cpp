@@ -26,9 +26,16 @@ int64_t single_channel_strip_rows(const Problem& p, int64_t out_rows) {
   return (out_rows - 1) * p.stride_h + (p.r - 1) * p.dil_h + 1;
 }
 
-int single_channel_run(int64_t rows_per_block) {
+int single_channel_longest_run(const Problem& p, int64_t filters_per_block, int64_t rows_per_block) {
+  const int64_t taps = p.r * p.s;
+  const int longest = taps <= 9 ? 2 : 4;
+  return taps <= 25 && filters_per_block >= 32 && rows_per_block >= 8 ? longest / 2 : longest;
+}
+
+int single_channel_run(const Problem& p, int64_t filters_per_block, int64_t rows_per_block) {
+  const int longest = single_channel_longest_run(p, filters_per_block, rows_per_block);
   for (int run : {4, 2})
-    if (ceil_div(rows_per_block, run) * run * 4 <= rows_per_block * 5) return run;
+    if (run <= longest && ceil_div(rows_per_block, run) * run * 4 <= rows_per_block * 5) return run;
   return 1;
 }
 
@@ -41,7 +48,7 @@ int64_t single_channel_filter_pitch(const Problem& p) {
 }
 
 int64_t single_channel_smem_bytes(const Problem& p, int64_t filters, int64_t out_rows) {
-  const int64_t run = single_channel_run(out_rows);
+  const int64_t run = single_channel_run(p, filters, out_rows);
   const int64_t filter_floats = filters * p.r * single_channel_filter_pitch(p);
   const int64_t bias_floats = (filters + 3) / 4 * 4;
   const int64_t strip_floats =
@@ -55,7 +62,7 @@ bool single_channel_column_pairs(const Problem& p, const TensorDesc& y) {
 }
 
 int single_channel_threads(const Problem& p, int64_t filters, int64_t out_rows) {
-  const int64_t runs = ceil_div(out_rows, single_channel_run(out_rows)) * p.q();
+  const int64_t runs = ceil_div(out_rows, single_channel_run(p, filters, out_rows)) * p.q();
   const int64_t lanes = ceil_div(filters, kSingleChannelFiltersPerThread);
   return int(std::clamp<int64_t>(ceil_div(runs * lanes, 32) * 32, 64, kSingleChannelMaxThreads));
 }
@@ -135,8 +142,8 @@ SingleChannelDivision plan_single_channel(const Problem& p, const HardwareModel&
       << " B";
     why.push_back(v.str());
   }
-  why.back() += "; runs of " + std::to_string(single_channel_run(best.rows_per_block)) + " rows, " +
-                std::to_string(single_channel_threads(p, best.filters_per_block, best.rows_per_block)) +
+  why.back() += "; runs of " + std::to_string(single_channel_run(p, best.filters_per_block, best.rows_per_block)) +
+                " rows, " + std::to_string(single_channel_threads(p, best.filters_per_block, best.rows_per_block)) +
                 " threads per block";
   return best;
 }

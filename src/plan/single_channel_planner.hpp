@@ -55,12 +55,29 @@ int64_t single_channel_strip_rows(const Problem& p, int64_t out_rows);
 // bytes). On the H100 (single_channel suite, forced) it was faster on 15 of 18 layers:
 // single_h1024_m32_k3 84.7 -> 68.3 us, h112_m128_k5 8.7 -> 7.3, h224_m64_k3 8.6 -> 7.8 (within
 // 4% on the other three).
+// Note [single-channel run length]
+// Longer runs load fewer taps per FMA, but on the H100 they often lost (single_channel suite, forced,
+// graph-timed, us, with runs of at most 4 / 2 / 1 rows; blocks of filters x rows):
+//   3x3: h28 (4 x 26) 4.0 / 3.8 / 3.9, h56 (2 x 54) 5.5 / 5.3 / 6.0, h512 (32 x 4) 15.3 / 14.4 / 15.1,
+//        h1024 (32 x 8) 68.1 / 63.5 / 57.3
+//   5x5: h28 (4 x 24) 3.8 / 3.8 / 4.1, h56 (2 x 52) 5.7 / 6.4 / 7.6, h512 (32 x 4) 15.6 / 16.1 / 19.6,
+//        h1024 (32 x 8) 66.6 / 61.6 / 67.4
+//   1x1: h512 (32 x 4) 14.0 / 13.7 / 13.5, h1024 (32 x 8) 47.0 / 47.0 / 46.9
+// (the other layers' blocks have 1 or 2 rows). So filters of up to 9 taps take runs of at most 2
+// rows, larger ones 4, and blocks of 32+ filters x 8+ rows (the 1024x1024 maps) half that up to 25
+// taps. ncu on h1024 3x3 counted the same L2 store requests for every run length; why the shorter
+// runs store faster there is not known, so the rule holds only what was measured.
 /// Whether y's layout and the problem allow column pairs (the launcher also asks for an 8-byte
 /// aligned y).
 bool single_channel_column_pairs(const Problem& p, const TensorDesc& y);
 
-/// Rows of a run: the longest of 4, 2, 1 that idles at most a quarter of the block's computed rows.
-int single_channel_run(int64_t rows_per_block);
+/// The longest run the kernel takes for `p` in blocks of `filters_per_block` x `rows_per_block`
+/// (Note [single-channel run length]): 2 rows for filters of at most 9 taps, 4 for larger ones, and
+/// half that for up to 25 taps in blocks of 32 or more filters and 8 or more rows.
+int single_channel_longest_run(const Problem& p, int64_t filters_per_block, int64_t rows_per_block);
+/// Rows of a run: the longest of 4, 2, 1 up to single_channel_longest_run that idles at most a
+/// quarter of the block's computed rows.
+int single_channel_run(const Problem& p, int64_t filters_per_block, int64_t rows_per_block);
 /// Floats of one strip row in shared memory: its columns rounded up to 4 (16-byte copies).
 int64_t single_channel_strip_pitch(const Problem& p);
 /// Floats of one filter row in shared memory: S rounded up to 4.
