@@ -65,8 +65,9 @@ int64_t single_channel_strip_rows(const Problem& p, int64_t out_rows);
 //   1x1: h512 (32 x 4) 14.0 / 13.7 / 13.5, h1024 (32 x 8) 47.0 / 47.0 / 46.9
 // (the other layers' blocks have 1 or 2 rows). So filters of up to 9 taps take runs of at most 2
 // rows, larger ones 4, and blocks of 32+ filters x 8+ rows (the 1024x1024 maps) half that up to 25
-// taps. ncu on h1024 3x3 counted the same L2 store requests for every run length; why the shorter
-// runs store faster there is not known, so the rule holds only what was measured.
+// taps. ncu on h1024 3x3 with runs of 4 showed the warps waiting on long scoreboard for 38% of their
+// cycles, at ~1 L2 store request per 10 cycles per SM; why the shorter runs store faster there was
+// not measured, so the rule holds only what was measured.
 /// Whether y's layout and the problem allow column pairs (the launcher also asks for an 8-byte
 /// aligned y).
 bool single_channel_column_pairs(const Problem& p, const TensorDesc& y);
