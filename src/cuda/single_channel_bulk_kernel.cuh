@@ -204,11 +204,6 @@ struct BulkItem {
   }
 };
 
-/// Floats of one stage: slack, the chunk's inputs, slack, the chunk's outputs.
-__device__ __forceinline__ constexpr int plane_bulk_stage_floats(int buffer_floats, int out_floats) {
-  return kPlaneBulkGuard + (buffer_floats + 3) / 4 * 4 + kPlaneBulkGuard + (out_floats + 3) / 4 * 4;
-}
-
 /// K: square filter size; ST: stride (both directions); SEG x RUN: outputs per thread item (RUN rows
 /// of a segment of SEG columns); MIN_BLOCKS: resident blocks per SM the register allocation must allow. A block walks
 /// chunks blockIdx.x, + gridDim.x, ... through kPlaneBulkStages buffers.
@@ -221,7 +216,8 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kerne
   extern __shared__ __align__(16) float smem[];
   __shared__ uint64_t landed[kPlaneBulkStages];
   const float* zeros = smem;
-  const int stage_floats = plane_bulk_stage_floats(prm.buffer_floats, prm.out_floats);
+  const int stage_floats =
+      static_cast<int>(::mconv::detail::plane_bulk_stage_floats(prm.buffer_floats, prm.out_floats));
   auto stage = [&](int s) { return smem + G + s * stage_floats + G; };
   auto outputs = [&](int s) { return stage(s) + (prm.buffer_floats + 3) / 4 * 4 + G; };
 

@@ -318,8 +318,7 @@ PlaneBulkChunkFloats plane_bulk_chunk_floats(const Problem& p, int64_t planes, i
 }
 
 int64_t plane_bulk_smem_bytes(const PlaneBulkChunkFloats& f) {
-  auto round4 = [](int64_t v) { return (v + 3) / 4 * 4; };
-  return (kPlaneBulkGuard + kPlaneBulkStages * (2 * kPlaneBulkGuard + round4(f.in) + round4(f.out))) * 4;
+  return (kPlaneBulkGuard + kPlaneBulkStages * plane_bulk_stage_floats(f.in, f.out)) * 4;
 }
 
 bool plane_bulk_preferred(const Problem& p) {

@@ -208,6 +208,11 @@ struct PlaneBulkChunkFloats {
   int64_t in = 0, out = 0;
 };
 PlaneBulkChunkFloats plane_bulk_chunk_floats(const Problem& p, int64_t planes, int64_t rows);
+/// Floats of one stage of a block's shared memory, [slack, inputs, slack, outputs], each part a
+/// multiple of 4 floats. The one definition of the layout's size: the kernel steps its stages by it.
+constexpr int64_t plane_bulk_stage_floats(int64_t in, int64_t out) {
+  return kPlaneBulkGuard + (in + 3) / 4 * 4 + kPlaneBulkGuard + (out + 3) / 4 * 4;
+}
 /// Shared memory of a block: the zero row, kPlaneBulkStages stages of [slack, inputs, slack, outputs].
 int64_t plane_bulk_smem_bytes(const PlaneBulkChunkFloats& f);
 
