@@ -373,6 +373,39 @@ TEST_F(CudaExecutor, SingleChannelBulkPlaneStream) {
   }
 }
 
+// The bulk plane stream's resident wave with more chunks than blocks: 1-2 chunks per block (the
+// second stage's copy issued late, after the first chunk lands) and 3-4 per block (both stages
+// reused, the barriers' parity flipping), sized from the device's SMs. The kernel holds at most
+// plane_bulk_resident_blocks(3) blocks per SM, so these counts bound the grid from below.
+TEST_F(CudaExecutor, SingleChannelBulkPlaneStreamSeveralChunksPerBlock) {
+  int device = 0, sms = 0;
+  CUDA_OK(cudaGetDevice(&device));
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int64_t most_blocks = int64_t(sms) * detail::plane_bulk_resident_blocks(3);
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 17);
+  for (const double per_block : {1.5, 3.5}) {
+    for (int l = 0; l < 2; ++l) {
+      // 7x7 maps, 32 planes per chunk (7 output rows in runs of 2, 1 segment: 128 items). 999
+      // channels per image (groups are at most 65535) leave a short last chunk.
+      const int64_t images = int64_t(per_block * double(most_blocks) * 32 / 999) + 1, planes = images * 999;
+      Case c{make(images, 999, 7, 7, 999, 3, 3, 1, 1, 1, 999)};
+      c.x_offset = 1 + l;  // head and tail copies on every chunk
+      c.bias = l == 1;
+      c.relu = l == 1;
+      if (l == 1) c.xl = c.wl = c.yl = Layout::CNHW;
+      PlanOptions o;
+      o.algorithm = Algorithm::SingleChannel;
+      auto plan = engine.plan(c.p, c.p.x_desc(c.xl), c.p.w_desc(c.wl), c.p.y_desc(c.yl), o);
+      ASSERT_EQ(plan->tile().name, detail::kPlaneBulkTile) << c.name();
+      const int64_t chunks = (planes + plan->tile().block_planes - 1) / plan->tile().block_planes;
+      EXPECT_GT(chunks, int64_t(per_block) * most_blocks) << c.name();
+      if (per_block < 2) EXPECT_LT(chunks, 2 * most_blocks) << c.name();
+      run_case(engine, c, g, true, detail::kPlaneBulkTile, 0, Algorithm::SingleChannel);
+    }
+  }
+}
+
 TEST_F(CudaExecutor, StrideFixedEdgeCasesAndRandom) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 11);

@@ -2,6 +2,7 @@
 // in x's memory order, so that consecutive planes of a chunk are neighbours in memory.
 #pragma once
 
+#include "../plan/single_channel_planner.hpp"
 #include "fast_divmod.cuh"
 #include "mconv/plan.hpp"
 
@@ -16,10 +17,9 @@ struct PlaneOrder {
 /// The plane order of `plan`'s x (host side, once per launch).
 inline PlaneOrder plane_order(const Plan& plan) {
   const Problem& pr = plan.problem();
-  const auto& xs = plan.x_desc().strides;
   PlaneOrder o;
   o.planes = static_cast<int>(pr.n * pr.groups);
-  o.inner_is_c = xs[1] <= xs[0];  // consecutive planes of a block adjacent in memory
+  o.inner_is_c = ::mconv::detail::planes_channel_inner(plan.x_desc());
   o.inner = FastDivmod(static_cast<unsigned>(o.inner_is_c ? pr.groups : pr.n));
   return o;
 }

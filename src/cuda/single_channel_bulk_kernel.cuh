@@ -34,6 +34,7 @@ struct PlaneBulkParams : ConvGeometry, PlaneOrder {
   int buffer_floats;      // room for one chunk's inputs: its floats + 3 (alignment)
   int out_floats;         // room for one chunk's outputs: its floats + 3
   int chunks;             // ceil(planes / planes_per_chunk) * bands
+  bool late_second_copy;  // chunks < 2 x blocks: a block's second copy waits for its first to land
 };
 
 // The shared-memory layout's constants come from the planner, which sizes it.
@@ -225,11 +226,15 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kerne
   // The first chunks' copies go out before any other work: most blocks of a small layer have one
   // chunk, and the copy is their critical path. (Issued by thread 0 right after its own
   // initialisation, without this barrier, compute-sanitizer's racecheck reports the init and the
-  // arrive as a hazard.)
+  // arrive as a hazard.) The copies of an SM's blocks land one after another, so where some blocks
+  // have no second chunk, the second chunks are copied once their block's first has landed: every
+  // block's first copy is then ahead of them in the queue.
+  static_assert(kPlaneBulkStages == 2, "the late copy is the second stage's");
   if (threadIdx.x == 0)
     for (int s = 0; s < kPlaneBulkStages; ++s) detail::mbarrier_init(&landed[s]);
   __syncthreads();
-  for (int s = 0; s < kPlaneBulkStages; ++s) {
+  const int early_stages = prm.late_second_copy ? 1 : kPlaneBulkStages;
+  for (int s = 0; s < early_stages; ++s) {
     const int chunk = blockIdx.x + s * step;
     if (chunk < chunks && threadIdx.x < 7) start_chunk_copy(bulk_chunk<K, ST>(prm, chunk), stage(s), &landed[s]);
   }
@@ -250,6 +255,8 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kerne
     BulkItem<K, ST, SEG, RUN> item;
     if (it < items) item.start(prm, c, it);  // the filter loads overlap the copy
     detail::mbarrier_wait(&landed[s], (k / kPlaneBulkStages) & 1);
+    if (k == 0 && early_stages == 1 && threadIdx.x < 7 && chunk + step < chunks)  // the late copy
+      start_chunk_copy(bulk_chunk<K, ST>(prm, chunk + step), stage(1), &landed[1]);
     while (it < items) {
       item.compute(prm, c, stage(s), zeros, outputs(s));
       it += THREADS;
@@ -260,7 +267,9 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kerne
     if (threadIdx.x == 0) detail::bulk_wait_read<0>();  // the other stage's outputs are out of shared memory
     __syncthreads();        // stage s's inputs are free, its outputs complete; those ends are visible
     if (threadIdx.x < 7) {  // the copies are the first warp's: the others go straight on
-      store_chunk_outputs(c, outputs(s));
+      // (Located again rather than kept: c's copy fields, live across the items, made the stride-2
+      // variants spill.)
+      store_chunk_outputs(bulk_chunk<K, ST>(prm, chunk), outputs(s));
       const int next = chunk + kPlaneBulkStages * step;
       if (next < chunks) start_chunk_copy(bulk_chunk<K, ST>(prm, next), stage(s), &landed[s]);
     }

@@ -12,7 +12,7 @@ namespace mconv::detail::cuda_backend {
 namespace {
 
 template <int K, int ST, int SEG>
-void launch_chunks(const cuda::PlaneBulkParams& prm, int smem, cudaStream_t stream) {
+void launch_chunks(cuda::PlaneBulkParams prm, int smem, cudaStream_t stream) {
   constexpr int T = kPlaneStreamThreads, resident = plane_bulk_resident_blocks(K);
   const auto kernel = cuda::single_channel_bulk_kernel<K, ST, SEG, plane_bulk_run(K, ST), T, resident>;
   // One resident wave walks the chunks: as many blocks as the SMs hold at once (registers, threads,
@@ -23,6 +23,9 @@ void launch_chunks(const cuda::PlaneBulkParams& prm, int smem, cudaStream_t stre
   MCONV_CUDA_CHECK(cudaDeviceGetAttribute(&smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
   const int per_sm = std::max(1, std::min(resident, smem_per_sm / (smem + 1024 + 16)));
   const int grid = std::min(prm.chunks, sms * per_sm);
+  // Where not every block has a second chunk, those copies go after every first one (measured on the
+  // H100: 384 x 14x14 maps, 1.45 chunks per block, 10.0 -> 9.6 us; at 2.9 chunks per block 1-2% slower).
+  prm.late_second_copy = prm.chunks < 2 * grid;
   cuda::launch_with_smem(kernel, dim3(static_cast<unsigned>(grid)), T, smem, stream, prm);
 }
 

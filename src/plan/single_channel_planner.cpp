@@ -305,7 +305,7 @@ namespace {
 bool planes_packed(const Problem& p, const TensorDesc& t, int64_t rows, int64_t cols) {
   const auto& st = t.strides;
   if (st[3] != 1 || st[2] != cols) return false;
-  const bool inner_is_c = st[1] <= st[0];
+  const bool inner_is_c = planes_channel_inner(t);
   const int64_t inner = inner_is_c ? st[1] : st[0], outer = inner_is_c ? st[0] : st[1];
   return inner == rows * cols && outer == inner * (inner_is_c ? p.groups : p.n);
 }
@@ -358,7 +358,7 @@ PlaneBulkDivision plan_plane_bulk(const Problem& p, const TensorDesc& x, const T
   };
   // Whole planes need both tensors' planes packed, in the same order (one range of x, one of y).
   const bool packed = planes_packed(p, x, p.h, p.w) && planes_packed(p, y, p.p(), p.q()) &&
-                      (x.strides[1] <= x.strides[0]) == (y.strides[1] <= y.strides[0]);
+                      planes_channel_inner(x) == planes_channel_inner(y);
   auto candidates = [&](int64_t limit) {
     std::vector<Candidate> cands;
     auto consider = [&](int64_t pb, int64_t rows) {

@@ -123,6 +123,13 @@ constexpr int plane_stream_resident_blocks(int64_t filter) {
   return filter <= 3 ? 12 : filter == 5 ? 8 : 4;
 }
 
+/// The order the plane streams number a depthwise layer's N*G planes in: x's memory order, so that a
+/// chunk's consecutive planes are neighbours. True: channels inner (plane = n * G + c, NCHW-like);
+/// false: images inner (plane = c * N + n, CNHW-like).
+inline bool planes_channel_inner(const TensorDesc& t) {
+  return t.strides[1] <= t.strides[0];
+}
+
 /// Shared-memory layout of one plane of a plane-stream block: `rows` input rows (halo and zero
 /// padding rows included) of `pitch` floats, planes `plane` floats apart; input column 0 sits at
 /// column `lpad` (a multiple of 4, so 16-byte copies land aligned), the zero columns around it are
@@ -169,11 +176,12 @@ PlaneStreamDivision plan_plane_stream(const Problem& p, const TensorDesc& x, con
 // copy of the next chunk overlap the wait for this one.
 inline constexpr char kPlaneBulkTile[] = "single_channel_bulk";
 
-/// Resident blocks per SM the bulk kernel's registers allow (its launch bounds): 48 registers for
-/// 3x3 (runs of 2 x 7 outputs at stride 1, 15 columns per input row at stride 2; 64 registers at
-/// stride 2 measured 0-4% slower on the H100).
+/// Resident blocks per SM the bulk kernel's registers allow (its launch bounds). 3x3: 64 registers
+/// (8 blocks), which is also what shared memory holds of the chunks the planner picks for them; at
+/// 48 registers (10 blocks) runs of 2 x 7 outputs spilled, and MobileNet's stride-1 layers ran 1-4%
+/// slower on the H100. 1x1: 48 registers.
 constexpr int plane_bulk_resident_blocks(int64_t filter) {
-  return filter <= 3 ? 10 : plane_stream_resident_blocks(filter);
+  return filter <= 1 ? 10 : filter == 3 ? 8 : plane_stream_resident_blocks(filter);
 }
 
 /// Output rows of one thread item (a run sharing its input rows): 2 for 1x1 and 3x3 filters at
