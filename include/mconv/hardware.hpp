@@ -8,6 +8,10 @@
 
 namespace mconv {
 
+/// Shared memory the CUDA runtime keeps for itself in every resident block (sm_80 and later): a
+/// block using B bytes takes B + this from its SM.
+inline constexpr int64_t kRuntimeSmemPerBlock = 1024;
+
 struct HardwareModel {
   // Reported by the runtime.
   std::string name, uuid;

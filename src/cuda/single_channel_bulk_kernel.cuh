@@ -216,6 +216,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kerne
   // [zeros G][stage 0][stage 1], a stage = [slack G][inputs][slack G][outputs]
   extern __shared__ __align__(16) float smem[];
   __shared__ uint64_t landed[kPlaneBulkStages];
+  static_assert(sizeof(landed) == ::mconv::detail::kPlaneBulkBarrierBytes, "the planner counts these bytes");
   const float* zeros = smem;
   const int stage_floats =
       static_cast<int>(::mconv::detail::plane_bulk_stage_floats(prm.buffer_floats, prm.out_floats));

@@ -233,8 +233,7 @@ PlaneStreamDivision plan_plane_stream(const Problem& p, const TensorDesc& x, con
   const int64_t planes = p.n * p.groups, P = p.p();
   const int blocks_per_sm =
       std::max(1, std::min(hw.max_threads_per_sm / kPlaneStreamThreads, plane_stream_resident_blocks(p.r)));
-  // sm_90 keeps 1 KB of every block's shared memory for the runtime.
-  const int64_t budget = hw.smem_per_sm / blocks_per_sm - 1024;
+  const int64_t budget = hw.smem_per_sm / blocks_per_sm - kRuntimeSmemPerBlock;
   const double th_row = double(p.r * p.s * p.q());  // FMAs of one output row of one plane
   PlaneStreamDivision d;
   d.th_target = hw.n_fma() / blocks_per_sm;
@@ -346,9 +345,9 @@ PlaneBulkDivision plan_plane_bulk(const Problem& p, const TensorDesc& x, const T
   const int64_t planes = p.n * p.groups, P = p.p(), row_items = ceil_div(p.q(), d.segment);
   const int64_t run = plane_bulk_run(p.r, p.stride_h);
   const int max_blocks = std::max(1, std::min(hw.max_threads_per_sm / int(T), plane_bulk_resident_blocks(p.r)));
-  // A block's shared memory, with the 16 bytes of its barriers.
+  // A block's shared memory, with its barriers.
   auto bytes_of = [&](int64_t pb, int64_t rows) {
-    return plane_bulk_smem_bytes(plane_bulk_chunk_floats(p, pb, rows)) + 16;
+    return plane_bulk_smem_bytes(plane_bulk_chunk_floats(p, pb, rows)) + kPlaneBulkBarrierBytes;
   };
   // Candidates: pb whole planes (packed x only), or bands of `rows` output rows of one plane. fill
   // = the items of the whole problem over the thread slots of the passes its chunks run.
@@ -377,7 +376,9 @@ PlaneBulkDivision plan_plane_bulk(const Problem& p, const TensorDesc& x, const T
   // The most resident blocks (down to half the registers' limit) at which some chunk fills 85% of
   // its passes, the smallest such chunk; else the best fill at the registers' limit (stride 2 reads
   // 4x the bytes per item, so its chunks outgrow a twelfth of the SM's shared memory first).
-  auto share = [&](int blocks) { return std::min(hw.smem_per_sm / blocks - 1024, hw.smem_per_block_optin); };
+  auto share = [&](int blocks) {
+    return std::min(hw.smem_per_sm / blocks - kRuntimeSmemPerBlock, hw.smem_per_block_optin);
+  };
   std::vector<Candidate> cands;
   const Candidate* best = nullptr;
   int blocks_per_sm = max_blocks;

@@ -209,6 +209,8 @@ struct PlaneBulkDivision {
 inline constexpr int kPlaneBulkGuard = 32;
 /// Chunks in flight per block: the copy of the next chunk lands while the block computes this one.
 inline constexpr int kPlaneBulkStages = 2;
+/// The kernel's static shared memory beside its dynamic layout: one 8-byte mbarrier per stage.
+inline constexpr int64_t kPlaneBulkBarrierBytes = 8 * kPlaneBulkStages;
 
 /// Floats a chunk of `planes` whole planes or of a band of `rows` output rows reads (its rows of x,
 /// inside the map) and writes, each + 3 for the 16-byte alignment of its bulk copy.

@@ -62,8 +62,7 @@ StrideFixedDivision plan_stride_fixed(const Problem& p, const HardwareModel& hw,
   while (seg > 1 && seg / 2 >= cg) seg /= 2;  // no empty channels in the only round
   const int64_t per_sm = hw.smem_per_sm > 0 ? hw.smem_per_sm : 228 * 1024;
   const int64_t optin = hw.smem_per_block_optin > 0 ? hw.smem_per_block_optin : 227 * 1024;
-  const int64_t budget =
-      std::min(per_sm / kStrideFixedResidentBlocks - 1024, optin);  // 1 KB per block is the runtime's
+  const int64_t budget = std::min(per_sm / kStrideFixedResidentBlocks - kRuntimeSmemPerBlock, optin);
   while (seg > 1 && 2 * d.layout.round_floats(p, seg) * 4 > budget) seg /= 2;
   d.segment_channels = seg;
   d.smem_bytes = 2 * d.layout.round_floats(p, seg) * 4;
