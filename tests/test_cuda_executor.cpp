@@ -316,7 +316,8 @@ TEST_F(CudaExecutor, SingleChannelPlaneStream) {
 // The bulk plane stream (Note [plane bulk]): whole packed planes and bands, segments of 7 and of 4
 // (partial at the row's end), strides 1 and 2 with odd and even W, padding wider than the halo, no
 // padding, 1x1 to 7x7, rows wider than 4 passes of the block, x 0-3 floats past a 16-byte boundary
-// (head and tail copies), the CNHW plane order, y in another plane order, beta, bias and ReLU.
+// (head and tail copies; at stride 2 with W even, paired reads where x is 8-byte aligned and 4-byte
+// reads where it is not), the CNHW plane order, y in another plane order, beta, bias and ReLU.
 TEST_F(CudaExecutor, SingleChannelBulkPlaneStream) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 13);

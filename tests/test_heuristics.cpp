@@ -245,9 +245,13 @@ TEST(PlaneBulkPlanner, FillsTheBlocksOfMobileNetLayers) {
   // Rows whose width 7 does not divide take segments of 4 when that idles fewer outputs.
   EXPECT_EQ(detail::plane_bulk_segment(make(1, 4, 16, 16, 4, 3, 3, 1, 1, 1, 4)), 4);
   EXPECT_EQ(detail::plane_bulk_segment(make(1, 4, 14, 14, 4, 3, 3, 1, 1, 1, 4)), 7);
-  // Stride 2 keeps the plane stream on maps wider than 7 outputs (measured faster there).
+  // Stride 2 takes the bulk kernel up to 7 outputs wide, and up to 14 where W is even (paired
+  // reads); wider maps keep the plane stream (measured faster there).
   EXPECT_TRUE(detail::plane_bulk_preferred(make(32, 576, 14, 14, 576, 3, 3, 1, 2, 1, 576)));
-  EXPECT_FALSE(detail::plane_bulk_preferred(make(32, 192, 28, 28, 192, 3, 3, 1, 2, 1, 192)));
+  EXPECT_TRUE(detail::plane_bulk_preferred(make(32, 192, 28, 28, 192, 3, 3, 1, 2, 1, 192)));
+  EXPECT_FALSE(detail::plane_bulk_preferred(make(32, 192, 27, 27, 192, 3, 3, 1, 2, 1, 192)));  // 14 wide, W odd
+  EXPECT_TRUE(detail::plane_bulk_preferred(make(32, 192, 13, 13, 192, 3, 3, 1, 2, 1, 192)));   // 7 wide
+  EXPECT_FALSE(detail::plane_bulk_preferred(make(32, 144, 56, 56, 144, 3, 3, 1, 2, 1, 144)));
   EXPECT_TRUE(detail::plane_bulk_preferred(make(32, 32, 112, 112, 32, 3, 3, 1, 1, 1, 32)));
 }
 

@@ -128,38 +128,37 @@ struct BulkItem {
     q0 = static_cast<int>(seg) * SEG;
     unsigned n;
     plane_coords(prm, c.g0 + p, n, ch);
+    // A true convolution turns the filter both ways: its taps are read from the last, stepping
+    // backwards. (Swapping the loaded registers instead made every item wait for its filter before it
+    // waited for its chunk: ncu on the H100 sampled the most stalls there after the chunk wait.)
     const float* w = prm.w + ch * prm.w_sk;
+    long long sr = prm.w_sr, ss = prm.w_ss;
+    if (prm.flip) {
+      w += (K - 1) * (sr + ss);
+      sr = -sr;
+      ss = -ss;
+    }
 #pragma unroll
     for (int r = 0; r < K; ++r)
 #pragma unroll
-      for (int s = 0; s < K; ++s) wr[r * K + s] = __ldg(w + r * prm.w_sr + s * prm.w_ss);
-    // A true convolution turns the filter both ways: the taps in reverse order. Swapping registers
-    // once costs less than a flipped address per tap.
-    if (prm.flip) {
-#pragma unroll
-      for (int i = 0; i < K * K / 2; ++i) {
-        const float t = wr[i];
-        wr[i] = wr[K * K - 1 - i];
-        wr[K * K - 1 - i] = t;
-      }
-    }
+      for (int s = 0; s < K; ++s) wr[r * K + s] = __ldg(w + r * sr + s * ss);
   }
 
   /// For each input row of the run, the SPAN input values of the segment (0 outside the map) added
-  /// into every output that uses them; then the epilogue into the chunk's output buffer `out`.
-  __device__ __forceinline__ void compute(const PlaneBulkParams& prm, const BulkChunk& c, const float* buf,
-                                          const float* zeros, float* out) const {
+  /// into `acc` for every output that uses them. PAIRS: the values are read as 8-byte pairs from the
+  /// even column at or before the first (D = 1 when that first column is odd), so `row` - D must be
+  /// 8-byte aligned (Note [bulk stride-2 pairs] in src/plan/single_channel_planner.hpp).
+  template <bool PAIRS, int D>
+  __device__ __forceinline__ void accumulate(const PlaneBulkParams& prm, const BulkChunk& c, const float* buf,
+                                             const float* zeros, float (&acc)[RUN][SEG]) const {
     constexpr int SPAN = (SEG - 1) * ST + K, ROWS = (RUN - 1) * ST + K;
-    const int ix0 = q0 * ST - prm.pad_w;  // input column of the segment's first read
+    constexpr int READ = PAIRS ? (SPAN + D + 1) / 2 * 2 : SPAN;  // floats read per row, from column -D
+    static_assert(READ <= kPlaneBulkGuard, "the zero row and the slack cover a row's reads");
+    const int ix0 = q0 * ST - prm.pad_w;  // input column of the segment's first value
     bool col_in[SPAN];
 #pragma unroll
     for (int t = 0; t < SPAN; ++t) col_in[t] = static_cast<unsigned>(ix0 + t) < static_cast<unsigned>(prm.W);
-    const float* plane = buf + c.off + pl * prm.H * prm.W + ix0;
-    float acc[RUN][SEG];
-#pragma unroll
-    for (int u = 0; u < RUN; ++u)
-#pragma unroll
-      for (int j = 0; j < SEG; ++j) acc[u][j] = 0.0f;
+    const float* plane = buf + c.off + pl * prm.H * prm.W + ix0 - D;
 #pragma unroll
     for (int i = 0; i < ROWS; ++i) {
       // Rows outside the chunk's copy (outside the map, or under a run row past the chunk's last)
@@ -168,9 +167,20 @@ struct BulkItem {
       const float* row = static_cast<unsigned>(iy - c.iy_lo) < static_cast<unsigned>(c.iy_hi - c.iy_lo)
                              ? plane + (iy - c.iy_lo) * prm.W
                              : zeros;
+      float got[READ];
+#pragma unroll
+      for (int t = 0; t < READ; t += PAIRS ? 2 : 1) {
+        if constexpr (PAIRS) {
+          const float2 two = *reinterpret_cast<const float2*>(row + t);
+          got[t] = two.x;
+          got[t + 1] = two.y;
+        } else {
+          got[t] = row[t];
+        }
+      }
 #pragma unroll
       for (int t = 0; t < SPAN; ++t) {
-        const float v = col_in[t] ? row[t] : 0.0f;
+        const float v = col_in[t] ? got[t + D] : 0.0f;
 #pragma unroll
         for (int u = 0; u < RUN; ++u) {
           const int r = i - u * ST;  // filter row that input row i meets for run row u
@@ -183,6 +193,27 @@ struct BulkItem {
         }
       }
     }
+  }
+
+  /// The item's outputs (accumulate), then the epilogue into the chunk's output buffer `out`.
+  __device__ __forceinline__ void compute(const PlaneBulkParams& prm, const BulkChunk& c, const float* buf,
+                                          const float* zeros, float* out) const {
+    float acc[RUN][SEG];
+#pragma unroll
+    for (int u = 0; u < RUN; ++u)
+#pragma unroll
+      for (int j = 0; j < SEG; ++j) acc[u][j] = 0.0f;
+    // Stride 2 reads pairs where every row starts on an even float: W even and the chunk's copy
+    // placed at an even offset (its source 8-byte aligned), the same for every item of the chunk.
+    bool pairs = false;
+    if constexpr (ST == 2) {
+      pairs = (prm.W & 1) == 0 && (c.off & 1) == 0;
+      if (pairs && (prm.pad_w & 1))  // the first column q0 * 2 - pad_w is odd for every segment
+        accumulate<true, 1>(prm, c, buf, zeros, acc);
+      else if (pairs)
+        accumulate<true, 0>(prm, c, buf, zeros, acc);
+    }
+    if (!pairs) accumulate<false, 0>(prm, c, buf, zeros, acc);
     const float bias = prm.bias ? __ldg(prm.bias + ch) : 0.0f;
     const int end_row = c.oy0 + c.out_rows;
 #pragma unroll

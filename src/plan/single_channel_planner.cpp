@@ -321,7 +321,7 @@ int64_t plane_bulk_smem_bytes(const PlaneBulkChunkFloats& f) {
 }
 
 bool plane_bulk_preferred(const Problem& p) {
-  return p.stride_h == 1 || p.q() <= 7;
+  return p.stride_h == 1 || p.q() <= 7 || (p.stride_h == 2 && p.q() <= 14 && p.w % 2 == 0);
 }
 
 std::string plane_bulk_unsupported(const Problem& p, const TensorDesc& x, const TensorDesc& y) {

@@ -226,10 +226,19 @@ constexpr int64_t plane_bulk_stage_floats(int64_t in, int64_t out) {
 /// Shared memory of a block: the zero row, kPlaneBulkStages stages of [slack, inputs, slack, outputs].
 int64_t plane_bulk_smem_bytes(const PlaneBulkChunkFloats& f);
 
-/// Whether the planner takes the bulk variant over the plane stream where both run: at stride 1,
-/// and at stride 2 on output maps at most 7 wide. Wider stride-2 maps ran 1.03-1.10x faster on the
-/// plane stream (H100, MobileNetV2's layers): a bulk item's lanes read shared memory 14 floats apart
-/// there (2-way bank conflicts), while the plane stream's column runs read neighbouring floats.
+/// Whether the planner takes the bulk variant over the plane stream where both run: at stride 1; at
+/// stride 2 on output maps at most 7 wide, and at most 14 wide where W is even (the reads go in
+/// pairs there, Note [bulk stride-2 pairs]). Wider stride-2 maps ran faster on the plane stream
+/// (H100, MobileNetV2, with the pairs): 56x56 outputs 75.5 us bulk against 70.0, 28x28 even.
+///
+/// Note [bulk stride-2 pairs]
+/// A stride-2 item reads 15 floats per input row (7 outputs) and lanes start 14 floats apart, so a
+/// warp's 4-byte reads fell on 16 banks (2-way conflicts; 4-way on 14x14 maps, whose rows and
+/// planes are multiples of 4 floats). Where every row of a chunk starts on an even float (W even,
+/// x's chunk 8-byte aligned), the item reads 8-byte pairs from the even column at or before its
+/// first: 8 reads instead of 15, and a half-warp's pairs fill the 32 banks. On the H100:
+/// c576_h14_s2 10.4 -> 9.8 us, and c192_h28_s2 moved from the plane stream (12.9) to the bulk
+/// kernel (12.3). An odd start falls back to 4-byte reads, per chunk (the same for all its items).
 bool plane_bulk_preferred(const Problem& p);
 
 /// Empty when the bulk variant runs `p` with tensors x and y; otherwise the reason it does not.
