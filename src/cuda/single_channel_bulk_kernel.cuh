@@ -5,7 +5,8 @@
 //   1. one thread moves it into shared memory with one bulk copy (Hopper's copy engine), unpadded,
 //      while the block's threads copy the at most 3 + 3 floats outside its 16-byte-aligned middle;
 //   2. each thread computes a segment of SEG outputs of one output row: for each filter row it
-//      reads the SPAN input values the segment needs and adds each into every output that uses it;
+//      reads the SPAN input values the segment needs and adds each into every output that uses it
+//      (at stride 2 as 8-byte pairs where the rows start on even floats);
 //   3. padding is not in shared memory: a row outside the map reads a row of zeros, and a column
 //      outside its row is replaced by 0 (a select), so there is no zero fill and no per-element
 //      index split in the copies, which were most of the plane-stream kernel's instructions.

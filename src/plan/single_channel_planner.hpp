@@ -228,8 +228,9 @@ int64_t plane_bulk_smem_bytes(const PlaneBulkChunkFloats& f);
 
 /// Whether the planner takes the bulk variant over the plane stream where both run: at stride 1; at
 /// stride 2 on output maps at most 7 wide, and at most 14 wide where W is even (the reads go in
-/// pairs there, Note [bulk stride-2 pairs]). Wider stride-2 maps ran faster on the plane stream
-/// (H100, MobileNetV2, with the pairs): 56x56 outputs 75.5 us bulk against 70.0, 28x28 even.
+/// pairs there, Note [bulk stride-2 pairs]). Wider stride-2 maps keep the plane stream (H100,
+/// MobileNetV2, bulk with pairs against the plane stream: 56x56 outputs 75.5 vs 70.0 us, 28x28
+/// within 1%).
 ///
 /// Note [bulk stride-2 pairs]
 /// A stride-2 item reads 15 floats per input row (7 outputs) and lanes start 14 floats apart, so a
