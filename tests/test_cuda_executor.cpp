@@ -314,9 +314,10 @@ TEST_F(CudaExecutor, SingleChannelPlaneStream) {
 }
 
 // The bulk plane stream (Note [plane bulk]): whole packed planes and bands, segments of 7 and of 4
-// (partial at the row's end), strides 1 and 2 with odd and even W, padding wider than the halo, no
-// padding, 1x1 to 7x7, rows wider than 4 passes of the block, x 0-3 floats past a 16-byte boundary
-// (head and tail copies; at stride 2 with W even, paired reads where x is 8-byte aligned and 4-byte
+// (partial at the row's end; rows of one segment with "same" padding, 3x3 to 7x7: Note [bulk
+// whole rows]), strides 1 and 2 with odd and even W,
+// padding wider than the halo, no padding, 1x1 to 7x7, rows wider than 4 passes of the block, x 0-3 floats past a
+// 16-byte boundary (head and tail copies; at stride 2 with W even, paired reads where x is 8-byte aligned and 4-byte
 // reads where it is not), the CNHW plane order, y in another plane order, beta, bias and ReLU.
 TEST_F(CudaExecutor, SingleChannelBulkPlaneStream) {
   Engine engine(Target::Cuda);
@@ -334,7 +335,12 @@ TEST_F(CudaExecutor, SingleChannelBulkPlaneStream) {
                                 {make(1, 1, 300, 260, 1, 3, 3, 1)},
                                 {make(1, 2, 5, 3000, 2, 3, 3, 1, 1, 1, 2)},
                                 {make(3, 5, 16, 20, 5, 3, 3, 1, 2, 1, 5)},
-                                {make(4, 96, 28, 28, 96, 3, 3, 1, 2, 1, 96)}};
+                                {make(4, 96, 28, 28, 96, 3, 3, 1, 2, 1, 96)},
+                                {make(2, 6, 7, 7, 6, 5, 5, 2, 1, 1, 6)},
+                                {make(1, 5, 7, 7, 5, 7, 7, 3, 1, 1, 5)},
+                                {make(2, 3, 4, 4, 3, 3, 3, 1, 1, 1, 3)},
+                                {make(2, 3, 9, 7, 3, 3, 3, 1, 1, 1, 3)},
+                                {make(2, 4, 28, 28, 4, 7, 7, 3, 1, 1, 4)}};
   for (size_t i = 0; i < cases.size(); ++i) {
     Case c = cases[i];
     for (int l = 0; l < 4; ++l) {

@@ -111,6 +111,14 @@ __device__ __forceinline__ void store_chunk_outputs(const BulkChunk& c, const fl
   }
 }
 
+// Note [bulk whole rows]
+// Padding is not in shared memory, so an item replaces the values of columns outside the row by 0,
+// one select per value read (9 per input row for 7 outputs of a 3x3 filter). Where a row is one
+// segment with "same" padding (stride 1, W = Q = SEG, pad_w = (K - 1) / 2: MobileNet's 7x7 maps),
+// which values lie outside is known at compile time: they are neither read nor multiplied. On the
+// H100, c960_h7_s1 7.2-7.3 -> 6.9-7.1 us. Selects kept only at a row's two ends on wider maps of
+// whole segments made c576_h14_s1 slower (13.0 -> 13.3 us) and the others no faster: not kept.
+
 /// One thread item: RUN x SEG outputs (RUN output rows of a segment of SEG columns) of one plane,
 /// and that plane's filter. The RUN rows share their input rows: (RUN - 1) * ST + K rows are read
 /// for RUN * K row reads' worth of FMAs.
@@ -148,17 +156,21 @@ struct BulkItem {
   /// For each input row of the run, the SPAN input values of the segment (0 outside the map) added
   /// into `acc` for every output that uses them. PAIRS: the values are read as 8-byte pairs from the
   /// even column at or before the first (D = 1 when that first column is odd), so `row` - D must be
-  /// 8-byte aligned (Note [bulk stride-2 pairs] in src/plan/single_channel_planner.hpp).
-  template <bool PAIRS, int D>
+  /// 8-byte aligned (Note [bulk stride-2 pairs] in src/plan/single_channel_planner.hpp). WHOLE: the
+  /// segment is the whole row with "same" padding (Note [bulk whole rows]).
+  template <bool PAIRS, int D, bool WHOLE = false>
   __device__ __forceinline__ void accumulate(const PlaneBulkParams& prm, const BulkChunk& c, const float* buf,
                                              const float* zeros, float (&acc)[RUN][SEG]) const {
     constexpr int SPAN = (SEG - 1) * ST + K, ROWS = (RUN - 1) * ST + K;
     constexpr int READ = PAIRS ? (SPAN + D + 1) / 2 * 2 : SPAN;  // floats read per row, from column -D
     static_assert(READ <= kPlaneBulkGuard, "the zero row and the slack cover a row's reads");
+    static_assert(!WHOLE || (ST == 1 && !PAIRS), "whole rows are read at stride 1, 4 bytes at a time");
+    constexpr int LEFT = (K - 1) / 2;     // WHOLE: values [LEFT, LEFT + SEG) are the row
     const int ix0 = q0 * ST - prm.pad_w;  // input column of the segment's first value
     bool col_in[SPAN];
 #pragma unroll
-    for (int t = 0; t < SPAN; ++t) col_in[t] = static_cast<unsigned>(ix0 + t) < static_cast<unsigned>(prm.W);
+    for (int t = 0; t < SPAN; ++t)
+      col_in[t] = WHOLE ? t >= LEFT && t < LEFT + SEG : static_cast<unsigned>(ix0 + t) < static_cast<unsigned>(prm.W);
     const float* plane = buf + c.off + pl * prm.H * prm.W + ix0 - D;
 #pragma unroll
     for (int i = 0; i < ROWS; ++i) {
@@ -176,12 +188,13 @@ struct BulkItem {
           got[t] = two.x;
           got[t + 1] = two.y;
         } else {
-          got[t] = row[t];
+          got[t] = WHOLE && !col_in[t] ? 0.0f : row[t];
         }
       }
 #pragma unroll
       for (int t = 0; t < SPAN; ++t) {
-        const float v = col_in[t] ? got[t + D] : 0.0f;
+        if (WHOLE && !col_in[t]) continue;
+        const float v = WHOLE || col_in[t] ? got[t + D] : 0.0f;
 #pragma unroll
         for (int u = 0; u < RUN; ++u) {
           const int r = i - u * ST;  // filter row that input row i meets for run row u
@@ -214,7 +227,14 @@ struct BulkItem {
       else if (pairs)
         accumulate<true, 0>(prm, c, buf, zeros, acc);
     }
-    if (!pairs) accumulate<false, 0>(prm, c, buf, zeros, acc);
+    if constexpr (ST == 1) {
+      if (prm.W == SEG && prm.Q == SEG && prm.pad_w == (K - 1) / 2)  // Note [bulk whole rows]
+        accumulate<false, 0, true>(prm, c, buf, zeros, acc);
+      else
+        accumulate<false, 0>(prm, c, buf, zeros, acc);
+    } else if (!pairs) {
+      accumulate<false, 0>(prm, c, buf, zeros, acc);
+    }
     const float bias = prm.bias ? __ldg(prm.bias + ch) : 0.0f;
     const int end_row = c.oy0 + c.out_rows;
 #pragma unroll
@@ -223,10 +243,17 @@ struct BulkItem {
       const int o = (pl * c.out_rows + oy + u - c.oy0) * prm.Q + q0;  // the segment's first output in the chunk
       float* dst = out + c.dst_off + o;
       if (q0 + SEG <= prm.Q && prm.beta == 0.0f) {  // the common case, without branches per output
+        // (At stride 1, one loop per ReLU setting: a ReLU inside the loop issued its max for every
+        // output, under a false predicate when there was none. At stride 2 the second loop cost spills.)
+        if (ST == 2 || prm.relu) {
 #pragma unroll
-        for (int j = 0; j < SEG; ++j) {
-          const float v = fmaf(prm.alpha, acc[u][j], bias);
-          dst[j] = prm.relu ? fmaxf(v, 0.0f) : v;
+          for (int j = 0; j < SEG; ++j) {
+            const float v = fmaf(prm.alpha, acc[u][j], bias);
+            dst[j] = prm.relu ? fmaxf(v, 0.0f) : v;
+          }
+        } else {
+#pragma unroll
+          for (int j = 0; j < SEG; ++j) dst[j] = fmaf(prm.alpha, acc[u][j], bias);
         }
       } else {
 #pragma unroll
