@@ -61,6 +61,21 @@ __device__ __forceinline__ void bulk_copy_to_global(void* gmem, const void* smem
 __device__ __forceinline__ void bulk_commit() {
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
 }
+/// An L2 policy that evicts what it touches first: for data read once.
+__device__ __forceinline__ uint64_t l2_evict_first_policy() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+/// bulk_copy_to_shared with an L2 policy for the bytes it reads.
+__device__ __forceinline__ void bulk_copy_to_shared(void* smem, const void* gmem, unsigned bytes, uint64_t* bar,
+                                                    uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::
+          "r"(smem_address(smem)),
+      "l"(gmem), "r"(bytes), "r"(smem_address(bar)), "l"(policy)
+      : "memory");
+}
 /// Waits until at most N of this thread's bulk groups still read their shared memory.
 template <int N>
 __device__ __forceinline__ void bulk_wait_read() {

@@ -78,14 +78,19 @@ __device__ __forceinline__ BulkChunk bulk_chunk(const PlaneBulkParams& prm, int 
 /// Starts the copy of chunk `c` into `buf`: thread 0 moves the 16-byte-aligned middle with one bulk
 /// copy counted on `landed`; threads 1-6 move the at most 3 + 3 floats at its ends with cp.async
 /// (the caller waits for those with cp_async_wait before its next __syncthreads()).
-__device__ __forceinline__ void start_chunk_copy(const BulkChunk& c, float* buf, uint64_t* landed) {
+__device__ __forceinline__ void start_chunk_copy(const BulkChunk& c, float* buf, uint64_t* landed, bool read_once) {
   const int head = min((4 - c.off) & 3, c.count);
   const int middle = (c.count - head) & ~3;
   const int t = threadIdx.x;
   if (t == 0) {
     detail::mbarrier_arrive_expect_bytes(landed, static_cast<unsigned>(middle) * 4);
-    if (middle > 0)
-      detail::bulk_copy_to_shared(buf + c.off + head, c.src + head, static_cast<unsigned>(middle) * 4, landed);
+    if (middle > 0) {
+      if (read_once)  // Note [bulk read-once inputs]
+        detail::bulk_copy_to_shared(buf + c.off + head, c.src + head, static_cast<unsigned>(middle) * 4, landed,
+                                    detail::l2_evict_first_policy());
+      else
+        detail::bulk_copy_to_shared(buf + c.off + head, c.src + head, static_cast<unsigned>(middle) * 4, landed);
+    }
   } else if (t < 7) {
     const int i = t < 4 ? t - 1 : head + middle + t - 4;
     if (t < 4 ? i < head : i < c.count) detail::cp_async_f32(buf + c.off + i, c.src + i, true);
@@ -265,9 +270,11 @@ struct BulkItem {
 };
 
 /// K: square filter size; ST: stride (both directions); SEG x RUN: outputs per thread item (RUN rows
-/// of a segment of SEG columns); MIN_BLOCKS: resident blocks per SM the register allocation must allow. A block walks
-/// chunks blockIdx.x, + gridDim.x, ... through kPlaneBulkStages buffers.
-template <int K, int ST, int SEG, int RUN, int THREADS, int MIN_BLOCKS>
+/// of a segment of SEG columns); MIN_BLOCKS: resident blocks per SM the register allocation must allow; READ_ONCE:
+/// chunks of whole planes, x read with an evict-first policy (Note [bulk read-once inputs]; a template constant,
+/// since a runtime flag cost the stride-2 variant 8 bytes more of spills). A block walks chunks blockIdx.x,
+/// + gridDim.x, ... through kPlaneBulkStages buffers.
+template <int K, int ST, int SEG, int RUN, int THREADS, int MIN_BLOCKS, bool READ_ONCE>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kernel(const PlaneBulkParams prm) {
   static_assert((SEG - 1) * ST + K <= kPlaneBulkGuard, "the slack must cover a segment's reads");
   static_assert(kPlaneBulkGuard / 4 <= THREADS, "one float4 of the zero row per thread");
@@ -296,7 +303,8 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kerne
   const int early_stages = prm.late_second_copy ? 1 : kPlaneBulkStages;
   for (int s = 0; s < early_stages; ++s) {
     const int chunk = blockIdx.x + s * step;
-    if (chunk < chunks && threadIdx.x < 7) start_chunk_copy(bulk_chunk<K, ST>(prm, chunk), stage(s), &landed[s]);
+    if (chunk < chunks && threadIdx.x < 7)
+      start_chunk_copy(bulk_chunk<K, ST>(prm, chunk), stage(s), &landed[s], READ_ONCE);
   }
   // Only the zero row needs zeros: reads of the slack and of the alignment floats around a chunk are
   // columns outside their row, which the compute replaces by 0 (a select, so not even a NaN left in
@@ -316,7 +324,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kerne
     if (it < items) item.start(prm, c, it);  // the filter loads overlap the copy
     detail::mbarrier_wait(&landed[s], (k / kPlaneBulkStages) & 1);
     if (k == 0 && early_stages == 1 && threadIdx.x < 7 && chunk + step < chunks)  // the late copy
-      start_chunk_copy(bulk_chunk<K, ST>(prm, chunk + step), stage(1), &landed[1]);
+      start_chunk_copy(bulk_chunk<K, ST>(prm, chunk + step), stage(1), &landed[1], READ_ONCE);
     while (it < items) {
       item.compute(prm, c, stage(s), zeros, outputs(s));
       it += THREADS;
@@ -331,7 +339,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kerne
       // variants spill.)
       store_chunk_outputs(bulk_chunk<K, ST>(prm, chunk), outputs(s));
       const int next = chunk + kPlaneBulkStages * step;
-      if (next < chunks) start_chunk_copy(bulk_chunk<K, ST>(prm, next), stage(s), &landed[s]);
+      if (next < chunks) start_chunk_copy(bulk_chunk<K, ST>(prm, next), stage(s), &landed[s], READ_ONCE);
     }
   }
   // Shared memory stays until the last store has read it; the writes themselves complete with the grid.

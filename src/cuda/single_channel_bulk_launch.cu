@@ -12,9 +12,11 @@ namespace mconv::detail::cuda_backend {
 namespace {
 
 template <int K, int ST, int SEG>
-void launch_chunks(cuda::PlaneBulkParams prm, int smem, cudaStream_t stream) {
+void launch_chunks(cuda::PlaneBulkParams prm, int smem, bool read_once, cudaStream_t stream) {
   constexpr int T = kPlaneStreamThreads, resident = plane_bulk_resident_blocks(K);
-  const auto kernel = cuda::single_channel_bulk_kernel<K, ST, SEG, plane_bulk_run(K, ST), T, resident>;
+  constexpr int RUN = plane_bulk_run(K, ST);
+  const auto kernel = read_once ? cuda::single_channel_bulk_kernel<K, ST, SEG, RUN, T, resident, true>
+                                : cuda::single_channel_bulk_kernel<K, ST, SEG, RUN, T, resident, false>;
   // One resident wave walks the chunks: as many blocks as the SMs hold at once (registers, threads,
   // shared memory with the runtime's share and the barriers), or fewer when there are fewer chunks.
   int device = 0, sms = 0, smem_per_sm = 0;
@@ -31,8 +33,9 @@ void launch_chunks(cuda::PlaneBulkParams prm, int smem, cudaStream_t stream) {
 }
 
 template <int K, int ST>
-void launch(const cuda::PlaneBulkParams& prm, int segment, int smem, cudaStream_t stream) {
-  segment == 7 ? launch_chunks<K, ST, 7>(prm, smem, stream) : launch_chunks<K, ST, 4>(prm, smem, stream);
+void launch(const cuda::PlaneBulkParams& prm, int segment, int smem, bool read_once, cudaStream_t stream) {
+  segment == 7 ? launch_chunks<K, ST, 7>(prm, smem, read_once, stream)
+               : launch_chunks<K, ST, 4>(prm, smem, read_once, stream);
 }
 
 }  // namespace
@@ -56,9 +59,11 @@ void single_channel_bulk_forward(const Plan& plan, const float* x, const float* 
   prm.chunks = static_cast<int>(blocks);  // the planner keeps it below 2^31
   const int smem = static_cast<int>(plane_bulk_smem_bytes(floats));
   const auto s = static_cast<cudaStream_t>(stream);
+  // Whole planes: no input row is shared between chunks (Note [bulk read-once inputs]).
+  const bool read_once = t.block_planes > 1 || t.block_rows >= pr.p();
   cuda::plane_stream_switch(pr.r, pr.s, pr.stride_h, [&](auto k, auto st) {
     constexpr int K = decltype(k)::value, ST = decltype(st)::value;
-    launch<K, ST>(prm, t.block_cols, smem, s);
+    launch<K, ST>(prm, t.block_cols, smem, read_once, s);
   });
 }
 
