@@ -77,7 +77,8 @@ __device__ __forceinline__ BulkChunk bulk_chunk(const PlaneBulkParams& prm, int 
 
 /// Starts the copy of chunk `c` into `buf`: thread 0 moves the 16-byte-aligned middle with one bulk
 /// copy counted on `landed`; threads 1-6 move the at most 3 + 3 floats at its ends with cp.async
-/// (the caller waits for those with cp_async_wait before its next __syncthreads()).
+/// (the caller waits for those with cp_async_wait before its next __syncthreads()). `read_once`: the
+/// bulk copy reads with an L2 evict-first policy (Note [bulk read-once inputs]).
 __device__ __forceinline__ void start_chunk_copy(const BulkChunk& c, float* buf, uint64_t* landed, bool read_once) {
   const int head = min((4 - c.off) & 3, c.count);
   const int middle = (c.count - head) & ~3;
