@@ -253,6 +253,14 @@ TEST(PlaneBulkPlanner, FillsTheBlocksOfMobileNetLayers) {
   EXPECT_TRUE(detail::plane_bulk_preferred(make(32, 192, 13, 13, 192, 3, 3, 1, 2, 1, 192)));   // 7 wide
   EXPECT_FALSE(detail::plane_bulk_preferred(make(32, 144, 56, 56, 144, 3, 3, 1, 2, 1, 144)));
   EXPECT_TRUE(detail::plane_bulk_preferred(make(32, 32, 112, 112, 32, 3, 3, 1, 1, 1, 32)));
+  // Whole planes (read-once inputs, Note [bulk read-once inputs]) against bands, whose halo rows two
+  // chunks read; a whole plane's chunk reads all H rows of x.
+  const Problem p14 = make(32, 384, 14, 14, 384, 3, 3, 1, 1, 1, 384);
+  EXPECT_TRUE(detail::plane_bulk_whole_planes(p14, 8, 14));
+  EXPECT_TRUE(detail::plane_bulk_whole_planes(p14, 1, 14));
+  EXPECT_FALSE(detail::plane_bulk_whole_planes(p14, 1, 7));
+  EXPECT_EQ(detail::plane_bulk_chunk_floats(p14, 1, 14).in, 14 * 14 + 3);
+  EXPECT_EQ(detail::plane_bulk_chunk_floats(p14, 1, 7).in, 9 * 14 + 3);  // 7 outputs read 6 + 3 rows
 }
 
 TEST(PlaneBulkPlanner, RefusesWhatTheKernelDoesNotRun) {

@@ -77,16 +77,17 @@ __device__ __forceinline__ BulkChunk bulk_chunk(const PlaneBulkParams& prm, int 
 
 /// Starts the copy of chunk `c` into `buf`: thread 0 moves the 16-byte-aligned middle with one bulk
 /// copy counted on `landed`; threads 1-6 move the at most 3 + 3 floats at its ends with cp.async
-/// (the caller waits for those with cp_async_wait before its next __syncthreads()). `read_once`: the
+/// (the caller waits for those with cp_async_wait before its next __syncthreads()). READ_ONCE: the
 /// bulk copy reads with an L2 evict-first policy (Note [bulk read-once inputs]).
-__device__ __forceinline__ void start_chunk_copy(const BulkChunk& c, float* buf, uint64_t* landed, bool read_once) {
+template <bool READ_ONCE>
+__device__ __forceinline__ void start_chunk_copy(const BulkChunk& c, float* buf, uint64_t* landed) {
   const int head = min((4 - c.off) & 3, c.count);
   const int middle = (c.count - head) & ~3;
   const int t = threadIdx.x;
   if (t == 0) {
     detail::mbarrier_arrive_expect_bytes(landed, static_cast<unsigned>(middle) * 4);
     if (middle > 0) {
-      if (read_once)  // Note [bulk read-once inputs]
+      if constexpr (READ_ONCE)
         detail::bulk_copy_to_shared(buf + c.off + head, c.src + head, static_cast<unsigned>(middle) * 4, landed,
                                     detail::l2_evict_first_policy());
       else
@@ -305,7 +306,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kerne
   for (int s = 0; s < early_stages; ++s) {
     const int chunk = blockIdx.x + s * step;
     if (chunk < chunks && threadIdx.x < 7)
-      start_chunk_copy(bulk_chunk<K, ST>(prm, chunk), stage(s), &landed[s], READ_ONCE);
+      start_chunk_copy<READ_ONCE>(bulk_chunk<K, ST>(prm, chunk), stage(s), &landed[s]);
   }
   // Only the zero row needs zeros: reads of the slack and of the alignment floats around a chunk are
   // columns outside their row, which the compute replaces by 0 (a select, so not even a NaN left in
@@ -325,7 +326,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kerne
     if (it < items) item.start(prm, c, it);  // the filter loads overlap the copy
     detail::mbarrier_wait(&landed[s], (k / kPlaneBulkStages) & 1);
     if (k == 0 && early_stages == 1 && threadIdx.x < 7 && chunk + step < chunks)  // the late copy
-      start_chunk_copy(bulk_chunk<K, ST>(prm, chunk + step), stage(1), &landed[1], READ_ONCE);
+      start_chunk_copy<READ_ONCE>(bulk_chunk<K, ST>(prm, chunk + step), stage(1), &landed[1]);
     while (it < items) {
       item.compute(prm, c, stage(s), zeros, outputs(s));
       it += THREADS;
@@ -340,7 +341,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kerne
       // variants spill.)
       store_chunk_outputs(bulk_chunk<K, ST>(prm, chunk), outputs(s));
       const int next = chunk + kPlaneBulkStages * step;
-      if (next < chunks) start_chunk_copy(bulk_chunk<K, ST>(prm, next), stage(s), &landed[s], READ_ONCE);
+      if (next < chunks) start_chunk_copy<READ_ONCE>(bulk_chunk<K, ST>(prm, next), stage(s), &landed[s]);
     }
   }
   // Shared memory stays until the last store has read it; the writes themselves complete with the grid.

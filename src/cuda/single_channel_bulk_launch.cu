@@ -59,8 +59,7 @@ void single_channel_bulk_forward(const Plan& plan, const float* x, const float* 
   prm.chunks = static_cast<int>(blocks);  // the planner keeps it below 2^31
   const int smem = static_cast<int>(plane_bulk_smem_bytes(floats));
   const auto s = static_cast<cudaStream_t>(stream);
-  // Whole planes: no input row is shared between chunks (Note [bulk read-once inputs]).
-  const bool read_once = t.block_planes > 1 || t.block_rows >= pr.p();
+  const bool read_once = plane_bulk_whole_planes(pr, t.block_planes, t.block_rows);  // Note [bulk read-once inputs]
   cuda::plane_stream_switch(pr.r, pr.s, pr.stride_h, [&](auto k, auto st) {
     constexpr int K = decltype(k)::value, ST = decltype(st)::value;
     launch<K, ST>(prm, t.block_cols, smem, read_once, s);

@@ -312,7 +312,8 @@ bool planes_packed(const Problem& p, const TensorDesc& t, int64_t rows, int64_t 
 }  // namespace
 
 PlaneBulkChunkFloats plane_bulk_chunk_floats(const Problem& p, int64_t planes, int64_t rows) {
-  const int64_t in_rows = planes > 1 || rows == p.p() ? p.h : std::min<int64_t>((rows - 1) * p.stride_h + p.r, p.h);
+  const int64_t in_rows =
+      plane_bulk_whole_planes(p, planes, rows) ? p.h : std::min<int64_t>((rows - 1) * p.stride_h + p.r, p.h);
   return {planes * in_rows * p.w + 3, planes * rows * p.q() + 3};
 }
 

@@ -207,15 +207,6 @@ struct PlaneBulkDivision {
 /// Shared floats around a chunk (the kernel's zero row and the slack on both sides of each stage's
 /// inputs, whose reads are replaced by 0): a multiple of 4, at least any segment's input span.
 inline constexpr int kPlaneBulkGuard = 32;
-// Note [bulk read-once inputs]
-// Where a chunk is whole planes, no input value is read by two chunks, so the bulk copies read x with
-// an L2 evict-first policy; bands keep the default, since their halo rows are read again by the
-// next band. y is written with the default policy, so the layer that reads it next can find it in
-// L2. On the H100 (graph-timed, us, three alternating runs each, default / evict-first loads):
-// c384_h14_s1 9.9 -> 8.6, c576_h14_s1 13.2 -> 11.8, c960_h7_s1 7.0 -> 6.5, c192_h28_s1 16.6 ->
-// 16.2, c192_h28_s2 12.4 -> 12.1, c576_h14_s2 unchanged (9.7). On bands evict-first loads were
-// slower: c32_h112_s1 40.6 -> 41.0, c144_h56_s1 44.1 -> 44.6, and in the plane stream c96_h112_s2
-// 70.0 -> 73.4. Evict-first stores as well gained less on the small layers (c384 9.6, c576 13.0).
 /// Chunks in flight per block: the copy of the next chunk lands while the block computes this one.
 inline constexpr int kPlaneBulkStages = 2;
 /// The kernel's static shared memory beside its dynamic layout: one 8-byte mbarrier per stage.
@@ -227,6 +218,20 @@ struct PlaneBulkChunkFloats {
   int64_t in = 0, out = 0;
 };
 PlaneBulkChunkFloats plane_bulk_chunk_floats(const Problem& p, int64_t planes, int64_t rows);
+// Note [bulk read-once inputs]
+// Where a chunk is whole planes, no input value is read by two chunks, so the bulk copies read x with
+// an L2 evict-first policy; bands keep the default, since their halo rows are read again by the
+// next band. y is written with the default policy, so the layer that reads it next can find it in
+// L2. On the H100 (graph-timed, us, three alternating runs each, default / evict-first loads):
+// c384_h14_s1 9.9 -> 8.6, c576_h14_s1 13.2 -> 11.8, c960_h7_s1 7.0 -> 6.5, c192_h28_s1 16.6 ->
+// 16.2, c192_h28_s2 12.4 -> 12.1, c576_h14_s2 unchanged (9.7). On bands evict-first loads were
+// slower: c32_h112_s1 40.6 -> 41.0, c144_h56_s1 44.1 -> 44.6, and in the plane stream c96_h112_s2
+// 70.0 -> 73.4. Evict-first stores as well gained less on the small layers (c384 9.6, c576 13.0).
+/// Whether chunks of `planes` planes x `rows` output rows are whole planes, so that no input row is
+/// read by two chunks (a band's halo rows are read again by the next band).
+inline bool plane_bulk_whole_planes(const Problem& p, int64_t planes, int64_t rows) {
+  return planes > 1 || rows >= p.p();
+}
 /// Floats of one stage of a block's shared memory, [slack, inputs, slack, outputs], each part a
 /// multiple of 4 floats. The one definition of the layout's size: the kernel steps its stages by it.
 constexpr int64_t plane_bulk_stage_floats(int64_t in, int64_t out) {
