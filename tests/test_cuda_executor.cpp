@@ -216,7 +216,8 @@ TEST_F(CudaExecutor, SingleChannelExactAndFloat) {
       engine.plan(multi, multi.x_desc(Layout::NCHW), multi.w_desc(Layout::NCHW), multi.y_desc(Layout::NCHW), o), Error);
 }
 
-// The paper division's kernel (Note [single-channel runs]) on every variant it instantiates: runs of
+// The single-channel kernel (Note [single-channel runs]) under the reshaped division and the paper's
+// own (the single_channel_paper tile), on every variant it instantiates: runs of
 // 1, 2 and 4 rows (Note [single-channel run length]), 1x1-7x7 at stride_h 1 and 2 with the window in registers, the
 // generic path (dilation, stride 3, non-square filters), more filters than threads, several filter lanes on small maps,
 // rows wider than a block's threads, runs of 1 and 2 columns (Note [single-channel column pairs]), multiplier-2 groups,
@@ -243,26 +244,32 @@ TEST_F(CudaExecutor, SingleChannelRunsEveryVariant) {
                                 {make(1, 1, 1056, 140, 8, 3, 3, 1)},
                                 {make(1, 1, 1040, 48, 8, 5, 5, 2)}};
   std::set<int> runs;
-  std::set<bool> pairs;  // Note [single-channel column pairs]: both run widths
-  PlanOptions o;
-  o.algorithm = Algorithm::SingleChannel;
-  for (Case c : cases)
-    for (int l = 0; l < 3; ++l) {
-      c.xl = c.wl = c.yl = Layout(l);
-      c.p.mode = l == 1 ? Mode::Convolution : Mode::CrossCorrelation;
-      c.p.alpha = l == 0 ? 2.0f : 1.0f;
-      c.p.beta = l == 0 ? 1.0f : 0.0f;
-      c.bias = l == 2;
-      c.relu = l != 1;
-      auto plan = engine.plan(c.p, c.p.x_desc(c.xl), c.p.w_desc(c.wl), c.p.y_desc(c.yl), o);
-      ASSERT_EQ(plan->tile().name.rfind("single_channel_m", 0), 0u) << c.name() << ": " << plan->tile().name;
-      runs.insert(detail::single_channel_run(c.p, plan->tile().block_filters, plan->tile().block_rows));
-      pairs.insert(detail::single_channel_column_pairs(c.p, c.p.y_desc(c.yl)));
-      run_case(engine, c, g, true, "", 0, Algorithm::SingleChannel);
-      run_case(engine, c, g, false, "", 0, Algorithm::SingleChannel);
-    }
+  std::set<bool> pairs;   // Note [single-channel column pairs]: both run widths
+  std::set<bool> shaped;  // Note [single-channel block shape]: reshaped and the paper's own divisions
+  for (const std::string tile : {"", detail::kSingleChannelPaperTile}) {
+    PlanOptions o;
+    o.algorithm = Algorithm::SingleChannel;
+    o.tile = tile;
+    for (Case c : cases)
+      for (int l = 0; l < 3; ++l) {
+        c.xl = c.wl = c.yl = Layout(l);
+        c.p.mode = l == 1 ? Mode::Convolution : Mode::CrossCorrelation;
+        c.p.alpha = l == 0 ? 2.0f : 1.0f;
+        c.p.beta = l == 0 ? 1.0f : 0.0f;
+        c.bias = l == 2;
+        c.relu = l != 1;
+        auto plan = engine.plan(c.p, c.p.x_desc(c.xl), c.p.w_desc(c.wl), c.p.y_desc(c.yl), o);
+        ASSERT_EQ(plan->tile().name.rfind("single_channel_m", 0), 0u) << c.name() << ": " << plan->tile().name;
+        runs.insert(detail::single_channel_run(c.p, plan->tile().block_filters, plan->tile().block_rows));
+        pairs.insert(detail::single_channel_column_pairs(c.p, c.p.y_desc(c.yl)));
+        shaped.insert(plan->tile().name.find("_shaped") != std::string::npos);
+        run_case(engine, c, g, true, tile, 0, Algorithm::SingleChannel);
+        run_case(engine, c, g, false, tile, 0, Algorithm::SingleChannel);
+      }
+  }
   EXPECT_EQ(runs, (std::set<int>{1, 2, 4})) << "the cases no longer reach every run length";
   EXPECT_EQ(pairs, (std::set<bool>{false, true})) << "the cases no longer reach both run widths";
+  EXPECT_EQ(shaped, (std::set<bool>{false, true})) << "the cases no longer reach both divisions";
 }
 
 // The plane stream (Note [plane stream]): packed small planes (scalar copies when W % 4 != 0), bands

@@ -25,17 +25,17 @@ TEST(Heuristics, AlgorithmChoice) {
   EXPECT_EQ(pick(make(32, 32, 112, 112, 32, 3, 3, 1, 1, 1, 32), Layout::NHWC), Algorithm::DirectBlock);  // strided rows
   EXPECT_EQ(pick(make(32, 32, 112, 112, 32, 3, 3, 1, 3, 1, 32)), Algorithm::DirectBlock);                // stride 3
   EXPECT_EQ(pick(make(32, 96, 112, 112, 192, 3, 3, 1, 2, 1, 96)), Algorithm::DirectBlock);               // multiplier 2
-  // Single channel: the paper's division (Note [single-channel runs]) but for small 1x1 maps and 1-row runs of 5x5
-  // without column pairs.
+  // Single channel: the paper's division, reshaped where the kernel needs it (Note [single-channel block shape]).
   EXPECT_EQ(pick(make(1, 1, 56, 56, 256, 3, 3)), Algorithm::SingleChannel);
   EXPECT_EQ(pick(make(1, 1, 28, 28, 512, 3, 3)), Algorithm::SingleChannel);
-  EXPECT_EQ(pick(make(1, 1, 28, 28, 512, 1, 1)), Algorithm::ImplicitPrecomp);  // 1x1 on a small map: the GEMM
+  EXPECT_EQ(pick(make(1, 1, 28, 28, 512, 1, 1)), Algorithm::SingleChannel);  // 1x1 on a small map too
   EXPECT_EQ(pick(make(1, 1, 112, 112, 128, 1, 1)), Algorithm::SingleChannel);
   EXPECT_EQ(pick(make(1, 1, 224, 224, 64, 1, 1)), Algorithm::SingleChannel);
   EXPECT_EQ(pick(make(1, 1, 1024, 1024, 32, 1, 1)), Algorithm::SingleChannel);
   EXPECT_EQ(pick(make(1, 1, 56, 56, 256, 5, 5)), Algorithm::SingleChannel);    // method 1: runs of 4
   EXPECT_EQ(pick(make(1, 1, 112, 112, 128, 5, 5)), Algorithm::SingleChannel);  // 1-row blocks, column pairs
-  EXPECT_EQ(pick(make(1, 1, 112, 112, 128, 5, 5), Layout::NHWC), Algorithm::ImplicitPrecomp);  // ... without pairs
+  // Without pairs too: the reshaped blocks (Note [single-channel block shape]) give runs of 4 rows.
+  EXPECT_EQ(pick(make(1, 1, 112, 112, 128, 5, 5), Layout::NHWC), Algorithm::SingleChannel);
   EXPECT_EQ(pick(make(1, 1, 224, 224, 64, 5, 5)), Algorithm::SingleChannel);                   // runs of 2
   EXPECT_EQ(pick(make(4, 8, 56, 56, 64, 3, 3, 1, 1, 1, 8)), Algorithm::SingleChannel);         // grouped, K/G = 8
   EXPECT_EQ(pick(make(32, 64, 56, 56, 64, 3, 3, 1)), Algorithm::ImplicitPrecomp);
@@ -115,8 +115,9 @@ HardwareModel h100_model() {
 TEST(SingleChannelPlanner, PicksTheMethodWithTheSmallerD) {
   std::vector<std::string> why;
   // 28x28 map, 512 3x3 filters: method 1 (4 filters per SM, whole map) has the smaller D.
-  auto d = detail::plan_single_channel(make(1, 1, 28, 28, 512, 3, 3), h100_model(), why);
+  auto d = detail::plan_single_channel(make(1, 1, 28, 28, 512, 3, 3), h100_model(), why, false);
   EXPECT_EQ(d.method, 1);
+  EXPECT_FALSE(d.shaped);
   EXPECT_EQ(d.filters_per_block, 4);  // ceil(512 / 132)
   EXPECT_LE(d.d_bytes, detail::single_channel_smem_budget(h100_model()));
   EXPECT_FALSE(why.empty());
@@ -124,7 +125,7 @@ TEST(SingleChannelPlanner, PicksTheMethodWithTheSmallerD) {
 
 TEST(SingleChannelPlanner, SmallMapsTakeTheVsFallback) {
   std::vector<std::string> why;
-  auto d = detail::plan_single_channel(make(1, 1, 28, 28, 512, 1, 1), h100_model(), why);
+  auto d = detail::plan_single_channel(make(1, 1, 28, 28, 512, 1, 1), h100_model(), why, false);
   EXPECT_TRUE(d.vs_fallback);  // Th = 4 * 28 * 28 FMAs per block, far below N_FMA = 74,496
   EXPECT_GE(double(d.blocks) * d.d_bytes, std::min(h100_model().v_s(), double(d.blocks) * d.d_bytes));
   EXPECT_TRUE(
@@ -157,6 +158,36 @@ TEST(SingleChannelPlanner, RunsIdleAtMostAQuarterOfTheRows) {
   const auto d = detail::plan_single_channel(p, h100_model(), why);
   EXPECT_EQ(d.d_bytes, detail::single_channel_smem_bytes(p, d.filters_per_block, d.rows_per_block));
   EXPECT_NE(why.back().find("runs of"), std::string::npos) << why.back();
+}
+
+// Note [single-channel block shape]: blocks of fewer than 4 rows or 8 filters become 4 rows and the
+// fewest equal filter groups that give 3/4 of the SMs a block; the others keep the paper's division.
+TEST(SingleChannelPlanner, ReshapesBlocksTheKernelCannotUseWell) {
+  const HardwareModel hw = h100_model();
+  struct Expect {
+    Problem p;
+    int filters, rows;
+  };
+  for (const Expect& e : {Expect{make(1, 1, 28, 28, 512, 3, 3), 32, 4},    // method 1: 4 filters x 26 rows
+                          Expect{make(1, 1, 28, 28, 512, 5, 5), 16, 4},    // 6 row pieces: 32 groups for 99 blocks
+                          Expect{make(1, 1, 112, 112, 128, 5, 5), 32, 4},  // method 2: 128 filters x 1 row
+                          Expect{make(1, 1, 224, 224, 64, 3, 3), 32, 4},   // 64 x 2
+                          Expect{make(32, 1, 28, 28, 512, 3, 3), 512, 4},  // 32 images fill the SMs
+                          Expect{make(1, 1, 5, 5, 3, 3, 3), 1, 3}}) {      // 3 rows, 3 filters: 3 blocks
+    std::vector<std::string> why;
+    const auto d = detail::plan_single_channel(e.p, hw, why);
+    EXPECT_TRUE(d.shaped) << e.p.to_string();
+    EXPECT_EQ(d.filters_per_block, e.filters) << e.p.to_string();
+    EXPECT_EQ(d.rows_per_block, e.rows) << e.p.to_string();
+    EXPECT_EQ(d.d_bytes, detail::single_channel_smem_bytes(e.p, d.filters_per_block, d.rows_per_block));
+    EXPECT_NE(why.back().find("block shape"), std::string::npos) << why.back();
+  }
+  for (const Problem& p : {make(1, 1, 512, 512, 32, 3, 3), make(1, 1, 1024, 1024, 32, 5, 5)}) {
+    std::vector<std::string> why;
+    const auto d = detail::plan_single_channel(p, hw, why);
+    EXPECT_FALSE(d.shaped) << p.to_string();
+    EXPECT_EQ(d.filters_per_block, 32) << p.to_string();
+  }
 }
 
 TEST(SingleChannelPlanner, WideMapsSplitRowsUntilDFits) {

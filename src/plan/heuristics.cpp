@@ -69,21 +69,15 @@ Algorithm choose_algorithm(const Problem& p, const TensorDesc& x, std::vector<st
                   "): implicit GEMM would idle all but K/G of its filter lanes");
     return Algorithm::DirectBlock;
   }
-  // Single channel with many filters (C/G = 1): the paper's division and its kernel, each thread's
-  // run of outputs walking the block's filters (Note [single-channel runs], [single-channel column
-  // pairs]). Graph-timed on the H100 (single_channel suite, fifth session) it beat the better of
-  // direct_block and implicit_precomp on 16 of 18 layers: 1x1 from 112x112 up by 1.1-1.5x, 3x3 by
-  // 1.0-1.7x, 5x5 by 1.1-2.2x. Where it lost:
-  //  - 1x1 on fewer than 10000 outputs per filter: the GEMM (28x28: 3.0 vs 3.9 us; 56x56 a tie);
-  //  - runs of one row with 5x5 or larger filters and no column pairs: every output reloads its R*S
-  //    taps (single_h112_m128_k5 before column pairs: 10.2 us vs the GEMM's 8.7).
+  // Single channel with many filters (C/G = 1): the paper's division, reshaped where the kernel
+  // needs it, and its kernel, each thread's run of outputs walking the block's filters (Note
+  // [single-channel runs], [single-channel column pairs], [single-channel block shape]). Graph-timed
+  // on the H100 (single_channel suite, every algorithm) it is the fastest mconv algorithm on all 18
+  // layers: 1x1 28x28 2.83 us vs the GEMM's 3.07 and 56x56 3.64 vs 4.18 (eleventh session; with the
+  // paper's division the GEMM had won both). Where it lost: runs of one row with 5x5 or larger
+  // filters and no column pairs, every output reloading its R*S taps (single_h112_m128_k5 before
+  // column pairs: 10.2 us vs the GEMM's 8.7).
   if (p.c_per_group() == 1) {
-    const int64_t outputs = p.n * p.p() * p.q();
-    if (p.r * p.s == 1 && outputs < 10000) {
-      why.push_back("algorithm implicit_precomp: single channel 1x1 on N*P*Q = " + std::to_string(outputs) +
-                    " < 10000 outputs per filter (the GEMM measured faster)");
-      return Algorithm::ImplicitPrecomp;
-    }
     std::vector<std::string> scratch;
     try {
       const auto div = plan_single_channel(p, planning_hardware_model(scratch), scratch);

@@ -108,7 +108,8 @@ TileChoice direct_tile(Algorithm algo, const Problem& pr, const TensorDesc& x, c
       t.block_planes = div.planes_per_chunk;
       t.block_rows = div.rows_per_chunk;
       t.block_cols = div.segment;
-    } else if (forced_tile == detail::kPlaneStreamTile || detail::plane_stream_unsupported(pr, x).empty()) {
+    } else if (forced_tile == detail::kPlaneStreamTile ||
+               (forced_tile.empty() && detail::plane_stream_unsupported(pr, x).empty())) {
       const auto div = detail::plan_plane_stream(pr, x, hw, why);
       t.name = detail::kPlaneStreamTile;
       t.block_planes = div.planes_per_block;
@@ -116,8 +117,8 @@ TileChoice direct_tile(Algorithm algo, const Problem& pr, const TensorDesc& x, c
       t.block_plane_floats = div.layout.plane;
       t.block_rows = div.rows_per_block;
     } else {
-      const auto div = detail::plan_single_channel(pr, hw, why);
-      t.name = "single_channel_m" + std::to_string(div.method);
+      const auto div = detail::plan_single_channel(pr, hw, why, forced_tile != detail::kSingleChannelPaperTile);
+      t.name = "single_channel_m" + std::to_string(div.method) + (div.shaped ? "_shaped" : "");
       t.block_filters = div.filters_per_block;
       t.block_rows = div.rows_per_block;
     }
@@ -193,11 +194,12 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
       plan.algorithm_ == Algorithm::StrideFixed) {
     // single_channel's tile names one of its plane-stream variants (to compare or test them).
     const bool plane_variant = plan.algorithm_ == Algorithm::SingleChannel &&
-                               (options.tile == detail::kPlaneStreamTile || options.tile == detail::kPlaneBulkTile);
+                               (options.tile == detail::kPlaneStreamTile || options.tile == detail::kPlaneBulkTile ||
+                                options.tile == detail::kSingleChannelPaperTile);
     if ((!options.tile.empty() && !plane_variant) || options.split_k > 1)
-      throw Error(Status::BadParam,
-                  "tile: tiles and split_k apply to implicit_precomp only (single_channel also takes " +
-                      std::string(detail::kPlaneStreamTile) + " or " + detail::kPlaneBulkTile + ")");
+      throw Error(Status::BadParam, "tile: tiles and split_k apply to implicit_precomp only (single_channel also takes " +
+                                        std::string(detail::kPlaneStreamTile) + ", " + detail::kPlaneBulkTile + " or " +
+                                        detail::kSingleChannelPaperTile + ")");
     if (plan.algorithm_ == Algorithm::DirectBlock && pr.n > 65535)
       throw Error(Status::Unsupported, "n: direct_block launches one grid row per image, at most 65535");
     try {

@@ -67,7 +67,8 @@ int single_channel_threads(const Problem& p, int64_t filters, int64_t out_rows) 
   return int(std::clamp<int64_t>(ceil_div(runs * lanes, 32) * 32, 64, kSingleChannelMaxThreads));
 }
 
-SingleChannelDivision plan_single_channel(const Problem& p, const HardwareModel& hw, std::vector<std::string>& why) {
+SingleChannelDivision plan_single_channel(const Problem& p, const HardwareModel& hw, std::vector<std::string>& why,
+                                          bool shape) {
   if (p.c_per_group() != 1)
     throw Error(Status::Unsupported, "algorithm: single_channel needs one input channel per group (C/G = 1), got " +
                                          std::to_string(p.c_per_group()));
@@ -141,6 +142,28 @@ SingleChannelDivision plan_single_channel(const Problem& p, const HardwareModel&
       << best.rows_per_block << " rows, " << best.blocks << " blocks x " << best.d_bytes << " B vs V_s = " << vs
       << " B";
     why.push_back(v.str());
+  }
+  if (shape && (best.rows_per_block < std::min<int64_t>(kShapedRows, rows_out) ||
+                best.filters_per_block < std::min<int64_t>(kShapedMinFilters, M))) {
+    // Note [single-channel block shape]: kShapedRows rows; the fewest equal filter groups whose
+    // blocks (over every image and group) reach 3/4 of the SMs.
+    const int64_t rows = std::min<int64_t>(kShapedRows, rows_out);
+    const int64_t pieces = ceil_div(rows_out, rows) * p.n * p.groups;
+    int64_t filters = M;
+    while (filters > 1 && 4 * ceil_div(M, filters) * pieces < 3 * nsm) filters = ceil_div(filters, 2);
+    if (d_of(filters, rows) <= smem) {
+      best.shaped = true;
+      best.filters_per_block = int(filters);
+      best.rows_per_block = int(rows);
+      best.d_bytes = d_of(filters, rows);
+      best.th = th_of(filters, rows);
+      best.blocks = ceil_div(M, filters) * ceil_div(rows_out, rows);
+      std::ostringstream sh;
+      sh << "single_channel block shape: reshaped to " << filters << " filters x " << rows << " rows, "
+         << best.blocks * p.n * p.groups << " blocks for " << nsm << " SMs (D = " << best.d_bytes << " B, Th = " << best.th
+         << " FMAs)";
+      why.push_back(sh.str());
+    }
   }
   why.back() += "; runs of " + std::to_string(single_channel_run(p, best.filters_per_block, best.rows_per_block)) +
                 " rows, " + std::to_string(single_channel_threads(p, best.filters_per_block, best.rows_per_block)) +

@@ -31,6 +31,7 @@ struct SingleChannelDivision {
   int64_t d_bytes = 0;        // D: shared memory of one block
   double th = 0;              // Th: FMAs of one block
   bool vs_fallback = false;   // Th < N_FMA: refined until all blocks move >= V_s
+  bool shaped = false;        // reshaped for the kernel's runs (Note [single-channel block shape])
   int64_t blocks = 0;         // per image and group
 };
 
@@ -94,9 +95,37 @@ int single_channel_threads(const Problem& p, int64_t filters, int64_t out_rows);
 inline constexpr int kSingleChannelMaxThreads = 512;
 inline constexpr int kSingleChannelFiltersPerThread = 4;
 
-/// The division, with one line per decision appended to `why`. Throws Error(Unsupported) when
-/// C/G != 1 or no division fits shared memory.
-SingleChannelDivision plan_single_channel(const Problem& p, const HardwareModel& hw, std::vector<std::string>& why);
+// Note [single-channel block shape]
+// The paper's division can leave blocks the kernel cannot use well: method 2 on maps of fewer than
+// 4 x N_sm output rows gives blocks of 1 or 2 rows (no room for a run of 4 rows), and method 1 on
+// many filters gives ceil(M/N_sm) = 2-4 filters per block (a thread's window then serves 1 or 2
+// filters). Where the division has fewer than kShapedRows rows or kShapedMinFilters filters per
+// block, mconv reshapes it: blocks of kShapedRows rows, and the filters halved until the grid (every
+// image and group) has at least 3/4 of N_sm blocks, about one per SM as in the paper's method 2.
+// Fewer blocks leave SMs idle; more, smaller ones lose the window's reuse or, at 5x5 with runs of 4
+// (one resident 512-thread block per SM at 100 registers), need a second wave.
+// Measured on the H100 (single_channel suite, forced single_channel, graph-timed, us, the paper's
+// division -> reshaped, one device call):
+//   28x28, 512 filters:  1x1 4x7 3.27 -> 32x4 2.83, 3x3 4x26 3.62 -> 32x4 3.23, 5x5 4x24 3.80 -> 16x4 3.37
+//   56x56, 256:          1x1 16x1 4.12 -> 32x4 3.64, 3x3 2x54 5.28 -> 32x4 4.33, 5x5 2x52 5.70 -> 32x4 4.61
+//   112x112, 128:        1x1 32x1 5.02 -> 32x4 4.51, 3x3 128x1 5.56 -> 32x4 5.30, 5x5 128x1 7.32 -> 32x4 6.30
+//   224x224, 64:         1x1 64x1 6.82 -> 32x4 6.62, 3x3 64x2 7.82 -> 32x4 7.62, 5x5 64x2 9.63 -> 32x4 8.76
+// A sweep of 12-24 shapes per layer (another call) found these within 5% of the best shape, except
+// 56x56: 3x3 8 x 2 rows (3.87 against 32 x 4 near 4.3) and 5x5 16 x 4 (4.26); at 112x112 5x5,
+// 16 x 4 (216 blocks, two waves) took 8.10 against 5.99. The 512x512 and 1024x1024 divisions
+// (32 filters x 4 or 8 rows) are kept: reshaping them was slower or no faster, except 1024x1024
+// 5x5 (61.8 us; 32 x 2 rows with runs of 2: 55.4), left as a lead.
+inline constexpr int kShapedRows = 4;
+inline constexpr int kShapedMinFilters = 8;
+
+/// The division, with one line per decision appended to `why`. With `shape`, a division the kernel
+/// cannot use well is reshaped (Note [single-channel block shape]); without it, the paper's division
+/// is kept as computed (the single_channel_paper tile). Throws Error(Unsupported) when C/G != 1 or
+/// no division fits shared memory.
+SingleChannelDivision plan_single_channel(const Problem& p, const HardwareModel& hw, std::vector<std::string>& why,
+                                          bool shape = true);
+/// The tile that forces the paper's division, unshaped (to compare with the reshaped one).
+inline constexpr char kSingleChannelPaperTile[] = "single_channel_paper";
 
 // mconv's extension for many small planes (Note [plane stream]): when every group has one channel and
 // one filter (depthwise with multiplier 1), the N*G planes are independent single-channel problems.
