@@ -269,6 +269,7 @@ TEST(PlaneBulkPlanner, FillsTheBlocksOfMobileNetLayers) {
       const int resident = detail::plane_bulk_resident_blocks(3);
       EXPECT_LE((d.d_bytes + 1024) * d.blocks_per_sm, hw.smem_per_sm);
       EXPECT_GE(d.blocks_per_sm, resident / 2);
+      EXPECT_EQ(d.grid_blocks, std::min<int64_t>(d.chunks, hw.sm_count * d.blocks_per_sm));  // one resident wave
       if (d.planes_per_chunk > 1) EXPECT_EQ(d.rows_per_chunk, p.p());
       if (p.p() * ((p.q() + 6) / 7) > 4 * 128) EXPECT_LT(d.rows_per_chunk, p.p());  // large maps: bands
       EXPECT_NE(why.back().find("bulk"), std::string::npos);

@@ -1,7 +1,5 @@
 // Launcher of the bulk plane-stream kernel (Note [plane bulk]): the division from the Plan, x's
 // plane order, and the (filter size, stride, segment) switch.
-#include <algorithm>
-
 #include "../plan/single_channel_planner.hpp"
 #include "cuda_backend.hpp"
 #include "cuda_check.cuh"
@@ -12,20 +10,13 @@ namespace mconv::detail::cuda_backend {
 namespace {
 
 template <int K, int ST, int SEG>
-void launch_chunks(cuda::PlaneBulkParams prm, int smem, bool read_once, cudaStream_t stream) {
+void launch_chunks(cuda::PlaneBulkParams prm, int grid, int smem, bool read_once, cudaStream_t stream) {
   constexpr int T = kPlaneStreamThreads, resident = plane_bulk_resident_blocks(K);
   constexpr int RUN = plane_bulk_run(K, ST);
   const auto kernel = read_once ? cuda::single_channel_bulk_kernel<K, ST, SEG, RUN, T, resident, true>
                                 : cuda::single_channel_bulk_kernel<K, ST, SEG, RUN, T, resident, false>;
-  // One resident wave walks the chunks: as many blocks as the SMs hold at once (registers, threads,
-  // shared memory with the runtime's share and the barriers), or fewer when there are fewer chunks.
-  int device = 0, sms = 0, smem_per_sm = 0;
-  MCONV_CUDA_CHECK(cudaGetDevice(&device));
-  MCONV_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  MCONV_CUDA_CHECK(cudaDeviceGetAttribute(&smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-  const int per_sm = std::max(
-      1, std::min(resident, smem_per_sm / (smem + static_cast<int>(kRuntimeSmemPerBlock + kPlaneBulkBarrierBytes))));
-  const int grid = std::min(prm.chunks, sms * per_sm);
+  // One resident wave walks the chunks: the planner's blocks per SM (registers, threads, shared
+  // memory with the runtime's share and the barriers) on every SM, or fewer when there are fewer chunks.
   // Where not every block has a second chunk, those copies go after every first one (measured on the
   // H100: 384 x 14x14 maps, 1.45 chunks per block, 10.0 -> 9.6 us; at 2.9 chunks per block 1-2% slower).
   prm.late_second_copy = prm.chunks < 2 * grid;
@@ -33,9 +24,9 @@ void launch_chunks(cuda::PlaneBulkParams prm, int smem, bool read_once, cudaStre
 }
 
 template <int K, int ST>
-void launch(const cuda::PlaneBulkParams& prm, int segment, int smem, bool read_once, cudaStream_t stream) {
-  segment == 7 ? launch_chunks<K, ST, 7>(prm, smem, read_once, stream)
-               : launch_chunks<K, ST, 4>(prm, smem, read_once, stream);
+void launch(const cuda::PlaneBulkParams& prm, int segment, int grid, int smem, bool read_once, cudaStream_t stream) {
+  segment == 7 ? launch_chunks<K, ST, 7>(prm, grid, smem, read_once, stream)
+               : launch_chunks<K, ST, 4>(prm, grid, smem, read_once, stream);
 }
 
 }  // namespace
@@ -62,7 +53,7 @@ void single_channel_bulk_forward(const Plan& plan, const float* x, const float* 
   const bool read_once = plane_bulk_whole_planes(pr, t.block_planes, t.block_rows);  // Note [bulk read-once inputs]
   cuda::plane_stream_switch(pr.r, pr.s, pr.stride_h, [&](auto k, auto st) {
     constexpr int K = decltype(k)::value, ST = decltype(st)::value;
-    launch<K, ST>(prm, t.block_cols, smem, read_once, s);
+    launch<K, ST>(prm, t.block_cols, t.grid_blocks, smem, read_once, s);
   });
 }
 

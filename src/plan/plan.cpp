@@ -108,6 +108,7 @@ TileChoice direct_tile(Algorithm algo, const Problem& pr, const TensorDesc& x, c
       t.block_planes = div.planes_per_chunk;
       t.block_rows = div.rows_per_chunk;
       t.block_cols = div.segment;
+      t.grid_blocks = int(div.grid_blocks);
     } else if (forced_tile == detail::kPlaneStreamTile ||
                (forced_tile.empty() && detail::plane_stream_unsupported(pr, x).empty())) {
       const auto div = detail::plan_plane_stream(pr, x, hw, why);

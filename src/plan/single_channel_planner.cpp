@@ -436,13 +436,14 @@ PlaneBulkDivision plan_plane_bulk(const Problem& p, const TensorDesc& x, const T
   d.fill = best->fill;
   d.chunks = best->chunks;
   d.blocks_per_sm = blocks_per_sm;
+  d.grid_blocks = std::min<int64_t>(d.chunks, int64_t(hw.sm_count) * blocks_per_sm);
   std::ostringstream os;
   os << "single_channel bulk plane stream (K/G = 1, packed rows" << (packed ? " and planes" : "") << "): " << planes
      << " planes of " << P << "x" << p.q() << " outputs in items of " << run << " x " << d.segment << " outputs; "
      << d.planes_per_chunk << " plane(s) x " << d.rows_per_chunk << " rows per chunk = " << best->items << " items for "
      << T << " threads (fill " << std::lround(d.fill * 100) << "%), " << d.chunks
-     << " chunks walked by one resident wave of blocks with 2 buffers, D = " << d.d_bytes << " B per block, "
-     << blocks_per_sm << " resident blocks per SM";
+     << " chunks walked by one resident wave of " << d.grid_blocks << " blocks (" << blocks_per_sm
+     << " per SM) with 2 buffers, D = " << d.d_bytes << " B per block";
   why.push_back(os.str());
   return d;
 }

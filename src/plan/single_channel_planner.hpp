@@ -231,6 +231,7 @@ struct PlaneBulkDivision {
   double fill = 0;           // items / (passes * threads), over the whole problem
   int64_t chunks = 0;
   int blocks_per_sm = 1;  // resident blocks its shared memory allows (at most the registers' limit)
+  int64_t grid_blocks = 0;  // the resident wave: blocks_per_sm on every SM, or the chunks where fewer
 };
 
 /// Shared floats around a chunk (the kernel's zero row and the slack on both sides of each stage's
