@@ -273,8 +273,9 @@ TEST_F(CudaExecutor, SingleChannelRunsEveryVariant) {
 }
 
 // The plane stream (Note [plane stream]): packed small planes (scalar copies when W % 4 != 0), bands
-// of large planes (16-byte copies), strides 1 and 2 (also unequal), padding wider than the halo,
-// every filter size it runs, the CNHW plane order, mixed layouts, beta, bias and ReLU.
+// of large planes (16-byte copies), strides 1 and 2 (also unequal), paired reads at stride 2 and
+// their fallback, padding wider than the halo, every filter size it runs, the CNHW plane order,
+// mixed layouts, beta, bias and ReLU.
 TEST_F(CudaExecutor, SingleChannelPlaneStream) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 12);
@@ -289,10 +290,18 @@ TEST_F(CudaExecutor, SingleChannelPlaneStream) {
                           {make(2, 601, 7, 7, 601, 3, 3, 1, 1, 1, 601)},
                           {make(2, 16, 112, 112, 16, 3, 3, 1, 1, 1, 16)},
                           {make(2, 12, 112, 112, 12, 3, 3, 1, 2, 1, 12)},
-                          {make(3, 40, 14, 14, 40, 5, 5, 2, 2, 1, 40)}};
+                          {make(3, 40, 14, 14, 40, 5, 5, 2, 2, 1, 40)},
+                          // Note [plane stream stride-2 pairs]: even (5x5) and odd (7x7) first columns;
+                          // pad 0 at 3x3 (not "same") reads singly.
+                          {make(2, 6, 24, 28, 6, 5, 5, 2, 2, 1, 6)},
+                          {make(1, 3, 30, 32, 3, 7, 7, 3, 2, 1, 3)},
+                          {make(2, 4, 16, 16, 4, 3, 3, 0, 2, 1, 4)}};
   Case wide_stride{make(2, 4, 20, 33, 4, 3, 3, 1, 1, 1, 4)};
   wide_stride.p.stride_w = 3;
   cases.push_back(wide_stride);
+  Case rows_only{make(2, 4, 20, 24, 4, 3, 3, 1, 2, 1, 4)};  // stride_h 2, stride_w 1: no pairs
+  rows_only.p.stride_w = 1;
+  cases.push_back(rows_only);
   for (size_t i = 0; i < cases.size(); ++i) {
     Case c = cases[i];
     for (int l = 0; l < 4; ++l) {

@@ -12,6 +12,15 @@
 //   3. each thread computes a vertical run of RUN (plane_stream_run) outputs of one column: it loads
 //      each of the run's input rows once and adds it into every output of the run that uses it, with
 //      the plane's filter in registers.
+//
+// Note [plane stream stride-2 pairs]
+// At stride_w 2 neighbouring lanes read shared memory 2 floats apart: each 4-byte read of the K
+// columns is a 2-way bank conflict (ncu, H100, mbv2_dw_c144_h56_s2: 56% of the shared-load
+// wavefronts were conflicts). With 16-byte copies the row pitch and plane stride are multiples of
+// 4 floats, so every item's first column has pad_w's parity: the item reads its K columns as
+// ceil((K + parity) / 2) 8-byte words from the even float at or before the first, and a half-warp's
+// words cover all 32 banks once. For K = 3: 2 reads per input row instead of 3, 4 wavefronts per
+// warp instead of 6. Instantiated for "same" padding's parity ((K - 1) / 2) only; others read singly.
 #pragma once
 
 #include <type_traits>
@@ -167,7 +176,9 @@ __device__ __forceinline__ void zero_padding(const PlaneStreamParams& prm, const
 /// Every output of planes [pl0, pl0 + count) of chunk `c` from `buf`, through the epilogue into y.
 /// (Items of 2 columns as well as RUN rows measured 1.2-1.4x slower on the H100: neighbouring lanes
 /// then read shared memory 2 or 4 banks apart, and small planes have half the items for 256 threads.)
-template <int K, int RUN, int SH, int THREADS>
+/// PAIR_ODD >= 0 (stride_w 2, 16-byte copies): Note [plane stream stride-2 pairs], with PAIR_ODD the
+/// parity of an item's first input column in shared memory (pad_w's, as lpad is a multiple of 4).
+template <int K, int RUN, int SH, int THREADS, int PAIR_ODD>
 __device__ __forceinline__ void compute_planes(const PlaneStreamParams& prm, const PlaneChunk& c, const float* buf,
                                                int pl0, int count) {
   constexpr int KK = K * K, RUN_ROWS = (RUN - 1) * SH + K;  // input rows of one run
@@ -191,8 +202,24 @@ __device__ __forceinline__ void compute_planes(const PlaneStreamParams& prm, con
 #pragma unroll
     for (int i = 0; i < RUN_ROWS; ++i) {
       float xv[K];
+      if constexpr (PAIR_ODD >= 0) {
+        // Note [plane stream stride-2 pairs]: the K columns from the 8-byte word at or before the
+        // first, one 8-byte read per pair.
+        constexpr int kPairs = (K + PAIR_ODD + 1) / 2;
+        const float2* row = reinterpret_cast<const float2*>(src + i * prm.pitch - PAIR_ODD);
+        float v[2 * kPairs];
 #pragma unroll
-      for (int s = 0; s < K; ++s) xv[s] = src[i * prm.pitch + s];
+        for (int j = 0; j < kPairs; ++j) {
+          const float2 t = row[j];
+          v[2 * j] = t.x;
+          v[2 * j + 1] = t.y;
+        }
+#pragma unroll
+        for (int s = 0; s < K; ++s) xv[s] = v[s + PAIR_ODD];
+      } else {
+#pragma unroll
+        for (int s = 0; s < K; ++s) xv[s] = src[i * prm.pitch + s];
+      }
 #pragma unroll
       for (int j = 0; j < RUN; ++j) {
         const int r = i - j * SH;  // filter row that input row i meets for output j of the run
@@ -223,8 +250,9 @@ __device__ __forceinline__ void compute_planes(const PlaneStreamParams& prm, con
 }
 
 /// K: square filter size; RUN: output rows per thread; SH: vertical stride; VW: floats per copy (4 or 1);
-/// MIN_BLOCKS: resident blocks per SM the register allocation must allow. One block per chunk.
-template <int K, int RUN, int SH, int VW, int THREADS, int MIN_BLOCKS>
+/// MIN_BLOCKS: resident blocks per SM the register allocation must allow; PAIR_ODD: -1, or the
+/// parity of paired reads (compute_planes). One block per chunk.
+template <int K, int RUN, int SH, int VW, int THREADS, int MIN_BLOCKS, int PAIR_ODD>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_planes_kernel(const PlaneStreamParams prm) {
   extern __shared__ __align__(16) float smem[];
   // (Copying and computing the planes in two halves, the first computing while the second is in
@@ -238,7 +266,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_planes_ker
   zero_padding<VW, THREADS>(prm, c, smem);
   detail::cp_async_wait<0>();
   __syncthreads();
-  compute_planes<K, RUN, SH, THREADS>(prm, c, smem, 0, c.nplanes);
+  compute_planes<K, RUN, SH, THREADS, PAIR_ODD>(prm, c, smem, 0, c.nplanes);
 }
 
 }  // namespace mconv::cuda

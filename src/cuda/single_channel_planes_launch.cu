@@ -12,19 +12,27 @@
 namespace mconv::detail::cuda_backend {
 namespace {
 
-template <int K, int RUN, int SH, int VW>
+template <int K, int RUN, int SH, int VW, int PAIR_ODD = -1>
 void launch_chunks(const cuda::PlaneStreamParams& prm, int smem, cudaStream_t stream) {
   constexpr int T = kPlaneStreamThreads;
-  const auto kernel = cuda::single_channel_planes_kernel<K, RUN, SH, VW, T, plane_stream_resident_blocks(K)>;
+  const auto kernel =
+      cuda::single_channel_planes_kernel<K, RUN, SH, VW, T, plane_stream_resident_blocks(K), PAIR_ODD>;
   cuda::launch_with_smem(kernel, dim3(static_cast<unsigned>(prm.chunks)), T, smem, stream, prm);
 }
 
+template <int K, int RUN, int SH>
+void launch_run(const cuda::PlaneStreamParams& prm, bool vec4, bool pairs, int smem, cudaStream_t stream) {
+  // Note [plane stream stride-2 pairs]: instantiated for "same" padding's parity only, (K - 1) / 2.
+  constexpr int kSameOdd = (K - 1) / 2 % 2;
+  if constexpr (SH == 2) {
+    if (pairs) return launch_chunks<K, RUN, SH, 4, kSameOdd>(prm, smem, stream);
+  }
+  vec4 ? launch_chunks<K, RUN, SH, 4>(prm, smem, stream) : launch_chunks<K, RUN, SH, 1>(prm, smem, stream);
+}
+
 template <int K, int SH>
-void launch(const cuda::PlaneStreamParams& prm, int run, bool vec4, int smem, cudaStream_t stream) {
-  if (run == 7)
-    vec4 ? launch_chunks<K, 7, SH, 4>(prm, smem, stream) : launch_chunks<K, 7, SH, 1>(prm, smem, stream);
-  else
-    vec4 ? launch_chunks<K, 4, SH, 4>(prm, smem, stream) : launch_chunks<K, 4, SH, 1>(prm, smem, stream);
+void launch(const cuda::PlaneStreamParams& prm, int run, bool vec4, bool pairs, int smem, cudaStream_t stream) {
+  run == 7 ? launch_run<K, 7, SH>(prm, vec4, pairs, smem, stream) : launch_run<K, 4, SH>(prm, vec4, pairs, smem, stream);
 }
 
 }  // namespace
@@ -63,9 +71,12 @@ void single_channel_planes_forward(const Plan& plan, const float* x, const float
   prm.lpad = layout.lpad;
   const int smem = prm.buffer_floats * 4;
   const auto s = static_cast<cudaStream_t>(stream);
+  // Note [plane stream stride-2 pairs]: 16-byte copies keep the pitch and planes even, so pad_w's
+  // parity is every item's first column's.
+  const bool pairs = vec4 && pr.stride_h == 2 && pr.stride_w == 2 && pr.pad_w % 2 == (pr.s - 1) / 2 % 2;
   cuda::plane_stream_switch(pr.r, pr.s, pr.stride_h, [&](auto k, auto st) {
     constexpr int K = decltype(k)::value, ST = decltype(st)::value;
-    launch<K, ST>(prm, run, vec4, smem, s);
+    launch<K, ST>(prm, run, vec4, pairs, smem, s);
   });
 }
 
