@@ -56,6 +56,15 @@ if [[ " ${suites[*]} " == *" multi_channel "* ]]; then  # issue 4's target: the 
     --out "$LOG/multi_channel_stride_fixed" > "$LOG/multi_channel_stride_fixed.txt" 2> "$LOG/multi_channel_stride_fixed.err"
   tail -1 "$LOG/multi_channel_stride_fixed.txt" | tee -a "$LOG/summary.txt"
 fi
+# The same suites against a stronger, steadier cuDNN peer: the fastest of Find's first 3 candidates,
+# timed here (Find's own ranking of close algorithms flips between runs on some layers).
+for s in "${suites[@]}"; do
+  [[ "$s" == single_channel || "$s" == depthwise ]] || continue
+  echo "== bench $s, cuDNN peer = fastest of 3 Find candidates" | tee -a "$LOG/summary.txt"
+  timeout 300 "$B/mconv" bench --suite "bench/suites/$s.csv" --vs cudnn --peer-candidates 3 --out "$LOG/${s}_peer3" \
+    > "$LOG/${s}_peer3.txt" 2> "$LOG/${s}_peer3.err"
+  tail -1 "$LOG/${s}_peer3.txt" | tee -a "$LOG/summary.txt"
+done
 if [ -z "${SKIP_NHWC:-}" ] && [ -z "${SKIP_BENCH:-}" ]; then
   echo "== bench resnet50 NHWC" | tee -a "$LOG/summary.txt"
   timeout 300 "$B/mconv" bench --suite bench/suites/resnet50.csv --layout NHWC --vs cudnn --out "$LOG/resnet50_nhwc" > "$LOG/resnet50_nhwc.txt" 2> "$LOG/resnet50_nhwc.err"

@@ -16,6 +16,10 @@ struct BenchOptions {
   Layout layout = Layout::NCHW;  ///< of x, w (KCRS/KRSC/CKRS) and y
   PlanOptions plan;              ///< algorithm / tile overrides
   bool vs_cudnn = false;         ///< time the two cuDNN peers too (CUDA builds with cuDNN)
+  /// cuDNN peers: how many of Find's candidates of each class (fastest, memory-matched) are timed
+  /// here, the fastest kept. 1 = Find's own pick, as BENCHMARKING.md defines the peers; more gives a
+  /// stronger, steadier peer where Find's ranking of close algorithms flips from run to run.
+  int peer_candidates = 1;
   bool all_algorithms = false;   ///< also time every mconv algorithm that supports the layer
   int launches = 20;             ///< back-to-back launches per timed loop
   int repeats = 5;               ///< timed loops; the median is reported

@@ -60,6 +60,10 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
   const LoopTiming timing{opt.launches, opt.repeats, opt.graph, stream};
   peaks.timing = "median of " + std::to_string(opt.repeats) + " loops of " + std::to_string(opt.launches) +
                  (opt.graph ? " launches replayed as one CUDA graph" : " launches enqueued from the host");
+  if (opt.vs_cudnn)
+    peaks.timing += opt.peer_candidates == 1 ? "; cuDNN peers: Find's pick"
+                                             : "; cuDNN peers: the fastest of Find's first " +
+                                                   std::to_string(opt.peer_candidates) + " candidates, timed so";
   std::cerr << "measuring peaks (copy bandwidth, SGEMM)...\n";
   measure_peaks(peaks);
   std::cerr << peaks.device << ": copy " << peaks.bytes_per_s / 1e9 << " GB/s, SGEMM " << peaks.fp32_flops / 1e12
@@ -141,7 +145,7 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
 #ifdef MCONV_HAVE_CUDNN
     if (opt.vs_cudnn) {
       try {
-        time_cudnn_peers(p, opt.layout, xs, ws, ys, timing, error_of, r.fastest, r.matched);
+        time_cudnn_peers(p, opt.layout, xs, ws, ys, timing, error_of, opt.peer_candidates, r.fastest, r.matched);
       } catch (const std::exception& e) {
         std::cerr << "  cuDNN: " << e.what();
       }

@@ -16,9 +16,11 @@ namespace mconv::tools {
 inline constexpr size_t kMemoryMatchedWorkspace = 64 * 1024;
 
 /// xs/ws/ys: rotating device copies, fp32, all in `layout` (NCHW or NHWC). cuDNN runs on `timing.stream`. `error_of(y)`
-/// returns the norm-relative error of a device output against the reference.
+/// returns the norm-relative error of a device output against the reference. `candidates`: how many of Find's
+/// algorithms of each peer class are timed, in Find's order; each peer is the fastest of them (1: Find's pick).
 void time_cudnn_peers(const Problem& p, Layout layout, const std::vector<float*>& xs, const std::vector<float*>& ws,
                       const std::vector<float*>& ys, const LoopTiming& timing,
-                      const std::function<double(const float*)>& error_of, PeerTime& fastest, PeerTime& matched);
+                      const std::function<double(const float*)>& error_of, int candidates, PeerTime& fastest,
+                      PeerTime& matched);
 
 }  // namespace mconv::tools

@@ -160,6 +160,11 @@ int main(int argc, char** argv) {
   bench->add_option("--split-k", bopt.plan.split_k, "CUDA row slices: 0 = planner, 1 = off, n = force");
   bench->add_option("--vs", vs, "peer to time beside mconv: cudnn")->check(CLI::IsMember({"cudnn"}));
   bench->add_flag("--all-algos", bopt.all_algorithms, "also time every mconv algorithm that supports each layer");
+  bench
+      ->add_option("--peer-candidates", bopt.peer_candidates,
+                   "cuDNN peers: time this many of Find's candidates per peer and keep the fastest (1 = Find's pick)")
+      ->check(CLI::Range(1, 8))
+      ->capture_default_str();
   bench->add_option("--launches", bopt.launches, "launches per timed loop (GPU)")->capture_default_str();
   bench->add_option("--repeats", bopt.repeats, "timed loops, median reported")->capture_default_str();
   std::string timing = "graph";
