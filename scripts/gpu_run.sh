@@ -56,14 +56,15 @@ if [[ " ${suites[*]} " == *" multi_channel "* ]]; then  # issue 4's target: the 
     --out "$LOG/multi_channel_stride_fixed" > "$LOG/multi_channel_stride_fixed.txt" 2> "$LOG/multi_channel_stride_fixed.err"
   tail -1 "$LOG/multi_channel_stride_fixed.txt" | tee -a "$LOG/summary.txt"
 fi
-# The same suites against a stronger, steadier cuDNN peer: the fastest of Find's first 3 candidates,
-# timed here (Find's own ranking of close algorithms flips between runs on some layers).
+# Issue 4's suites against Find's own picks as well (the peers of the tenth session and before; the
+# default times every candidate Find returns and keeps the fastest).
 for s in "${suites[@]}"; do
-  [[ "$s" == single_channel || "$s" == depthwise ]] || continue
-  echo "== bench $s, cuDNN peer = fastest of 3 Find candidates" | tee -a "$LOG/summary.txt"
-  timeout 300 "$B/mconv" bench --suite "bench/suites/$s.csv" --vs cudnn --peer-candidates 3 --out "$LOG/${s}_peer3" \
-    > "$LOG/${s}_peer3.txt" 2> "$LOG/${s}_peer3.err"
-  tail -1 "$LOG/${s}_peer3.txt" | tee -a "$LOG/summary.txt"
+  [[ "$s" == single_channel || "$s" == depthwise || "$s" == multi_channel ]] || continue
+  extra=(); [[ "$s" == multi_channel ]] && extra=(--algo stride_fixed)
+  echo "== bench $s ${extra[*]}, cuDNN peers = Find's picks" | tee -a "$LOG/summary.txt"
+  timeout 300 "$B/mconv" bench --suite "bench/suites/$s.csv" "${extra[@]}" --vs cudnn --peer-candidates 1 \
+    --out "$LOG/${s}_find_pick" > "$LOG/${s}_find_pick.txt" 2> "$LOG/${s}_find_pick.err"
+  tail -1 "$LOG/${s}_find_pick.txt" | tee -a "$LOG/summary.txt"
 done
 if [ -z "${SKIP_NHWC:-}" ] && [ -z "${SKIP_BENCH:-}" ]; then
   echo "== bench resnet50 NHWC" | tee -a "$LOG/summary.txt"

@@ -16,10 +16,12 @@ struct BenchOptions {
   Layout layout = Layout::NCHW;  ///< of x, w (KCRS/KRSC/CKRS) and y
   PlanOptions plan;              ///< algorithm / tile overrides
   bool vs_cudnn = false;         ///< time the two cuDNN peers too (CUDA builds with cuDNN)
-  /// cuDNN peers: how many of Find's candidates of each class (fastest, memory-matched) are timed
-  /// here, the fastest kept. 1 = Find's own pick, as BENCHMARKING.md defines the peers; more gives a
-  /// stronger, steadier peer where Find's ranking of close algorithms flips from run to run.
-  int peer_candidates = 1;
+  /// cuDNN peers: how many of Find's candidates of each class (any workspace, within 64 KiB) are
+  /// timed here; each peer is the fastest timed of its class (cudnn_peer.hpp). The default, 8, times
+  /// every fp32 algorithm Find returns: BENCHMARKING.md's "fastest algorithm" as this benchmark times
+  /// it. 1 = Find's own picks, which on the H100 were up to 3x slower than another algorithm of the
+  /// same call on single-channel and multi-channel layers (bench/NOTES.md, eleventh session).
+  int peer_candidates = 8;
   bool all_algorithms = false;   ///< also time every mconv algorithm that supports the layer
   int launches = 20;             ///< back-to-back launches per timed loop
   int repeats = 5;               ///< timed loops; the median is reported

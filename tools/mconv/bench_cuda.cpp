@@ -61,9 +61,9 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
   peaks.timing = "median of " + std::to_string(opt.repeats) + " loops of " + std::to_string(opt.launches) +
                  (opt.graph ? " launches replayed as one CUDA graph" : " launches enqueued from the host");
   if (opt.vs_cudnn)
-    peaks.timing += opt.peer_candidates == 1 ? "; cuDNN peers: Find's pick"
+    peaks.timing += opt.peer_candidates == 1 ? "; cuDNN peers: Find's picks"
                                              : "; cuDNN peers: the fastest of Find's first " +
-                                                   std::to_string(opt.peer_candidates) + " candidates, timed so";
+                                                   std::to_string(opt.peer_candidates) + " candidates, each timed so";
   std::cerr << "measuring peaks (copy bandwidth, SGEMM)...\n";
   measure_peaks(peaks);
   std::cerr << peaks.device << ": copy " << peaks.bytes_per_s / 1e9 << " GB/s, SGEMM " << peaks.fp32_flops / 1e12

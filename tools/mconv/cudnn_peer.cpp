@@ -117,8 +117,10 @@ void time_cudnn_peers(const Problem& p, Layout layout, const std::vector<float*>
     out.ms = median_ms_per_launch(launch, timing);
     return out;
   };
-  // Find's candidates in its order (fastest first by its own timing); each is timed at most once and
-  // counts for both classes it belongs to.
+  // Find's candidates in its order (fastest first by its own timing), each timed at most once: the
+  // first `candidates` of any workspace and the first `candidates` within 64 KiB. The fastest peer is
+  // the fastest of all of them ("whatever its workspace": never slower than the memory-matched one),
+  // the memory-matched peer the fastest within 64 KiB.
   int fastest_timed = 0, matched_timed = 0;
   auto keep = [](PeerTime& best, const PeerTime& t) {
     if (!best.valid || t.ms < best.ms) best = t;
@@ -131,7 +133,8 @@ void time_cudnn_peers(const Problem& p, Layout layout, const std::vector<float*>
     const bool for_matched = matched_timed < candidates && perf[i].memory <= kMemoryMatchedWorkspace;
     if (!for_fastest && !for_matched) continue;
     const PeerTime t = measure(perf[i]);
-    if (for_fastest) keep(fastest, t), ++fastest_timed;
+    keep(fastest, t);
+    fastest_timed += for_fastest;
     if (for_matched) keep(matched, t), ++matched_timed;
   }
   cudaFree(workspace);

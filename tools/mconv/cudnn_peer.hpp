@@ -1,7 +1,7 @@
 // The cuDNN peer of the benchmark (legacy C API, same process, same tensors): one
-// cudnnFindConvolutionForwardAlgorithmEx call, then the fastest algorithm and the fastest whose
-// workspace is at most 64 KiB (memory-matched) are timed like mconv. fp32 with CUDNN_FMA_MATH: no
-// tensor cores, the same math as mconv's FFMA kernels.
+// cudnnFindConvolutionForwardAlgorithmEx call, then its candidates are timed like mconv and the
+// fastest (any workspace) and the fastest whose workspace is at most 64 KiB (memory-matched) are the
+// peers. fp32 with CUDNN_FMA_MATH: no tensor cores, the same math as mconv's FFMA kernels.
 #pragma once
 
 #include <functional>
@@ -17,7 +17,8 @@ inline constexpr size_t kMemoryMatchedWorkspace = 64 * 1024;
 
 /// xs/ws/ys: rotating device copies, fp32, all in `layout` (NCHW or NHWC). cuDNN runs on `timing.stream`. `error_of(y)`
 /// returns the norm-relative error of a device output against the reference. `candidates`: how many of Find's
-/// algorithms of each peer class are timed, in Find's order; each peer is the fastest of them (1: Find's pick).
+/// algorithms of each peer class are timed, in Find's order (1: Find's picks). The fastest peer is the fastest of
+/// everything timed, the memory-matched peer the fastest of those within 64 KiB of workspace.
 void time_cudnn_peers(const Problem& p, Layout layout, const std::vector<float*>& xs, const std::vector<float*>& ws,
                       const std::vector<float*>& ys, const LoopTiming& timing,
                       const std::function<double(const float*)>& error_of, int candidates, PeerTime& fastest,

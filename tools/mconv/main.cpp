@@ -162,7 +162,8 @@ int main(int argc, char** argv) {
   bench->add_flag("--all-algos", bopt.all_algorithms, "also time every mconv algorithm that supports each layer");
   bench
       ->add_option("--peer-candidates", bopt.peer_candidates,
-                   "cuDNN peers: time this many of Find's candidates per peer and keep the fastest (1 = Find's pick)")
+                   "cuDNN peers: time this many of Find's candidates per peer and keep the fastest (8: all of "
+                   "them; 1: Find's own pick)")
       ->check(CLI::Range(1, 8))
       ->capture_default_str();
   bench->add_option("--launches", bopt.launches, "launches per timed loop (GPU)")->capture_default_str();
