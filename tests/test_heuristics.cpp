@@ -33,7 +33,7 @@ TEST(Heuristics, AlgorithmChoice) {
   EXPECT_EQ(pick(make(1, 1, 224, 224, 64, 1, 1)), Algorithm::SingleChannel);
   EXPECT_EQ(pick(make(1, 1, 1024, 1024, 32, 1, 1)), Algorithm::SingleChannel);
   EXPECT_EQ(pick(make(1, 1, 56, 56, 256, 5, 5)), Algorithm::SingleChannel);    // method 1: runs of 4
-  EXPECT_EQ(pick(make(1, 1, 112, 112, 128, 5, 5)), Algorithm::SingleChannel);  // 1-row blocks, column pairs
+  EXPECT_EQ(pick(make(1, 1, 112, 112, 128, 5, 5)), Algorithm::SingleChannel);  // reshaped, column pairs
   // Without pairs too: the reshaped blocks (Note [single-channel block shape]) give runs of 4 rows.
   EXPECT_EQ(pick(make(1, 1, 112, 112, 128, 5, 5), Layout::NHWC), Algorithm::SingleChannel);
   EXPECT_EQ(pick(make(1, 1, 224, 224, 64, 5, 5)), Algorithm::SingleChannel);                   // runs of 2

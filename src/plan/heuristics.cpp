@@ -72,9 +72,9 @@ Algorithm choose_algorithm(const Problem& p, const TensorDesc& x, std::vector<st
   // Single channel with many filters (C/G = 1): the paper's division, reshaped where the kernel
   // needs it, and its kernel, each thread's run of outputs walking the block's filters (Note
   // [single-channel runs], [single-channel column pairs], [single-channel block shape]). Graph-timed
-  // on the H100 (single_channel suite, every algorithm) it is the fastest mconv algorithm on all 18
-  // layers: 1x1 28x28 2.83 us vs the GEMM's 3.07 and 56x56 3.64 vs 4.18 (eleventh session; with the
-  // paper's division the GEMM had won both). Where it lost: runs of one row with 5x5 or larger
+  // on the H100 (single_channel suite, every algorithm, eleventh session) it is the fastest mconv
+  // algorithm on all 18 layers, by 1.07-2.2x: 1x1 28x28 3.0 us vs the GEMM's 3.2 and 56x56 3.7 vs 4.1
+  // (with the paper's division the GEMM had won both). Where it lost: runs of one row with 5x5 or larger
   // filters and no column pairs, every output reloading its R*S taps (single_h112_m128_k5 before
   // column pairs: 10.2 us vs the GEMM's 8.7).
   if (p.c_per_group() == 1) {
