@@ -107,19 +107,22 @@ TEST_F(CudaExecutor, RandomProblemsExact) {
 
 TEST_F(CudaExecutor, SplitKExactWithBetaBiasAndReluFallback) {
   // Note [split-k without workspace]: integer inputs keep every partial sum exact, so the atomics'
-  // order cannot change the bits and the comparison stays exact.
+  // order cannot change the bits and the comparison stays exact. y starts poisoned (NaN) where beta
+  // is 0, so an element the pre-pass missed fails.
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 6);
   for (int split : {2, 3, 7}) {
     for (Case c : {Case{make(2, 40, 7, 9, 70, 3, 3, 1)}, Case{make(1, 64, 8, 8, 33, 1, 1)},
                    Case{make(2, 24, 9, 9, 24, 3, 3, 1, 1, 1, 3)}}) {
-      c.p.alpha = 2.0f;
-      c.p.beta = 1.0f;
-      c.bias = true;
-      for (int l = 0; l < 3; ++l) {
-        c.xl = c.wl = c.yl = Layout(l);
-        c.relu = l == 2;  // ReLU runs unsplit
-        run_case(engine, c, g, true, "", split);
+      for (bool epilogue : {true, false}) {  // false: beta = 0 without bias, the pre-pass's zero fill
+        c.p.alpha = epilogue ? 2.0f : 1.0f;
+        c.p.beta = epilogue ? 1.0f : 0.0f;
+        c.bias = epilogue;
+        for (int l = 0; l < 3; ++l) {
+          c.xl = c.wl = c.yl = Layout(l);
+          c.relu = epilogue && l == 2;  // ReLU runs unsplit
+          run_case(engine, c, g, true, "", split);
+        }
       }
     }
   }

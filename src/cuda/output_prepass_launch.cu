@@ -26,6 +26,14 @@ void output_prepass(const Plan& plan, float* y, const Epilogue& e, void* stream)
   pp.y_sp = ys[2];
   pp.y_sq = ys[3];
   pp.beta = pr.beta;
+  // beta = 0 without a bias is a zero fill: where y is dense (its span holds exactly its elements,
+  // in any order) the runtime's memset does it. On the H100, graph-timed, stride_fixed's split
+  // layers: multi_h56_c128_k1 14.5 -> 13.5 us, multi_h112_c64_k1 15.9 -> 14.4, 3x3 layers 1-3%.
+  if (pr.beta == 0.0f && !e.bias && plan.y_desc().span_elements() == pp.total) {
+    MCONV_CUDA_CHECK(cudaMemsetAsync(y, 0, static_cast<size_t>(pp.total) * sizeof(float),
+                                     static_cast<cudaStream_t>(stream)));
+    return;
+  }
   const int blocks = static_cast<int>(std::min<long long>((pp.total + 255) / 256, 132 * 16));
   cuda::output_prepass_kernel<<<blocks, 256, 0, static_cast<cudaStream_t>(stream)>>>(pp);
   MCONV_CUDA_CHECK(cudaGetLastError());
