@@ -77,7 +77,14 @@ SingleChannelDivision plan_single_channel(const Problem& p, const HardwareModel&
   const int64_t smem = single_channel_smem_budget(hw);
   const double n_fma = hw.n_fma();
   auto d_of = [&](int64_t filters, int64_t out_rows) { return single_channel_smem_bytes(p, filters, out_rows); };
-  auto th_of = [&](int64_t filters, int64_t out_rows) { return double(rs) * filters * out_rows * cols_out; };
+  // A block of `filters` x `out_rows` and what follows from it: D, Th and the blocks per image and group.
+  auto set_block = [&](SingleChannelDivision& d, int64_t filters, int64_t out_rows) {
+    d.filters_per_block = int(filters);
+    d.rows_per_block = int(out_rows);
+    d.d_bytes = d_of(filters, out_rows);
+    d.th = double(rs) * filters * out_rows * cols_out;
+    d.blocks = ceil_div(M, filters) * ceil_div(rows_out, out_rows);
+  };
 
   // Method 1: ceil(M/N_sm) filters per block; smallest P (pieces along y) whose D fits.
   SingleChannelDivision m1;
@@ -111,11 +118,7 @@ SingleChannelDivision plan_single_channel(const Problem& p, const HardwareModel&
     throw Error(Status::Unsupported, "algorithm: single_channel: no division fits " + std::to_string(smem / 1024) +
                                          " KB of shared memory (map rows too wide: " + std::to_string(wx) +
                                          " columns)");
-  for (auto* m : {&m1, &m2}) {
-    m->d_bytes = d_of(m->filters_per_block, m->rows_per_block);
-    m->th = th_of(m->filters_per_block, m->rows_per_block);
-    m->blocks = ceil_div(M, m->filters_per_block) * ceil_div(rows_out, m->rows_per_block);
-  }
+  for (auto* m : {&m1, &m2}) set_block(*m, m->filters_per_block, m->rows_per_block);
   SingleChannelDivision best = !m2_ok || (m1_ok && m1.d_bytes <= m2.d_bytes) ? m1 : m2;
   std::ostringstream os;
   os << "single_channel method " << best.method << " (D1 = " << (m1_ok ? std::to_string(m1.d_bytes) : "-")
@@ -130,12 +133,9 @@ SingleChannelDivision plan_single_channel(const Problem& p, const HardwareModel&
     const double vs = hw.v_s();
     while (double(best.blocks) * best.d_bytes < vs && (best.rows_per_block > 1 || best.filters_per_block > 1)) {
       if (best.rows_per_block > 1)
-        best.rows_per_block = int(ceil_div(best.rows_per_block, 2));
+        set_block(best, best.filters_per_block, ceil_div(best.rows_per_block, 2));
       else
-        best.filters_per_block = int(ceil_div(best.filters_per_block, 2));
-      best.d_bytes = d_of(best.filters_per_block, best.rows_per_block);
-      best.th = th_of(best.filters_per_block, best.rows_per_block);
-      best.blocks = ceil_div(M, best.filters_per_block) * ceil_div(rows_out, best.rows_per_block);
+        set_block(best, ceil_div(best.filters_per_block, 2), best.rows_per_block);
     }
     std::ostringstream v;
     v << "single_channel V_s fallback: Th < N_FMA, refined to " << best.filters_per_block << " filters x "
@@ -153,11 +153,7 @@ SingleChannelDivision plan_single_channel(const Problem& p, const HardwareModel&
     while (filters > 1 && 4 * ceil_div(M, filters) * pieces < 3 * nsm) filters = ceil_div(filters, 2);
     if (d_of(filters, rows) <= smem) {
       best.shaped = true;
-      best.filters_per_block = int(filters);
-      best.rows_per_block = int(rows);
-      best.d_bytes = d_of(filters, rows);
-      best.th = th_of(filters, rows);
-      best.blocks = ceil_div(M, filters) * ceil_div(rows_out, rows);
+      set_block(best, filters, rows);
       std::ostringstream sh;
       sh << "single_channel block shape: reshaped to " << filters << " filters x " << rows << " rows, "
          << best.blocks * p.n * p.groups << " blocks for " << nsm << " SMs (D = " << best.d_bytes << " B, Th = " << best.th
