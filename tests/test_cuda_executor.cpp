@@ -5,6 +5,7 @@
 #include <set>
 
 #include "../src/plan/single_channel_planner.hpp"
+#include "../src/plan/stride_fixed_planner.hpp"
 #include "problem_gen.hpp"
 
 namespace mconv::test {
@@ -448,16 +449,28 @@ TEST_F(CudaExecutor, StrideFixedEdgeCasesAndRandom) {
   };
   std::vector<Case> cases = edge_cases();
   cases.push_back({make(1, 40, 9, 300, 70, 3, 3, 1)});  // Q > 128: several pixel segments per row
+  // Every case with 4 and with 8 pixels a thread (Note [stride-fixed thread pixels]).
   for (Case c : cases)
     for (int l = 0; l < 3; ++l) {
       c.xl = c.wl = c.yl = Layout(l);
-      if (claims(c)) run_case(engine, c, g, true, "", 0, Algorithm::StrideFixed);
+      if (!claims(c)) continue;
+      for (const char* tile : {detail::kStrideFixedTile4, detail::kStrideFixedTile8})
+        run_case(engine, c, g, true, tile, 0, Algorithm::StrideFixed);
     }
+  // The planner's choice: small maps take 4 pixels, a map of more 8-pixel blocks than SMs 8.
+  std::set<int> chosen;
+  std::vector<Case> planned;
   const int count = random_case_count(120, 20);
-  for (int i = 0; i < count; ++i) {
-    Case c = random_case(g);
-    if (claims(c)) run_case(engine, c, g, false, "", 0, Algorithm::StrideFixed);
+  for (int i = 0; i < count; ++i) planned.push_back(random_case(g));
+  planned.push_back({make(1, 24, 200, 200, 40, 3, 3, 1)});
+  for (const Case& c : planned) {
+    if (!claims(c)) continue;
+    PlanOptions o;
+    o.algorithm = Algorithm::StrideFixed;
+    chosen.insert(engine.plan(c.p, c.p.x_desc(c.xl), c.p.w_desc(c.wl), c.p.y_desc(c.yl), o)->tile().thread_pixels);
+    run_case(engine, c, g, false, "", 0, Algorithm::StrideFixed);
   }
+  EXPECT_EQ(chosen, (std::set<int>{4, 8}));
 }
 
 TEST_F(CudaExecutor, SplitKOutOfRangeIsAnError) {

@@ -338,45 +338,72 @@ namespace {
 TEST(StrideFixedPlanner, SegmentFromTheInequalityThenSharedMemory) {
   std::vector<std::string> why;
   const HardwareModel hw = h100_model();
-  auto d3 = detail::plan_stride_fixed(make(1, 512, 28, 28, 512, 3, 3, 0), hw, why);
+  auto d3 = detail::plan_stride_fixed(make(1, 512, 28, 28, 512, 3, 3, 0), hw, why, 8);
   // The paper's M' >= N_FMA*4/(S*W'x) with M' = 64 and 128 pixels asks S >= 36 B: 64 B, but two
   // rounds of 16 channels (106 KB) leave room for fewer than three blocks per SM, so 32 B.
   EXPECT_NEAR(d3.segment_needed, hw.n_fma() * 4 / (64.0 * 128), 1e-6);
   EXPECT_EQ(d3.segment_channels, 8);
-  EXPECT_LE(d3.smem_bytes * detail::kStrideFixedResidentBlocks, hw.smem_per_sm);
+  EXPECT_LE(d3.smem_bytes * detail::stride_fixed_resident_blocks(d3.thread_pixels), hw.smem_per_sm);
   // 26 x 26 outputs: 32-pixel lines x 4 pad the map least (28 x 32 = 896 slots for 676 pixels).
   EXPECT_EQ(d3.tile_cols, 32);
   EXPECT_EQ(d3.tile_rows, 4);
-  EXPECT_EQ(d3.tile_cols * d3.tile_rows, detail::kStrideFixedPixels);
-  auto d7 = detail::plan_stride_fixed(make(1, 64, 28, 28, 64, 7, 7, 3), hw, why);
+  EXPECT_EQ(d3.tile_cols * d3.tile_rows, detail::stride_fixed_block_pixels(d3.thread_pixels));
+  auto d7 = detail::plan_stride_fixed(make(1, 64, 28, 28, 64, 7, 7, 3), hw, why, 8);
   EXPECT_LT(d7.segment_channels, d3.segment_channels);  // 7x7 filters: smaller segments to fit
-  EXPECT_LE(d7.smem_bytes * detail::kStrideFixedResidentBlocks, hw.smem_per_sm);
-  EXPECT_EQ(why.size(), 2u);
+  EXPECT_LE(d7.smem_bytes * detail::stride_fixed_resident_blocks(d7.thread_pixels), hw.smem_per_sm);
+  // 4 pixels a thread: 64-pixel blocks, so the inequality asks twice the segment.
+  auto d4 = detail::plan_stride_fixed(make(1, 512, 28, 28, 512, 1, 1, 0), hw, why, 4);
+  EXPECT_EQ(d4.tile_cols * d4.tile_rows, 64);
+  EXPECT_NEAR(d4.segment_needed, 2 * hw.n_fma() * 4 / (64.0 * 128), 1e-6);
+  EXPECT_GE(d4.segment_channels * 4, d4.segment_needed);
+  EXPECT_EQ(why.size(), 3u);
+}
+
+TEST(StrideFixedPlanner, SmallMapsTakeFourPixelsAThread) {
+  // Note [stride-fixed thread pixels]: 4 where the 8-pixel blocks are fewer than the SMs (132),
+  // or fewer than half of them for filters wider than 3x3.
+  std::vector<std::string> why;
+  const HardwareModel hw = h100_model();
+  auto pixels = [&](const Problem& p) { return detail::plan_stride_fixed(p, hw, why).thread_pixels; };
+  EXPECT_EQ(pixels(make(1, 64, 112, 112, 64, 1, 1)), 4);       // 98 blocks of 8
+  EXPECT_EQ(pixels(make(1, 64, 112, 112, 64, 3, 3)), 4);       // 98
+  EXPECT_EQ(pixels(make(1, 64, 112, 112, 64, 5, 5)), 8);       // 98 of 5x5 filters
+  EXPECT_EQ(pixels(make(1, 128, 56, 56, 128, 5, 5)), 4);       // 52 of 5x5 filters
+  EXPECT_EQ(pixels(make(1, 64, 224, 224, 64, 3, 3)), 8);       // 392
+  EXPECT_EQ(pixels(make(32, 64, 56, 56, 64, 3, 3, 1)), 8);     // a batch fills the SMs
+  EXPECT_EQ(pixels(make(1, 512, 7, 7, 512, 1, 1)), 4);         // 8
 }
 
 TEST(StrideFixedPlanner, LayoutCoversEveryWindow) {
-  for (int stride : {1, 2})
-    for (int k : {1, 3, 5, 7}) {
-      Problem p = make(1, 8, 64, 64, 8, k, k, k / 2);
-      p.stride_h = p.stride_w = stride;
-      for (int cols = detail::kStrideFixedThreadPixels; cols <= detail::kStrideFixedPixels; cols *= 2) {
-        const auto l = detail::stride_fixed_layout(p, detail::kStrideFixedPixels / cols, cols);
-        EXPECT_EQ(l.cols, (cols - 1) * stride + k);
-        EXPECT_EQ(l.pitch % 4, 0);
-        // The last thread's float4 window starts at (cols - 8) * stride and must stay in its line.
-        const int window = (detail::kStrideFixedThreadPixels - 1) * stride + k;
-        EXPECT_LE((cols - detail::kStrideFixedThreadPixels) * stride + (window + 3) / 4 * 4, l.pitch);
+  for (int px : {4, 8})
+    for (int stride : {1, 2})
+      for (int k : {1, 3, 5, 7}) {
+        Problem p = make(1, 8, 64, 64, 8, k, k, k / 2);
+        p.stride_h = p.stride_w = stride;
+        const int pixels = detail::stride_fixed_block_pixels(px);
+        for (int cols = px; cols <= pixels; cols *= 2) {
+          const auto l = detail::stride_fixed_layout(p, pixels / cols, cols, px);
+          EXPECT_EQ(l.cols, (cols - 1) * stride + k);
+          EXPECT_EQ(l.pitch % 4, 0);
+          // The last thread's float4 window starts at (cols - px) * stride and must stay in its line.
+          const int window = (px - 1) * stride + k;
+          EXPECT_LE((cols - px) * stride + (window + 3) / 4 * 4, l.pitch);
+        }
       }
-    }
 }
 
 TEST(StrideFixedPlanner, SmallMapsSplitTheChannels) {
   std::vector<std::string> why;
   // 5 x 5 outputs, 512 filters: 8 blocks for 132 SMs unless the 64 rounds of 8 channels are sliced.
-  auto d = detail::plan_stride_fixed(make(1, 512, 7, 7, 512, 3, 3, 0), h100_model(), why);
+  auto d = detail::plan_stride_fixed(make(1, 512, 7, 7, 512, 3, 3, 0), h100_model(), why, 8);
   EXPECT_EQ(d.tile_cols, 16);  // every width pads 5 x 5 to 128 slots; 8 and 16 read least, 16 is wider
   EXPECT_EQ(d.blocks, 8);
   EXPECT_EQ(d.splits, 32);  // two rounds per slice keep the prefetch overlapping
+  // Whole waves only: 98 blocks of 4 pixels, 4 resident per SM (528 a wave) take 5 slices, not 6.
+  auto mid = detail::plan_stride_fixed(make(1, 128, 56, 56, 128, 3, 3, 0), h100_model(), why);
+  EXPECT_EQ(mid.thread_pixels, 4);
+  EXPECT_EQ(mid.blocks, 98);
+  EXPECT_LE(mid.blocks * mid.splits, 132 * 4);
   // A large map fills the SMs unsliced.
   auto big = detail::plan_stride_fixed(make(1, 64, 224, 224, 64, 3, 3, 1), h100_model(), why);
   EXPECT_EQ(big.splits, 1);

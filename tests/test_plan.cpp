@@ -1,6 +1,7 @@
 // The Plan: the offset-sequence patent's worked example, row orders, the compiled representation.
 #include <nlohmann/json.hpp>
 
+#include "../src/plan/stride_fixed_planner.hpp"
 #include "problem_gen.hpp"
 
 namespace mconv::test {
@@ -109,6 +110,20 @@ TEST(Plan, AutoFallsBackToImplicitGemmWhenTheDirectTileCannotFit) {
   bool said = false;
   for (const auto& d : plan.decisions()) said = said || d.find("fallback") != std::string::npos;
   EXPECT_TRUE(said) << "the decisions should say why direct_block was not used";
+}
+
+TEST(Plan, StrideFixedTilesForceAThreadShape) {
+  if (!built_with_cuda()) GTEST_SKIP() << "stride_fixed exists on the cuda target only";
+  const Problem p = make(1, 8, 20, 20, 16, 3, 3, 1);
+  for (const auto& [tile, pixels] : {std::pair{detail::kStrideFixedTile4, 4}, std::pair{detail::kStrideFixedTile8, 8}}) {
+    const PlanOptions o{Target::Cuda, Algorithm::StrideFixed, tile};
+    const Plan plan = Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), o);
+    EXPECT_EQ(plan.tile().thread_pixels, pixels);
+    EXPECT_EQ(plan.tile().block_rows * plan.tile().block_cols, detail::stride_fixed_block_pixels(pixels));
+  }
+  // A stride_fixed tile names no GEMM tile.
+  const PlanOptions gemm{Target::Cuda, Algorithm::ImplicitPrecomp, detail::kStrideFixedTile4};
+  EXPECT_THROW(Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), gemm), Error);
 }
 
 }  // namespace

@@ -105,6 +105,8 @@ struct TileChoice {
   int block_pitch = 0, block_plane_floats = 0;
   /// stride_fixed: channels per round (the paper's segment S = 4 * this many bytes); 0 otherwise.
   int segment_channels = 0;
+  /// stride_fixed: consecutive output pixels of a line per thread (8, or 4 on small maps); 0 otherwise.
+  int thread_pixels = 0;
   /// single_channel_bulk: blocks of the one resident wave that walks the chunks (the planned blocks
   /// per SM times the SMs, or the chunks where fewer); 0 otherwise.
   int grid_blocks = 0;

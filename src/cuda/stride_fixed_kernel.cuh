@@ -6,8 +6,9 @@
 // paper's S = 4*seg bytes): each round copies the segment's input lines [seg][rows][pitch] and its
 // filters [seg*R*S][M' + 4] into shared memory with cp.async, double-buffered so that round i+1
 // loads while round i computes. A thread accumulates 8 consecutive pixels of one line for 8 of the
-// M' filters (Note [stride-fixed on Hopper]): per (channel, filter row) it moves one window of the
-// line to registers and uses each value for up to S filter columns x 8 filters.
+// M' filters (Note [stride-fixed on Hopper]; 4 pixels on small maps, Note [stride-fixed thread
+// pixels]): per (channel, filter row) it moves one window of the line to registers and uses each
+// value for up to S filter columns x 8 filters.
 #pragma once
 
 #include "../plan/stride_fixed_planner.hpp"
@@ -34,17 +35,17 @@ struct StrideFixedParams : ConvGeometry {
 
 using mconv::detail::kStrideFixedFilterPitch;
 using mconv::detail::kStrideFixedFilters;
-using mconv::detail::kStrideFixedResidentBlocks;
 using mconv::detail::kStrideFixedThreadFilters;
-using mconv::detail::kStrideFixedThreadPixels;
 using mconv::detail::kStrideFixedThreads;
+using mconv::detail::stride_fixed_resident_blocks;
 
 /// K: square filter size with SW = stride_w (1 or 2) and no dilation, the window read as float4s;
-/// K = 0: any filter, stride and dilation, read value by value.
-template <int K, int SW>
-__global__ void __launch_bounds__(kStrideFixedThreads, kStrideFixedResidentBlocks)
+/// K = 0: any filter, stride and dilation, read value by value. PX: consecutive pixels per thread.
+template <int K, int SW, int PX>
+__global__ void __launch_bounds__(kStrideFixedThreads, stride_fixed_resident_blocks(PX))
     stride_fixed_kernel(const StrideFixedParams prm) {
-  constexpr int T = kStrideFixedThreads, MF = kStrideFixedFilters, PX = kStrideFixedThreadPixels;
+  constexpr int T = kStrideFixedThreads, MF = kStrideFixedFilters;
+  static_assert(PX == 4 || PX == 8, "a thread's pixels are one or two float4s of y");
   constexpr int FP = kStrideFixedFilterPitch, GROUPS_F = MF / kStrideFixedThreadFilters;
   static_assert(kStrideFixedThreadFilters == 8 && MF == 64, "the filter groups below: {4fg..4fg+3, 32+4fg..}");
   const int R = K > 0 ? K : prm.R, S = K > 0 ? K : prm.S, RS = R * S;
@@ -65,7 +66,7 @@ __global__ void __launch_bounds__(kStrideFixedThreads, kStrideFixedResidentBlock
   const float* gX = prm.x + n * prm.x_sn + static_cast<long long>(g) * prm.cg * prm.x_sc;
   const float* gW = prm.w + static_cast<long long>(g * prm.kg + k0) * prm.w_sk;
 
-  // The thread: 8 pixels of one line (a warp spans 4 pixel groups x the 8 filter groups, so its
+  // The thread: PX pixels of one line (a warp spans 4 pixel groups x the 8 filter groups, so its
   // filter reads are 8 distinct float4s and its window reads 4) and filters {4fg..4fg+3, 32+4fg..}.
   const int fg = threadIdx.x % GROUPS_F, pg = threadIdx.x / GROUPS_F;
   const int groups_x = prm.tile_cols / PX;
@@ -219,7 +220,7 @@ __global__ void __launch_bounds__(kStrideFixedThreads, kStrideFixedResidentBlock
     const int k = g * prm.kg + k0 + f;
     float* dst = yPix + k * prm.y_sk;
     const float bias = prm.bias ? __ldg(prm.bias + k) : 0.0f;
-    if (vec) {  // the thread's 8 pixels as two float4s
+    if (vec) {  // the thread's pixels as float4s
 #pragma unroll
       for (int h = 0; h < PX / 4; ++h) {
         float4* d4 = reinterpret_cast<float4*>(dst) + h;

@@ -11,8 +11,11 @@ namespace mconv::detail::cuda_backend {
 namespace {
 
 template <int K, int SW>
-void launch(const cuda::StrideFixedParams& prm, dim3 grid, int smem, cudaStream_t stream) {
-  cuda::launch_with_smem(cuda::stride_fixed_kernel<K, SW>, grid, kStrideFixedThreads, smem, stream, prm);
+void launch(const cuda::StrideFixedParams& prm, int thread_pixels, dim3 grid, int smem, cudaStream_t stream) {
+  if (thread_pixels == 4)
+    cuda::launch_with_smem(cuda::stride_fixed_kernel<K, SW, 4>, grid, kStrideFixedThreads, smem, stream, prm);
+  else
+    cuda::launch_with_smem(cuda::stride_fixed_kernel<K, SW, 8>, grid, kStrideFixedThreads, smem, stream, prm);
 }
 
 }  // namespace
@@ -25,7 +28,8 @@ void stride_fixed_forward(const Plan& plan, const float* x, const float* w, floa
   prm.tile_rows = t.block_rows;
   prm.tile_cols = t.block_cols;
   prm.tiles_x = (prm.Q + prm.tile_cols - 1) / prm.tile_cols;
-  const StrideFixedLayout layout = stride_fixed_layout(pr, prm.tile_rows, prm.tile_cols);
+  const int thread_pixels = t.thread_pixels;
+  const StrideFixedLayout layout = stride_fixed_layout(pr, prm.tile_rows, prm.tile_cols, thread_pixels);
   prm.in_rows = layout.rows;
   prm.in_cols = layout.cols;
   prm.pitch = layout.pitch;
@@ -40,7 +44,7 @@ void stride_fixed_forward(const Plan& plan, const float* x, const float* w, floa
   prm.rs_div = cuda::FastDivmod(static_cast<unsigned>(prm.R * prm.S));
   prm.s_div = cuda::FastDivmod(static_cast<unsigned>(prm.S));
   // 16-byte line copies: aligned rows, and every block's first column on a float4 (W'x is a
-  // multiple of 8, so that holds when pad_w is a multiple of 4).
+  // multiple of a thread's 4 or 8 pixels, so that holds when pad_w is a multiple of 4).
   prm.vec_lines = cuda::x_rows_float4_aligned(plan, x) && pr.pad_w % 4 == 0;
   prm.in_vecs_div = cuda::FastDivmod(static_cast<unsigned>((layout.cols + 3) / 4));
   prm.vec_store = cuda::y_rows_float4_aligned(plan, y);
@@ -62,13 +66,13 @@ void stride_fixed_forward(const Plan& plan, const float* x, const float* w, floa
   cuda::filter_size_switch(pr.r, pr.s, [&](auto k) {
     constexpr int K = decltype(k)::value;
     if constexpr (K == 0)
-      launch<0, 0>(prm, grid, smem, s);
+      launch<0, 0>(prm, thread_pixels, grid, smem, s);
     else if (!window)
-      launch<0, 0>(prm, grid, smem, s);
+      launch<0, 0>(prm, thread_pixels, grid, smem, s);
     else if (pr.stride_w == 1)
-      launch<K, 1>(prm, grid, smem, s);
+      launch<K, 1>(prm, thread_pixels, grid, smem, s);
     else
-      launch<K, 2>(prm, grid, smem, s);
+      launch<K, 2>(prm, thread_pixels, grid, smem, s);
   });
 }
 

@@ -90,10 +90,14 @@ TileChoice direct_tile(Algorithm algo, const Problem& pr, const TensorDesc& x, c
   if (algo == Algorithm::DirectBlock) {
     t.name = detail::choose_direct_shape(pr, detail::current_device_summary(), why).name;
   } else if (algo == Algorithm::StrideFixed) {
-    const auto div = detail::plan_stride_fixed(pr, detail::planning_hardware_model(why), why);
+    const int thread_pixels = forced_tile == detail::kStrideFixedTile4   ? 4
+                              : forced_tile == detail::kStrideFixedTile8 ? 8
+                                                                         : 0;
+    const auto div = detail::plan_stride_fixed(pr, detail::planning_hardware_model(why), why, thread_pixels);
     t.name = "stride_fixed_" + std::to_string(div.tile_cols) + "x" + std::to_string(div.tile_rows) + "_s" +
-             std::to_string(div.segment_channels * 4);
+             std::to_string(div.segment_channels * 4) + (div.thread_pixels == 4 ? "_p4" : "");
     t.segment_channels = div.segment_channels;
+    t.thread_pixels = div.thread_pixels;
     t.block_rows = div.tile_rows;
     t.block_cols = div.tile_cols;
     t.split_k = div.splits;
@@ -193,14 +197,18 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
 
   if (plan.algorithm_ == Algorithm::DirectBlock || plan.algorithm_ == Algorithm::SingleChannel ||
       plan.algorithm_ == Algorithm::StrideFixed) {
-    // single_channel's tile names one of its plane-stream variants (to compare or test them).
-    const bool plane_variant = plan.algorithm_ == Algorithm::SingleChannel &&
-                               (options.tile == detail::kPlaneStreamTile || options.tile == detail::kPlaneBulkTile ||
-                                options.tile == detail::kSingleChannelPaperTile);
-    if ((!options.tile.empty() && !plane_variant) || options.split_k > 1)
+    // single_channel's tile names one of its variants, stride_fixed's a thread's pixels (to compare
+    // or test them).
+    const bool variant = (plan.algorithm_ == Algorithm::SingleChannel &&
+                          (options.tile == detail::kPlaneStreamTile || options.tile == detail::kPlaneBulkTile ||
+                           options.tile == detail::kSingleChannelPaperTile)) ||
+                         (plan.algorithm_ == Algorithm::StrideFixed &&
+                          (options.tile == detail::kStrideFixedTile4 || options.tile == detail::kStrideFixedTile8));
+    if ((!options.tile.empty() && !variant) || options.split_k > 1)
       throw Error(Status::BadParam, "tile: tiles and split_k apply to implicit_precomp only (single_channel also takes " +
                                         std::string(detail::kPlaneStreamTile) + ", " + detail::kPlaneBulkTile + " or " +
-                                        detail::kSingleChannelPaperTile + ")");
+                                        detail::kSingleChannelPaperTile + "; stride_fixed " +
+                                        detail::kStrideFixedTile4 + " or " + detail::kStrideFixedTile8 + ")");
     if (plan.algorithm_ == Algorithm::DirectBlock && pr.n > 65535)
       throw Error(Status::Unsupported, "n: direct_block launches one grid row per image, at most 65535");
     try {
