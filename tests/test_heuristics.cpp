@@ -44,7 +44,9 @@ TEST(Heuristics, AlgorithmChoice) {
   EXPECT_EQ(pick(make(1, 64, 224, 224, 64, 3, 3)), Algorithm::StrideFixed);      // few channels, large map
   EXPECT_EQ(pick(make(32, 64, 224, 224, 64, 3, 3, 1)), Algorithm::StrideFixed);  // vgg16_1
   EXPECT_EQ(pick(make(1, 64, 112, 112, 64, 5, 5)), Algorithm::StrideFixed);
-  EXPECT_EQ(pick(make(1, 64, 112, 112, 64, 3, 3)), Algorithm::ImplicitPrecomp);        // the GEMM wins at 112x112 3x3
+  EXPECT_EQ(pick(make(1, 64, 112, 112, 64, 3, 3)), Algorithm::StrideFixed);     // 4 pixels a thread
+  EXPECT_EQ(pick(make(1, 128, 56, 56, 128, 3, 3)), Algorithm::StrideFixed);
+  EXPECT_EQ(pick(make(1, 256, 28, 28, 256, 3, 3)), Algorithm::ImplicitPrecomp);  // C = 256: the GEMM
   EXPECT_EQ(pick(make(1, 128, 56, 56, 128, 5, 5)), Algorithm::ImplicitPrecomp);        // C = 128
   EXPECT_EQ(pick(make(32, 3, 224, 224, 64, 7, 7, 3, 2)), Algorithm::ImplicitPrecomp);  // resnet50 conv1: stride 2
   EXPECT_EQ(pick(make(1, 256, 28, 28, 256, 1, 1)), Algorithm::StrideFixed);            // 1x1, 784 outputs

@@ -111,7 +111,11 @@ Algorithm choose_algorithm(const Problem& p, const TensorDesc& x, std::vector<st
   //    blocks (a quarter of the H100's SMs), while the channel slices fill the SMs: 1.23-1.30x
   //    (multi_h28_c256_k1, multi_h56_c128_k1). With K >= 512 (resnet50's 7x7 1x1 layers, batch 32)
   //    the GEMM's grid is full and stride_fixed measured 2-3x slower;
-  //  - 3x3/5x5 on maps of at most 256 outputs with C >= 256: stride_fixed 1.0-1.44x.
+  //  - 3x3/5x5 on maps of at most 256 outputs with C >= 256: stride_fixed 1.0-1.44x;
+  //  - 3x3 on 2500-12800 outputs with 64 <= C <= 128, since stride_fixed takes 4 pixels a thread
+  //    there (Note [stride-fixed thread pixels]): 1.09x at 56x56 (C = 128), 1.11x at 112x112
+  //    (C = 64); the GEMM still 1.05x faster at 28x28 (C = 256) and on the 5x5 layers of 28x28
+  //    and 56x56.
   // Everywhere else the GEMM won, by up to 4x on resnet50's 1x1 and strided layers.
   const bool square = p.r == p.s && p.stride_h == 1 && p.stride_w == 1 && p.dil_h == 1 && p.dil_w == 1;
   const int64_t cg = p.c_per_group(), outputs = p.n * p.p() * p.q();
@@ -120,7 +124,8 @@ Algorithm choose_algorithm(const Problem& p, const TensorDesc& x, std::vector<st
       square && p.k_per_group() >= 64 &&
       ((p.r >= 3 && p.r <= 7 && cg >= 32 && cg <= 64 && p.p() * p.q() * p.r * p.s >= 250000) ||
        (p.r == 1 && cg >= 128 && outputs >= 512 && outputs <= 4096 && gemm_tiles < 32) ||
-       (p.r >= 3 && p.r <= 5 && cg >= 256 && outputs <= 256));
+       (p.r >= 3 && p.r <= 5 && cg >= 256 && outputs <= 256) ||
+       (p.r == 3 && cg >= 64 && cg <= 128 && outputs >= 2500 && outputs <= 12800));
   if (stride_fixed_wins) {
     why.push_back("algorithm stride_fixed: C/G = " + std::to_string(cg) + ", " + std::to_string(p.r) + "x" +
                   std::to_string(p.s) + ", " + std::to_string(p.p()) + "x" + std::to_string(p.q()) +
