@@ -28,7 +28,7 @@ void stride_fixed_forward(const Plan& plan, const float* x, const float* w, floa
   prm.tile_rows = t.block_rows;
   prm.tile_cols = t.block_cols;
   prm.tiles_x = (prm.Q + prm.tile_cols - 1) / prm.tile_cols;
-  const int thread_pixels = t.thread_pixels;
+  const int thread_pixels = t.thread_pixels == 4 ? 4 : kStrideFixedThreadPixels;  // the kernels instantiated
   const StrideFixedLayout layout = stride_fixed_layout(pr, prm.tile_rows, prm.tile_cols, thread_pixels);
   prm.in_rows = layout.rows;
   prm.in_cols = layout.cols;
