@@ -82,6 +82,22 @@ void row_coords(RowOrder order, int64_t i, int64_t r_, int64_t s_, int64_t cg, i
   }
 }
 
+/// The tile names a direct kernel family takes: its variants, to compare or test them (direct_block
+/// takes none). direct_tile below reads them.
+std::vector<std::string> direct_variant_tiles(Algorithm algo) {
+  if (algo == Algorithm::SingleChannel)
+    return {detail::kPlaneStreamTile, detail::kPlaneBulkTile, detail::kSingleChannelPaperTile};
+  if (algo == Algorithm::StrideFixed) return {detail::kStrideFixedTile4, detail::kStrideFixedTile8};
+  return {};
+}
+
+/// "a, b or c".
+std::string one_of(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i) s += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return s;
+}
+
 /// The division of a direct kernel family (direct_block, single_channel with its plane stream,
 /// stride_fixed), as the TileChoice its launcher reads. Throws Error when the family cannot run `pr`.
 TileChoice direct_tile(Algorithm algo, const Problem& pr, const TensorDesc& x, const TensorDesc& y,
@@ -197,18 +213,13 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
 
   if (plan.algorithm_ == Algorithm::DirectBlock || plan.algorithm_ == Algorithm::SingleChannel ||
       plan.algorithm_ == Algorithm::StrideFixed) {
-    // single_channel's tile names one of its variants, stride_fixed's a thread's pixels (to compare
-    // or test them).
-    const bool variant = (plan.algorithm_ == Algorithm::SingleChannel &&
-                          (options.tile == detail::kPlaneStreamTile || options.tile == detail::kPlaneBulkTile ||
-                           options.tile == detail::kSingleChannelPaperTile)) ||
-                         (plan.algorithm_ == Algorithm::StrideFixed &&
-                          (options.tile == detail::kStrideFixedTile4 || options.tile == detail::kStrideFixedTile8));
+    // single_channel's tile names one of its variants, stride_fixed's a thread's pixels.
+    const auto variants = direct_variant_tiles(plan.algorithm_);
+    const bool variant = std::find(variants.begin(), variants.end(), options.tile) != variants.end();
     if ((!options.tile.empty() && !variant) || options.split_k > 1)
       throw Error(Status::BadParam, "tile: tiles and split_k apply to implicit_precomp only (single_channel also takes " +
-                                        std::string(detail::kPlaneStreamTile) + ", " + detail::kPlaneBulkTile + " or " +
-                                        detail::kSingleChannelPaperTile + "; stride_fixed " +
-                                        detail::kStrideFixedTile4 + " or " + detail::kStrideFixedTile8 + ")");
+                                        one_of(direct_variant_tiles(Algorithm::SingleChannel)) + "; stride_fixed " +
+                                        one_of(direct_variant_tiles(Algorithm::StrideFixed)) + ")");
     if (plan.algorithm_ == Algorithm::DirectBlock && pr.n > 65535)
       throw Error(Status::Unsupported, "n: direct_block launches one grid row per image, at most 65535");
     try {
