@@ -449,6 +449,14 @@ TEST_F(CudaExecutor, StrideFixedEdgeCasesAndRandom) {
   };
   std::vector<Case> cases = edge_cases();
   cases.push_back({make(1, 40, 9, 300, 70, 3, 3, 1)});  // Q > 128: several pixel segments per row
+  // Convolution (flipped taps) with KCRS filters: rounds of 1, 2, 4 and 8 channels (the filter walk
+  // of Note [filter walk]), a partial last round, and a partial second filter block.
+  for (int64_t c : {1, 2, 3, 9, 33})
+    for (int64_t r : {3, 5}) {
+      Case flipped{make(1, c, 10, 12, 70, r, r, 1)};
+      flipped.p.mode = Mode::Convolution;
+      cases.push_back(flipped);
+    }
   // Every case with 4 and with 8 pixels a thread (Note [stride-fixed thread pixels]).
   for (Case c : cases)
     for (int l = 0; l < 3; ++l) {
