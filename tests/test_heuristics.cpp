@@ -51,6 +51,9 @@ TEST(Heuristics, AlgorithmChoice) {
   EXPECT_EQ(pick(make(32, 3, 224, 224, 64, 7, 7, 3, 2)), Algorithm::ImplicitPrecomp);  // resnet50 conv1: stride 2
   EXPECT_EQ(pick(make(1, 256, 28, 28, 256, 1, 1)), Algorithm::StrideFixed);            // 1x1, 784 outputs
   EXPECT_EQ(pick(make(1, 64, 112, 112, 64, 1, 1)), Algorithm::ImplicitPrecomp);
+  EXPECT_EQ(pick(make(1, 64, 224, 224, 64, 1, 1)), Algorithm::StrideFixed);  // Note [stride-fixed 1x1 rounds]
+  EXPECT_EQ(pick(make(1, 64, 512, 512, 64, 1, 1)), Algorithm::StrideFixed);
+  EXPECT_EQ(pick(make(32, 64, 56, 56, 64, 1, 1)), Algorithm::ImplicitPrecomp);  // resnet50_l1_1x1a
   EXPECT_EQ(pick(make(32, 256, 28, 28, 256, 1, 1)), Algorithm::ImplicitPrecomp);  // batch 32 fills the GEMM
   EXPECT_EQ(pick(make(32, 512, 7, 7, 2048, 1, 1)), Algorithm::ImplicitPrecomp);   // resnet50_l4_1x1b: 208 tiles
   EXPECT_EQ(pick(make(32, 2048, 7, 7, 512, 1, 1)), Algorithm::ImplicitPrecomp);   // resnet50_l4_1x1c
@@ -359,6 +362,26 @@ TEST(StrideFixedPlanner, SegmentFromTheInequalityThenSharedMemory) {
   EXPECT_NEAR(d4.segment_needed, 2 * hw.n_fma() * 4 / (64.0 * 128), 1e-6);
   EXPECT_GE(d4.segment_channels * 4, d4.segment_needed);
   EXPECT_EQ(why.size(), 3u);
+}
+
+TEST(StrideFixedPlanner, UnslicedOneByOneLayersTakeTwiceTheSegment) {
+  // Note [stride-fixed 1x1 rounds]: the paper's segment is 16 channels for 8 pixels a thread, 32 for 4.
+  std::vector<std::string> why;
+  const HardwareModel hw = h100_model();
+  auto plan = [&](const Problem& p) { return detail::plan_stride_fixed(p, hw, why); };
+  const auto big = plan(make(1, 64, 512, 512, 64, 1, 1));
+  EXPECT_EQ(big.thread_pixels, 8);
+  EXPECT_EQ(big.segment_channels, 32);
+  EXPECT_EQ(big.splits, 1);
+  const auto mid = plan(make(1, 128, 56, 56, 128, 1, 1));  // sliced in two with 32, unsliced with 64
+  EXPECT_EQ(mid.thread_pixels, 4);
+  EXPECT_EQ(mid.segment_channels, 64);
+  EXPECT_EQ(mid.splits, 1);
+  const auto sliced = plan(make(1, 512, 7, 7, 512, 1, 1));  // keeps 32 and its slices
+  EXPECT_EQ(sliced.segment_channels, 32);
+  EXPECT_GT(sliced.splits, 1);
+  EXPECT_EQ(plan(make(1, 64, 512, 512, 64, 3, 3)).segment_channels, 8);  // 3x3: the paper's, halved to fit
+  EXPECT_EQ(plan(make(1, 12, 512, 512, 64, 1, 1)).segment_channels, 16);  // no round of only empty channels
 }
 
 TEST(StrideFixedPlanner, SmallMapsTakeFourPixelsAThread) {

@@ -111,6 +111,9 @@ Algorithm choose_algorithm(const Problem& p, const TensorDesc& x, std::vector<st
   //    blocks (a quarter of the H100's SMs), while the channel slices fill the SMs: 1.23-1.30x
   //    (multi_h28_c256_k1, multi_h56_c128_k1). With K >= 512 (resnet50's 7x7 1x1 layers, batch 32)
   //    the GEMM's grid is full and stride_fixed measured 2-3x slower;
+  //  - 1x1 on maps of 50k+ outputs per image with 32 <= C <= 64, since those take twice the
+  //    segment (Note [stride-fixed 1x1 rounds]): 1.05x at 224x224, 1.10x at 512x512 (C = 64); the
+  //    GEMM 1.25x faster on resnet50's 56x56 C = 64 layer (batch 32);
   //  - 3x3/5x5 on maps of at most 256 outputs with C >= 256: stride_fixed 1.0-1.44x;
   //  - 3x3 on 2500-12800 outputs with 64 <= C <= 128, since stride_fixed takes 4 pixels a thread
   //    there (Note [stride-fixed thread pixels]): 1.09x at 56x56 (C = 128), 1.11x at 112x112
@@ -124,6 +127,7 @@ Algorithm choose_algorithm(const Problem& p, const TensorDesc& x, std::vector<st
       square && p.k_per_group() >= 64 &&
       ((p.r >= 3 && p.r <= 7 && cg >= 32 && cg <= 64 && p.p() * p.q() * p.r * p.s >= 250000) ||
        (p.r == 1 && cg >= 128 && outputs >= 512 && outputs <= 4096 && gemm_tiles < 32) ||
+       (p.r == 1 && cg >= 32 && cg <= 64 && p.p() * p.q() >= 50000) ||
        (p.r >= 3 && p.r <= 5 && cg >= 256 && outputs <= 256) ||
        (p.r == 3 && cg >= 64 && cg <= 128 && outputs >= 2500 && outputs <= 12800));
   if (stride_fixed_wins) {

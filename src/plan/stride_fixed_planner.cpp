@@ -78,19 +78,17 @@ StrideFixedDivision plan_stride_fixed(const Problem& p, const HardwareModel& hw,
   // halved until two rounds fit a third of an SM's shared memory.
   const int64_t cg = p.c_per_group();
   d.segment_needed = hw.n_fma() * 4.0 / (double(kStrideFixedFilters) * pixels);
-  int seg = 1;
-  while (seg * 4 < d.segment_needed && seg < 32) seg *= 2;
-  while (seg > 1 && seg / 2 >= cg) seg /= 2;  // no empty channels in the only round
   const int64_t per_sm = hw.smem_per_sm > 0 ? hw.smem_per_sm : 228 * 1024;
   const int64_t optin = hw.smem_per_block_optin > 0 ? hw.smem_per_block_optin : 227 * 1024;
   const int64_t budget = std::min(per_sm / kStrideFixedResidentBlocks - kRuntimeSmemPerBlock, optin);
-  while (seg > 1 && 2 * d.layout.round_floats(p, seg) * 4 > budget) seg /= 2;
-  d.segment_channels = seg;
-  d.smem_bytes = 2 * d.layout.round_floats(p, seg) * 4;
-  if (d.smem_bytes > optin)
-    throw Error(Status::Unsupported, "algorithm: stride_fixed: even one channel per round needs more than " +
-                                         std::to_string(optin / 1024) + " KB of shared memory (filter " +
-                                         std::to_string(p.r) + "x" + std::to_string(p.s) + ")");
+  auto fit = [&](int seg) {
+    while (seg > 1 && seg / 2 >= cg) seg /= 2;  // no empty channels in the only round
+    while (seg > 1 && 2 * d.layout.round_floats(p, seg) * 4 > budget) seg /= 2;
+    return seg;
+  };
+  int seg = 1;
+  while (seg * 4 < d.segment_needed && seg < 32) seg *= 2;
+  seg = fit(seg);
 
   // Small maps: slice the channels while the blocks fill whole waves of the SMs, and each slice
   // keeps at least two rounds so the prefetch still overlaps. Rounding the slices down rather than
@@ -98,15 +96,33 @@ StrideFixedDivision plan_stride_fixed(const Problem& p, const HardwareModel& hw,
   // on 28x28 (H100, one image).
   const int64_t tiles = ceil_div(p.p(), d.tile_rows) * ceil_div(p.q(), d.tile_cols);
   const int64_t filter_blocks = ceil_div(p.k_per_group(), kStrideFixedFilters);
-  const int64_t rounds = ceil_div(cg, seg);
-  // Resident blocks: the kernel's launch bound, or fewer where the rounds fill shared memory.
-  const int64_t resident = std::min<int64_t>(stride_fixed_resident_blocks(d.thread_pixels),
-                                             per_sm / (d.smem_bytes + kRuntimeSmemPerBlock));
-  const int64_t wave = sms * std::max<int64_t>(resident, 1);
-  if (d.blocks * 2 <= wave && rounds >= 4) {
+  auto slices = [&](int seg) {
+    const int64_t rounds = ceil_div(cg, seg), smem = 2 * d.layout.round_floats(p, seg) * 4;
+    // Resident blocks: the kernel's launch bound, or fewer where the rounds fill shared memory.
+    const int64_t resident =
+        std::min<int64_t>(stride_fixed_resident_blocks(d.thread_pixels), per_sm / (smem + kRuntimeSmemPerBlock));
+    const int64_t wave = sms * std::max<int64_t>(resident, 1);
+    if (d.blocks * 2 > wave || rounds < 4) return 1;
     const int64_t want = std::min<int64_t>({wave / d.blocks, rounds / 2, 64});
-    d.splits = int(ceil_div(rounds, ceil_div(rounds, want)));  // no empty slice
+    return int(ceil_div(rounds, ceil_div(rounds, want)));  // no empty slice
+  };
+  // Note [stride-fixed 1x1 rounds]: a 1x1 round has R*S = 1 tap per channel, a ninth of a 3x3
+  // round's FMAs for the same barriers and copies. Where the layer runs unsliced with it, 1x1 takes
+  // twice the paper's segment. On the H100 (stride_fixed forced, us): 224x224 C = 64 22.9 -> 21.3,
+  // 512x512 91.3 -> 85.2, 56x56 C = 128 11.2 -> 10.4 (now unsliced: no pre-pass, no atomics),
+  // 112x112 9.6 either way. Sliced layers keep the paper's: twice the segment there halves the
+  // slices, and 7x7 C = 512 went 12.6 -> 17.1, 28x28 C = 256 10.7 -> 11.9.
+  if (p.r * p.s == 1) {
+    const int wider = fit(2 * seg);
+    if (wider > seg && slices(wider) == 1) seg = wider;
   }
+  d.segment_channels = seg;
+  d.smem_bytes = 2 * d.layout.round_floats(p, seg) * 4;
+  if (d.smem_bytes > optin)
+    throw Error(Status::Unsupported, "algorithm: stride_fixed: even one channel per round needs more than " +
+                                         std::to_string(optin / 1024) + " KB of shared memory (filter " +
+                                         std::to_string(p.r) + "x" + std::to_string(p.s) + ")");
+  d.splits = slices(seg);
   if (tiles > 0x7fffffffLL || filter_blocks > 65535 || p.n * p.groups * d.splits > 65535)
     throw Error(Status::Unsupported, "n*groups: stride_fixed launches at most 65535 image x group x split blocks");
 
