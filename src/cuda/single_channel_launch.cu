@@ -1,6 +1,7 @@
 // Launcher of the single-channel kernel family: the planner's division from the Plan, its run length
 // and block size, the shared-memory opt-in, the instantiation (filter size 1, 3, 5, 7 square at
 // stride_h 1 or 2 with the window in registers, else generic) and the launch check.
+#include <algorithm>
 #include <cstdint>
 
 #include "../plan/single_channel_planner.hpp"
@@ -12,13 +13,24 @@
 namespace mconv::detail::cuda_backend {
 namespace {
 
+// The divisors that split a whole block's items: (lane, run) and (run row, column), for the
+// instantiation's run of `run` rows x `cols` columns.
+template <int K, int ST, int RUN, int COLS>
+void launch_cols(cuda::SingleChannelParams prm, dim3 grid, int threads, int smem, cudaStream_t stream) {
+  const int per_row = (prm.Q + COLS - 1) / COLS;
+  const int runs = (prm.rows_per_block + RUN - 1) / RUN * per_row;
+  prm.per_row_div = cuda::FastDivmod(static_cast<unsigned>(per_row));
+  prm.runs_div = cuda::FastDivmod(static_cast<unsigned>(runs));
+  prm.lanes = std::max(1, std::min(prm.filters_per_block, threads / runs));
+  cuda::launch_with_smem(cuda::single_channel_kernel<K, ST, RUN, COLS>, grid, threads, smem, stream, prm);
+}
+
 template <int K, int ST, int RUN>
 void launch(const cuda::SingleChannelParams& prm, bool pairs, dim3 grid, int threads, int smem, cudaStream_t stream) {
   if constexpr (K > 0) {
-    if (pairs)
-      return cuda::launch_with_smem(cuda::single_channel_kernel<K, ST, RUN, 2>, grid, threads, smem, stream, prm);
+    if (pairs) return launch_cols<K, ST, RUN, 2>(prm, grid, threads, smem, stream);
   }
-  cuda::launch_with_smem(cuda::single_channel_kernel<K, ST, RUN, 1>, grid, threads, smem, stream, prm);
+  launch_cols<K, ST, RUN, 1>(prm, grid, threads, smem, stream);
 }
 
 // The window in registers needs a square 1/3/5/7 filter, stride_h 1 or 2 and dil_h 1; K = 0 reads
@@ -50,6 +62,8 @@ void single_channel_forward(const Plan& plan, const float* x, const float* w, fl
   prm.strip_pitch = static_cast<int>(single_channel_strip_pitch(pr));
   prm.filter_pitch = static_cast<int>(single_channel_filter_pitch(pr));
   prm.vec4 = cuda::x_rows_float4_aligned(plan, x) && pr.pad_w % 4 == 0;
+  prm.groups_div = cuda::FastDivmod(static_cast<unsigned>(pr.groups));
+  prm.chunks_div = cuda::FastDivmod(static_cast<unsigned>(prm.vec4 ? prm.strip_pitch / 4 : prm.strip_cols));
   const long long z = pr.n * pr.groups;
   const unsigned gx = static_cast<unsigned>((prm.P + t.block_rows - 1) / t.block_rows);
   const unsigned gy = static_cast<unsigned>((prm.kg + t.block_filters - 1) / t.block_filters);
