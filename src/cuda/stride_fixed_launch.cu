@@ -63,12 +63,10 @@ void stride_fixed_forward(const Plan& plan, const float* x, const float* w, floa
   if (prm.splits > 1) output_prepass(plan, y, e, stream);
   const auto s = static_cast<cudaStream_t>(stream);
   const bool window = pr.dil_h == 1 && pr.dil_w == 1 && (pr.stride_w == 1 || pr.stride_w == 2);
-  cuda::filter_size_switch(pr.r, pr.s, [&](auto k) {
+  cuda::filter_size_switch(window ? pr.r : 0, pr.s, [&](auto k) {
     constexpr int K = decltype(k)::value;
     if constexpr (K == 0)
-      launch<0, 0>(prm, thread_pixels, grid, smem, s);
-    else if (!window)
-      launch<0, 0>(prm, thread_pixels, grid, smem, s);
+      launch<0, 0>(prm, thread_pixels, grid, smem, s);  // any filter, stride and dilation
     else if (pr.stride_w == 1)
       launch<K, 1>(prm, thread_pixels, grid, smem, s);
     else
