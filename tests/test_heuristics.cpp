@@ -150,6 +150,13 @@ TEST(SingleChannelPlanner, RunsIdleAtMostAQuarterOfTheRows) {
   EXPECT_EQ(detail::single_channel_run(k5, 2, 1), 1);
   EXPECT_EQ(detail::single_channel_run(k5, 32, 8), 2);  // 32 filters x 8 rows: at most 2
   EXPECT_EQ(detail::single_channel_run(k7, 32, 8), 4);  // measured only up to 5x5
+  // The register window (kSingleChannelWindowFloats): 7x7 at stride 2 with runs of 4 would hold
+  // 13 x 8 floats; runs of 2 hold 9 x 8. A 9x9 filter reads the strip per tap (no window).
+  const Problem k7s2 = make(1, 1, 64, 64, 8, 7, 7, 0, 2), k9 = make(1, 1, 64, 64, 8, 9, 9);
+  EXPECT_EQ(detail::single_channel_longest_run(k7s2, 2, 8), 2);
+  EXPECT_EQ(detail::single_channel_run(k7s2, 2, 8), 2);
+  EXPECT_FALSE(detail::single_channel_register_window(k9));
+  EXPECT_EQ(detail::single_channel_run(k9, 2, 8), 4);
   EXPECT_EQ(detail::single_channel_run(k3, 2, 26), 2);  // 3x3: at most 2
   EXPECT_EQ(detail::single_channel_run(k3, 32, 4), 2);
   EXPECT_EQ(detail::single_channel_run(k3, 32, 8), 1);  // and 1 in blocks of 32 x 8

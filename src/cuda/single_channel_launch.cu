@@ -3,6 +3,7 @@
 // stride_h 1 or 2 with the window in registers, else generic) and the launch check.
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "../plan/single_channel_planner.hpp"
 #include "cuda_backend.hpp"
@@ -27,19 +28,25 @@ void launch_cols(cuda::SingleChannelParams prm, dim3 grid, int threads, int smem
 
 template <int K, int ST, int RUN>
 void launch(const cuda::SingleChannelParams& prm, bool pairs, dim3 grid, int threads, int smem, cudaStream_t stream) {
-  if constexpr (K > 0) {
-    if (pairs) return launch_cols<K, ST, RUN, 2>(prm, grid, threads, smem, stream);
+  // Runs whose register window exceeds kSingleChannelWindowFloats are never planned (they would
+  // spill): no such kernel is built.
+  if constexpr (K > 0 && ((RUN - 1) * ST + K) * (K + 1) > kSingleChannelWindowFloats) {
+    throw Error(Status::Internal, "single_channel: a run of " + std::to_string(RUN) + " rows at " + std::to_string(K) +
+                                      "x" + std::to_string(K) + " stride " + std::to_string(ST) +
+                                      " exceeds the register window the planner allows");
+  } else {
+    if constexpr (K > 0) {
+      if (pairs) return launch_cols<K, ST, RUN, 2>(prm, grid, threads, smem, stream);
+    }
+    launch_cols<K, ST, RUN, 1>(prm, grid, threads, smem, stream);
   }
-  launch_cols<K, ST, RUN, 1>(prm, grid, threads, smem, stream);
 }
 
-// The window in registers needs a square 1/3/5/7 filter, stride_h 1 or 2 and dil_h 1; K = 0 reads
-// the strip for every tap.
+// The window in registers (single_channel_register_window); K = 0 reads the strip for every tap.
 template <int RUN>
 void launch_run(const Problem& pr, const cuda::SingleChannelParams& prm, bool pairs, dim3 grid, int threads, int smem,
                 cudaStream_t stream) {
-  const bool window = pr.dil_h == 1 && (pr.stride_h == 1 || pr.stride_h == 2);
-  cuda::filter_size_stride_switch(window ? pr.r : 0, pr.s, pr.stride_h, [&](auto k, auto st) {
+  cuda::filter_size_stride_switch(single_channel_register_window(pr) ? pr.r : 0, pr.s, pr.stride_h, [&](auto k, auto st) {
     launch<decltype(k)::value, decltype(st)::value, RUN>(prm, pairs, grid, threads, smem, stream);
   });
 }

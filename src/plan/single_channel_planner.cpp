@@ -26,10 +26,19 @@ int64_t single_channel_strip_rows(const Problem& p, int64_t out_rows) {
   return (out_rows - 1) * p.stride_h + (p.r - 1) * p.dil_h + 1;
 }
 
+bool single_channel_register_window(const Problem& p) {
+  return p.r == p.s && (p.r == 1 || p.r == 3 || p.r == 5 || p.r == 7) && p.dil_h == 1 &&
+         (p.stride_h == 1 || p.stride_h == 2);
+}
+
 int single_channel_longest_run(const Problem& p, int64_t filters_per_block, int64_t rows_per_block) {
   const int64_t taps = p.r * p.s;
-  const int longest = taps <= 9 ? 2 : 4;
-  return taps <= 25 && filters_per_block >= 32 && rows_per_block >= 8 ? longest / 2 : longest;
+  int longest = taps <= 9 ? 2 : 4;
+  if (taps <= 25 && filters_per_block >= 32 && rows_per_block >= 8) longest /= 2;
+  // The register window of a run with column pairs: (run - 1) * stride_h + R rows x S + 1 columns.
+  if (single_channel_register_window(p))
+    while (longest > 1 && ((longest - 1) * p.stride_h + p.r) * (p.s + 1) > kSingleChannelWindowFloats) longest /= 2;
+  return longest;
 }
 
 int single_channel_run(const Problem& p, int64_t filters_per_block, int64_t rows_per_block) {

@@ -73,9 +73,17 @@ int64_t single_channel_strip_rows(const Problem& p, int64_t out_rows);
 /// aligned y).
 bool single_channel_column_pairs(const Problem& p, const TensorDesc& y);
 
+/// Whether the kernel holds a run's input window in registers (its size-constant instantiations):
+/// a square 1, 3, 5 or 7 filter, stride_h 1 or 2, dil_h 1. Other shapes read the strip per tap.
+bool single_channel_register_window(const Problem& p);
+/// Floats of the largest register window: 7x7 at stride 2 with runs of 4 rows and column pairs
+/// (13 x 8 = 104 floats) spilled 20 bytes at the 128 registers of the 512-thread launch bound
+/// (ptxas, sm_90a); 7x7 at stride 1 (10 x 8 = 80) and runs of 2 at stride 2 (9 x 8 = 72) did not.
+inline constexpr int kSingleChannelWindowFloats = 96;
 /// The longest run the kernel takes for `p` in blocks of `filters_per_block` x `rows_per_block`
 /// (Note [single-channel run length]): 2 rows for filters of at most 9 taps, 4 for larger ones, and
-/// half that for up to 25 taps in blocks of 32 or more filters and 8 or more rows.
+/// half that for up to 25 taps in blocks of 32 or more filters and 8 or more rows; and halved until
+/// a register window fits kSingleChannelWindowFloats.
 int single_channel_longest_run(const Problem& p, int64_t filters_per_block, int64_t rows_per_block);
 /// Rows of a run: the longest of 4, 2, 1 up to single_channel_longest_run that idles at most a
 /// quarter of the block's computed rows.
