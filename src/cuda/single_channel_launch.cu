@@ -30,7 +30,7 @@ template <int K, int ST, int RUN>
 void launch(const cuda::SingleChannelParams& prm, bool pairs, dim3 grid, int threads, int smem, cudaStream_t stream) {
   // Runs whose register window exceeds kSingleChannelWindowFloats are never planned (they would
   // spill): no such kernel is built.
-  if constexpr (K > 0 && ((RUN - 1) * ST + K) * (K + 1) > kSingleChannelWindowFloats) {
+  if constexpr (K > 0 && single_channel_window_floats(RUN, ST, K, K) > kSingleChannelWindowFloats) {
     throw Error(Status::Internal, "single_channel: a run of " + std::to_string(RUN) + " rows at " + std::to_string(K) +
                                       "x" + std::to_string(K) + " stride " + std::to_string(ST) +
                                       " exceeds the register window the planner allows");
@@ -46,9 +46,10 @@ void launch(const cuda::SingleChannelParams& prm, bool pairs, dim3 grid, int thr
 template <int RUN>
 void launch_run(const Problem& pr, const cuda::SingleChannelParams& prm, bool pairs, dim3 grid, int threads, int smem,
                 cudaStream_t stream) {
-  cuda::filter_size_stride_switch(single_channel_register_window(pr) ? pr.r : 0, pr.s, pr.stride_h, [&](auto k, auto st) {
-    launch<decltype(k)::value, decltype(st)::value, RUN>(prm, pairs, grid, threads, smem, stream);
-  });
+  cuda::filter_size_stride_switch(
+      single_channel_register_window(pr) ? pr.r : 0, pr.s, pr.stride_h, [&](auto k, auto st) {
+        launch<decltype(k)::value, decltype(st)::value, RUN>(prm, pairs, grid, threads, smem, stream);
+      });
 }
 
 }  // namespace

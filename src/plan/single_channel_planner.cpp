@@ -35,9 +35,9 @@ int single_channel_longest_run(const Problem& p, int64_t filters_per_block, int6
   const int64_t taps = p.r * p.s;
   int longest = taps <= 9 ? 2 : 4;
   if (taps <= 25 && filters_per_block >= 32 && rows_per_block >= 8) longest /= 2;
-  // The register window of a run with column pairs: (run - 1) * stride_h + R rows x S + 1 columns.
   if (single_channel_register_window(p))
-    while (longest > 1 && ((longest - 1) * p.stride_h + p.r) * (p.s + 1) > kSingleChannelWindowFloats) longest /= 2;
+    while (longest > 1 && single_channel_window_floats(longest, p.stride_h, p.r, p.s) > kSingleChannelWindowFloats)
+      longest /= 2;
   return longest;
 }
 
@@ -165,8 +165,8 @@ SingleChannelDivision plan_single_channel(const Problem& p, const HardwareModel&
       set_block(best, filters, rows);
       std::ostringstream sh;
       sh << "single_channel block shape: reshaped to " << filters << " filters x " << rows << " rows, "
-         << best.blocks * p.n * p.groups << " blocks for " << nsm << " SMs (D = " << best.d_bytes << " B, Th = " << best.th
-         << " FMAs)";
+         << best.blocks * p.n * p.groups << " blocks for " << nsm << " SMs (D = " << best.d_bytes
+         << " B, Th = " << best.th << " FMAs)";
       why.push_back(sh.str());
     }
   }

@@ -80,6 +80,10 @@ bool single_channel_register_window(const Problem& p);
 /// (13 x 8 = 104 floats) spilled 20 bytes at the 128 registers of the 512-thread launch bound
 /// (ptxas, sm_90a); 7x7 at stride 1 (10 x 8 = 80) and runs of 2 at stride 2 (9 x 8 = 72) did not.
 inline constexpr int kSingleChannelWindowFloats = 96;
+/// Floats of a register window with column pairs: (run - 1) * stride_h + R rows x S + 1 columns.
+constexpr int64_t single_channel_window_floats(int64_t run, int64_t stride_h, int64_t r, int64_t s) {
+  return ((run - 1) * stride_h + r) * (s + 1);
+}
 /// The longest run the kernel takes for `p` in blocks of `filters_per_block` x `rows_per_block`
 /// (Note [single-channel run length]): 2 rows for filters of at most 9 taps, 4 for larger ones, and
 /// half that for up to 25 taps in blocks of 32 or more filters and 8 or more rows; and halved until
@@ -238,7 +242,7 @@ struct PlaneBulkDivision {
   int64_t d_bytes = 0;       // shared memory of one block (two chunk buffers)
   double fill = 0;           // items / (passes * threads), over the whole problem
   int64_t chunks = 0;
-  int blocks_per_sm = 1;  // resident blocks its shared memory allows (at most the registers' limit)
+  int blocks_per_sm = 1;    // resident blocks its shared memory allows (at most the registers' limit)
   int64_t grid_blocks = 0;  // the resident wave: blocks_per_sm on every SM, or the chunks where fewer
 };
 
