@@ -2,7 +2,8 @@
 # One call on a GPU machine: GPU tests, compute-sanitizer (memcheck, racecheck), and the benchmark of
 # every suite against cuDNN, from binaries staged by scripts/stage_gpu_bundle.sh. Logs go to $OUT
 # (packed into results.tar.gz) and a summary is printed last.
-#   usage: scripts/gpu_run.sh [suite ...]   (default: the five suites of BENCHMARKING.md)
+#   usage: scripts/gpu_run.sh [suite ...]   (default: the five suites of BENCHMARKING.md, and mconv's own
+#   efficientnet_dw5: EfficientNet-B0's 5x5 depthwise layers)
 #   SKIP_SANITIZER=1, SKIP_BENCH=1, SKIP_NHWC=1 leave those parts out (to split a run over two calls).
 set -u
 cd "$(dirname "$0")/.."
@@ -12,7 +13,7 @@ mkdir -p "$LOG"
 B=$PWD/.gpu-bundle
 export LD_LIBRARY_PATH=$B:${LD_LIBRARY_PATH:-}
 suites=("$@")
-[ ${#suites[@]} -eq 0 ] && suites=(resnet50 vgg16 multi_channel single_channel depthwise)
+[ ${#suites[@]} -eq 0 ] && suites=(resnet50 vgg16 multi_channel single_channel depthwise efficientnet_dw5)
 
 nvidia-smi > "$LOG/nvidia-smi.txt" 2>&1
 ldd "$B/mconv" | grep "not found" && echo "missing libraries" | tee -a "$LOG/summary.txt"

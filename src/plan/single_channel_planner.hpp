@@ -220,16 +220,21 @@ inline constexpr char kPlaneBulkTile[] = "single_channel_bulk";
 /// Resident blocks per SM the bulk kernel's registers allow (its launch bounds). 3x3: 64 registers
 /// (8 blocks), which is also what shared memory holds of the chunks the planner picks for them; at
 /// 48 registers (10 blocks) runs of 2 x 7 outputs spilled, and MobileNet's stride-1 layers ran 1-4%
-/// slower on the H100. 1x1: 48 registers.
+/// slower on the H100. 1x1: 48 registers. 5x5: 128 registers (4 blocks), see plane_bulk_run.
 constexpr int plane_bulk_resident_blocks(int64_t filter) {
-  return filter <= 1 ? 10 : filter == 3 ? 8 : plane_stream_resident_blocks(filter);
+  return filter <= 1 ? 10 : filter == 3 ? 8 : filter == 5 ? 4 : plane_stream_resident_blocks(filter);
 }
 
-/// Output rows of one thread item (a run sharing its input rows): 2 for 1x1 and 3x3 filters at
-/// stride 1; 5x5 and 7x7 keep 25 and 49 taps in registers, and at stride 2 a run of 2 shares one
-/// input row in 6 while its chunk needs twice the rows to fill the block: those run 1.
+/// Output rows of one thread item (a run sharing its input rows): 2 for 1x1-5x5 filters at stride 1;
+/// 7x7 keeps 49 taps in registers, and at stride 2 a run of 2 shares one input row in 6 while its
+/// chunk needs twice the rows to fill the block: those run 1. 5x5 at stride 1 took runs of 1 at 64
+/// registers (8 blocks) and spilled; EfficientNet-B0's 5x5 depthwise layers (batch 32, H100, us,
+/// medians of 5 alternating runs) with runs of 2 at 128 registers: 28x28 C = 240 37.2 -> 24.3,
+/// 14x14 C = 480 20.6 -> 15.0, C = 672 27.8 -> 18.4, 7x7 C = 1152 11.6 -> 9.9, and the 14x14
+/// stride-2 layer (runs of 1, no longer spilling) 13.5 -> 12.2: 1.27x on the five. Runs of 1 at 80
+/// registers (6 blocks) gained 1.07x; runs of 2 at 80, 1.23x (7x7 maps 9.2: the one layer it won).
 constexpr int plane_bulk_run(int64_t filter, int64_t stride) {
-  return filter <= 3 && stride == 1 ? 2 : 1;
+  return filter <= 5 && stride == 1 ? 2 : 1;
 }
 
 /// Outputs of one thread item: 7 or 4, whichever leaves fewer idle outputs at the end of a row (7 on a tie).
