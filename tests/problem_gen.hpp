@@ -19,6 +19,7 @@ namespace mconv::test {
 struct Case {
   Problem p;
   Layout xl = Layout::NCHW, wl = Layout::NCHW, yl = Layout::NCHW;
+  float alpha = 1.0f, beta = 0.0f;  // the call's Epilogue
   bool relu = false, bias = false;
   /// x as a strided view instead of packed: padded rows (pitch W + 3), channels 5 and images 7
   /// elements apart beyond their extent, so no plane stride is constant.
@@ -27,7 +28,7 @@ struct Case {
   /// unaligned ends of a range).
   int x_offset = 0;
   std::string name() const {
-    return p.to_string() + " x" + layout_name(xl) + " w" + layout_name(wl) + " y" + layout_name(yl) +
+    return p.to_string() + (alpha != 1.0f || beta != 0.0f ? " alpha" + std::to_string(alpha) + " beta" + std::to_string(beta) : "") + " x" + layout_name(xl) + " w" + layout_name(wl) + " y" + layout_name(yl) +
            (relu ? " relu" : "") + (bias ? " bias" : "") + (strided_x ? " strided x" : "") +
            (x_offset ? " x offset " + std::to_string(x_offset) : "");
   }
@@ -69,8 +70,8 @@ inline std::vector<Case> edge_cases() {
   v.push_back({make(2, 16, 7, 9, 24, 1, 1)});
   v.push_back({make(2, 16, 8, 12, 40, 3, 3, 1)});  // Q % 4 == 0: the vector epilogue
   Case vec_beta{make(3, 8, 8, 8, 70, 1, 1)};
-  vec_beta.p.alpha = 2.0f;
-  vec_beta.p.beta = 1.0f;
+  vec_beta.alpha = 2.0f;
+  vec_beta.beta = 1.0f;
   vec_beta.bias = true;
   vec_beta.relu = true;
   v.push_back(vec_beta);
@@ -160,8 +161,8 @@ inline Case random_case(std::mt19937_64& g, int64_t max_macs = 1500000) {
     c.yl = Layout(u(0, 2));
     p.mode = u(0, 1) ? Mode::Convolution : Mode::CrossCorrelation;
     if (u(0, 2) == 0) {
-      p.alpha = float(u(1, 4)) * 0.5f;
-      p.beta = float(u(0, 4)) * 0.25f;
+      c.alpha = float(u(1, 4)) * 0.5f;
+      c.beta = float(u(0, 4)) * 0.25f;
     }
     c.relu = u(0, 3) == 0;
     c.bias = u(0, 3) == 0;
@@ -210,7 +211,7 @@ struct HostTensors {
     y.resize(yd.span_elements());
     fill(x, g, integers);
     fill(w, g, integers);
-    if (c.p.beta != 0.0f)
+    if (c.beta != 0.0f)
       fill(y, g, integers);
     else
       std::fill(y.begin(), y.end(), NAN);

@@ -9,7 +9,7 @@ void run_case(const Case& c, std::mt19937_64& g, bool integers) {
   SCOPED_TRACE(c.name());
   HostTensors t(c, g, integers);
   std::vector<float> ref = t.y, got = t.y;
-  Epilogue e{t.bias.empty() ? nullptr : t.bias.data(), c.relu};
+  Epilogue e{c.alpha, c.beta, t.bias.empty() ? nullptr : t.bias.data(), c.relu};
   cpu::reference_forward(c.p, t.xd, t.x.data(), t.wd, t.w.data(), t.yd, ref.data(), e);
   Engine engine(Target::Cpu);
   auto plan = engine.plan(c.p, t.xd, t.wd, t.yd);
@@ -44,8 +44,8 @@ TEST(CpuImplicitPrecomp, RandomProblemsExact) {
   std::mt19937_64 g(test_seed() + 3);
   for (int i = 0; i < 100; ++i) {
     Case c = random_case(g);
-    c.p.alpha = 1.0f;  // keep every intermediate an exact small integer
-    c.p.beta = c.p.beta != 0.0f ? 1.0f : 0.0f;
+    c.alpha = 1.0f;  // keep every intermediate an exact small integer
+    c.beta = c.beta != 0.0f ? 1.0f : 0.0f;
     run_case(c, g, true);
   }
 }

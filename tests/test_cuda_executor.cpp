@@ -4,8 +4,8 @@
 
 #include <set>
 
-#include "../src/plan/single_channel_planner.hpp"
-#include "../src/plan/stride_fixed_planner.hpp"
+#include "../src/algorithms/single_channel/planner.hpp"
+#include "../src/algorithms/stride_fixed/planner.hpp"
 #include "problem_gen.hpp"
 
 namespace mconv::test {
@@ -44,7 +44,7 @@ void run_case(Engine& engine, const Case& c, std::mt19937_64& g, bool integers, 
                (split_k ? " split_k " + std::to_string(split_k) : "") + " algo " + algorithm_name(algo));
   HostTensors t(c, g, integers);
   std::vector<float> ref = t.y, got(t.y.size());
-  Epilogue host_e{t.bias.empty() ? nullptr : t.bias.data(), c.relu};
+  Epilogue host_e{c.alpha, c.beta, t.bias.empty() ? nullptr : t.bias.data(), c.relu};
   cpu::reference_forward(c.p, t.xd, t.x.data(), t.wd, t.w.data(), t.yd, ref.data(), host_e);
 
   DeviceBuffer<float> dx(t.x.size() + c.x_offset), dw(t.w.size()), dy(t.y.size()),
@@ -60,7 +60,7 @@ void run_case(Engine& engine, const Case& c, std::mt19937_64& g, bool integers, 
   o.split_k = split_k;
   o.algorithm = algo;
   auto plan = engine.plan(c.p, t.xd, t.wd, t.yd, o);
-  Epilogue e{t.bias.empty() ? nullptr : db.ptr, c.relu};
+  Epilogue e{c.alpha, c.beta, t.bias.empty() ? nullptr : db.ptr, c.relu};
   engine.conv2d_forward(*plan, x_dev, dw.ptr, dy.ptr, e);
   engine.synchronize();
   CUDA_OK(cudaMemcpy(got.data(), dy.ptr, got.size() * 4, cudaMemcpyDeviceToHost));
@@ -100,8 +100,8 @@ TEST_F(CudaExecutor, RandomProblemsExact) {
   std::mt19937_64 g(test_seed() + 3);
   for (int i = 0; i < 60; ++i) {
     Case c = random_case(g);
-    c.p.alpha = 1.0f;
-    c.p.beta = c.p.beta != 0.0f ? 1.0f : 0.0f;
+    c.alpha = 1.0f;
+    c.beta = c.beta != 0.0f ? 1.0f : 0.0f;
     run_case(engine, c, g, true);
   }
 }
@@ -116,8 +116,8 @@ TEST_F(CudaExecutor, SplitKExactWithBetaBiasAndReluFallback) {
     for (Case c : {Case{make(2, 40, 7, 9, 70, 3, 3, 1)}, Case{make(1, 64, 8, 8, 33, 1, 1)},
                    Case{make(2, 24, 9, 9, 24, 3, 3, 1, 1, 1, 3)}}) {
       for (bool epilogue : {true, false}) {  // false: beta = 0 without bias, the pre-pass's zero fill
-        c.p.alpha = epilogue ? 2.0f : 1.0f;
-        c.p.beta = epilogue ? 1.0f : 0.0f;
+        c.alpha = epilogue ? 2.0f : 1.0f;
+        c.beta = epilogue ? 1.0f : 0.0f;
         c.bias = epilogue;
         for (int l = 0; l < 3; ++l) {
           c.xl = c.wl = c.yl = Layout(l);
@@ -258,15 +258,15 @@ TEST_F(CudaExecutor, SingleChannelRunsEveryVariant) {
       for (int l = 0; l < 3; ++l) {
         c.xl = c.wl = c.yl = Layout(l);
         c.p.mode = l == 1 ? Mode::Convolution : Mode::CrossCorrelation;
-        c.p.alpha = l == 0 ? 2.0f : 1.0f;
-        c.p.beta = l == 0 ? 1.0f : 0.0f;
+        c.alpha = l == 0 ? 2.0f : 1.0f;
+        c.beta = l == 0 ? 1.0f : 0.0f;
         c.bias = l == 2;
         c.relu = l != 1;
         auto plan = engine.plan(c.p, c.p.x_desc(c.xl), c.p.w_desc(c.wl), c.p.y_desc(c.yl), o);
-        ASSERT_EQ(plan->tile().name.rfind("single_channel_m", 0), 0u) << c.name() << ": " << plan->tile().name;
-        runs.insert(detail::single_channel_run(c.p, plan->tile().block_filters, plan->tile().block_rows));
+        ASSERT_EQ(division_name(plan->division()).rfind("single_channel_m", 0), 0u) << c.name() << ": " << division_name(plan->division());
+        runs.insert(std::get<SingleChannelDivision>(plan->division()).run);
         pairs.insert(detail::single_channel_column_pairs(c.p, c.p.y_desc(c.yl)));
-        shaped.insert(plan->tile().name.find("_shaped") != std::string::npos);
+        shaped.insert(std::get<SingleChannelDivision>(plan->division()).shaped);
         run_case(engine, c, g, true, tile, 0, Algorithm::SingleChannel);
         run_case(engine, c, g, false, tile, 0, Algorithm::SingleChannel);
       }
@@ -313,14 +313,14 @@ TEST_F(CudaExecutor, SingleChannelPlaneStream) {
       c.xl = c.wl = c.yl = plane_order;
       if (l == 3) c.yl = Layout::NHWC;  // y may be any layout: the stores are scalar
       c.p.mode = l == 1 ? Mode::Convolution : Mode::CrossCorrelation;
-      c.p.beta = l == 2 ? 0.5f : 0.0f;
+      c.beta = l == 2 ? 0.5f : 0.0f;
       c.bias = l >= 2;
       c.relu = l == 3;
       PlanOptions o;
       o.algorithm = Algorithm::SingleChannel;
       o.tile = detail::kPlaneStreamTile;  // the bulk variant takes these layouts by default
       auto plan = engine.plan(c.p, c.p.x_desc(c.xl), c.p.w_desc(c.wl), c.p.y_desc(c.yl), o);
-      ASSERT_EQ(plan->tile().name, detail::kPlaneStreamTile) << c.name();
+      ASSERT_EQ(division_name(plan->division()), detail::kPlaneStreamTile) << c.name();
       EXPECT_EQ(engine.plan_device_bytes(*plan), 0);
       run_case(engine, c, g, true, detail::kPlaneStreamTile, 0, Algorithm::SingleChannel);
       run_case(engine, c, g, false, detail::kPlaneStreamTile, 0, Algorithm::SingleChannel);
@@ -367,7 +367,7 @@ TEST_F(CudaExecutor, SingleChannelBulkPlaneStream) {
       c.xl = c.wl = c.yl = l == 1 ? Layout::CNHW : Layout::NCHW;
       if (l == 3) c.yl = Layout::CNHW;  // y in the other plane order
       c.p.mode = l == 1 ? Mode::Convolution : Mode::CrossCorrelation;
-      c.p.beta = l == 2 ? 0.5f : 0.0f;
+      c.beta = l == 2 ? 0.5f : 0.0f;
       c.bias = l >= 2;
       c.relu = l == 3;
       c.x_offset = static_cast<int>((i + l) % 4);
@@ -375,13 +375,13 @@ TEST_F(CudaExecutor, SingleChannelBulkPlaneStream) {
       o.algorithm = Algorithm::SingleChannel;
       o.tile = detail::kPlaneBulkTile;  // forced: wide stride-2 maps default to the plane stream
       auto plan = engine.plan(c.p, c.p.x_desc(c.xl), c.p.w_desc(c.wl), c.p.y_desc(c.yl), o);
-      ASSERT_EQ(plan->tile().name, detail::kPlaneBulkTile) << c.name();
+      ASSERT_EQ(division_name(plan->division()), detail::kPlaneBulkTile) << c.name();
       EXPECT_EQ(engine.plan_device_bytes(*plan), 0);
       run_case(engine, c, g, true, detail::kPlaneBulkTile, 0, Algorithm::SingleChannel);
       run_case(engine, c, g, false, detail::kPlaneBulkTile, 0, Algorithm::SingleChannel);
       o.tile.clear();  // the default variant
       const auto chosen = engine.plan(c.p, c.p.x_desc(c.xl), c.p.w_desc(c.wl), c.p.y_desc(c.yl), o);
-      EXPECT_EQ(chosen->tile().name,
+      EXPECT_EQ(division_name(chosen->division()),
                 detail::plane_bulk_preferred(c.p) ? detail::kPlaneBulkTile : detail::kPlaneStreamTile);
     }
   }
@@ -424,8 +424,8 @@ TEST_F(CudaExecutor, SingleChannelBulkPlaneStreamSeveralChunksPerBlock) {
       PlanOptions o;
       o.algorithm = Algorithm::SingleChannel;
       auto plan = engine.plan(c.p, c.p.x_desc(c.xl), c.p.w_desc(c.wl), c.p.y_desc(c.yl), o);
-      ASSERT_EQ(plan->tile().name, detail::kPlaneBulkTile) << c.name();
-      const int64_t chunks = (planes + plan->tile().block_planes - 1) / plan->tile().block_planes;
+      ASSERT_EQ(division_name(plan->division()), detail::kPlaneBulkTile) << c.name();
+      const int64_t chunks = std::get<PlaneBulkDivision>(plan->division()).chunks / std::get<PlaneBulkDivision>(plan->division()).bands;
       EXPECT_GT(chunks, int64_t(per_block) * most_blocks) << c.name();
       if (per_block < 2) EXPECT_LT(chunks, 2 * most_blocks) << c.name();
       run_case(engine, c, g, true, detail::kPlaneBulkTile, 0, Algorithm::SingleChannel);
@@ -475,7 +475,7 @@ TEST_F(CudaExecutor, StrideFixedEdgeCasesAndRandom) {
     if (!claims(c)) continue;
     PlanOptions o;
     o.algorithm = Algorithm::StrideFixed;
-    chosen.insert(engine.plan(c.p, c.p.x_desc(c.xl), c.p.w_desc(c.wl), c.p.y_desc(c.yl), o)->tile().thread_pixels);
+    chosen.insert(std::get<StrideFixedDivision>(engine.plan(c.p, c.p.x_desc(c.xl), c.p.w_desc(c.wl), c.p.y_desc(c.yl), o)->division()).thread_pixels);
     run_case(engine, c, g, false, "", 0, Algorithm::StrideFixed);
   }
   EXPECT_EQ(chosen, (std::set<int>{4, 8}));

@@ -3,18 +3,32 @@
 #include <algorithm>
 #include <set>
 
-#include "../src/plan/heuristics.hpp"
+#include "../src/algorithms/direct_block/planner.hpp"
+#include "../src/algorithms/implicit_precomp/planner.hpp"
+#include "../src/selection/heuristics.hpp"
 #include "problem_gen.hpp"
 
 namespace mconv::test {
 namespace {
 
-using detail::DeviceSummary;
-const DeviceSummary kH100{132, 227 * 1024};
+const HardwareModel kH100 = HardwareModel::reference_h100();
+
+/// The implicit-GEMM tile the planner picks for `p` (`rows_gather`: channels innermost).
+std::string tile_of(const Problem& p, bool rows_gather) {
+  std::vector<std::string> why;
+  const auto d = detail::plan_implicit_precomp(p, p.c_per_group() * p.r * p.s, rows_gather, kH100, "", 0, why);
+  EXPECT_FALSE(why.empty()) << "every choice gives its reason";
+  return d.tile_name;
+}
+/// The split-K slices the planner picks for `p` with `tile`.
+int split_of(const Problem& p, const std::string& tile) {
+  std::vector<std::string> why;
+  return detail::plan_implicit_precomp(p, p.c_per_group() * p.r * p.s, false, kH100, tile, 0, why).split_k;
+}
 
 Algorithm pick(const Problem& p, Layout x_layout = Layout::NCHW) {
   std::vector<std::string> why;
-  Algorithm a = detail::choose_algorithm(p, p.x_desc(x_layout), why);
+  Algorithm a = detail::choose_algorithm(p, p.x_desc(x_layout), kH100, why);
   EXPECT_EQ(why.size(), 1u);
   return a;
 }
@@ -63,41 +77,38 @@ TEST(Heuristics, AlgorithmChoice) {
 
 TEST(Heuristics, TileChoice) {
   std::vector<std::string> why;
-  EXPECT_EQ(detail::choose_implicit_precomp_tile(make(32, 512, 7, 7, 512, 3, 3, 1), kH100, false, why).name,
+  EXPECT_EQ(tile_of(make(32, 512, 7, 7, 512, 3, 3, 1), false),
             "128x128x16");
-  EXPECT_EQ(detail::choose_implicit_precomp_tile(make(32, 512, 7, 7, 512, 3, 3, 1), kH100, true, why).name,
+  EXPECT_EQ(tile_of(make(32, 512, 7, 7, 512, 3, 3, 1), true),
             "128x128x8");
-  EXPECT_EQ(detail::choose_implicit_precomp_tile(make(32, 64, 56, 56, 64, 3, 3, 1), kH100, false, why).name,
+  EXPECT_EQ(tile_of(make(32, 64, 56, 56, 64, 3, 3, 1), false),
             "128x64x16");
-  EXPECT_EQ(detail::choose_implicit_precomp_tile(make(32, 64, 56, 56, 64, 3, 3, 1), kH100, true, why).name, "128x64x8");
-  EXPECT_EQ(detail::choose_implicit_precomp_tile(make(1, 512, 7, 7, 512, 3, 3, 1), kH100, false, why).name, "64x32x8");
-  EXPECT_EQ(why.size(), 5u);
+  EXPECT_EQ(tile_of(make(32, 64, 56, 56, 64, 3, 3, 1), true), "128x64x8");
+  EXPECT_EQ(tile_of(make(1, 512, 7, 7, 512, 3, 3, 1), false), "64x32x8");
 }
 
 TEST(Heuristics, SplitKOnlyWhenTheGridIsSmall) {
   std::vector<std::string> why;
-  const auto& small = *detail::find_tile("64x32x8");
-  EXPECT_GT(detail::choose_split_k(make(1, 512, 7, 7, 512, 3, 3, 1), small, kH100, why), 1);
-  const auto& big = *detail::find_tile("128x128x16");
-  EXPECT_EQ(detail::choose_split_k(make(32, 256, 56, 56, 256, 3, 3, 1), big, kH100, why), 1);
-  EXPECT_EQ(detail::choose_split_k(make(1, 4, 7, 7, 8, 1, 1), small, kH100, why), 1);  // too few rows to split
+  EXPECT_GT(split_of(make(1, 512, 7, 7, 512, 3, 3, 1), "64x32x8"), 1);
+  EXPECT_EQ(split_of(make(32, 256, 56, 56, 256, 3, 3, 1), "128x128x16"), 1);
+  EXPECT_EQ(split_of(make(1, 4, 7, 7, 8, 1, 1), "64x32x8"), 1);  // too few rows to split
 }
 
 TEST(Heuristics, DirectShapeFitsOrSaysWhy) {
   std::vector<std::string> why;
-  EXPECT_EQ(detail::choose_direct_shape(make(1, 8, 7, 7, 8, 3, 3, 1, 1, 1, 8), kH100, why).name, "direct_16x8_r1x1_f1");
-  EXPECT_EQ(detail::choose_direct_shape(make(1, 1, 56, 56, 64, 3, 3), kH100, why).name, "direct_32x8_r2x2_f4");
-  EXPECT_EQ(detail::choose_direct_shape(make(32, 960, 7, 7, 960, 3, 3, 1, 1, 1, 960), kH100, why).name,
+  EXPECT_EQ(detail::plan_direct_block(make(1, 8, 7, 7, 8, 3, 3, 1, 1, 1, 8), kH100, why).shape_name, "direct_16x8_r1x1_f1");
+  EXPECT_EQ(detail::plan_direct_block(make(1, 1, 56, 56, 64, 3, 3), kH100, why).shape_name, "direct_32x8_r2x2_f4");
+  EXPECT_EQ(detail::plan_direct_block(make(32, 960, 7, 7, 960, 3, 3, 1, 1, 1, 960), kH100, why).shape_name,
             "direct_8x8_r1x1_f1_g4");
-  EXPECT_EQ(detail::choose_direct_shape(make(32, 576, 14, 14, 576, 3, 3, 1, 1, 1, 576), kH100, why).name,
+  EXPECT_EQ(detail::plan_direct_block(make(32, 576, 14, 14, 576, 3, 3, 1, 1, 1, 576), kH100, why).shape_name,
             "direct_16x8_r2x1_f1_g2");
-  EXPECT_THROW(detail::choose_direct_shape(make(1, 1, 3000, 3000, 1, 7, 7, 0, 1, 400), kH100, why), Error);
+  EXPECT_THROW(detail::plan_direct_block(make(1, 1, 3000, 3000, 1, 7, 7, 0, 1, 400), kH100, why), Error);
 }
 
 }  // namespace
 }  // namespace mconv::test
 
-#include "../src/plan/single_channel_planner.hpp"
+#include "../src/algorithms/single_channel/planner.hpp"
 
 namespace mconv::test {
 namespace {
@@ -281,7 +292,7 @@ TEST(PlaneBulkPlanner, FillsTheBlocksOfMobileNetLayers) {
       const int resident = detail::plane_bulk_resident_blocks(3);
       EXPECT_LE((d.d_bytes + 1024) * d.blocks_per_sm, hw.smem_per_sm);
       EXPECT_GE(d.blocks_per_sm, resident / 2);
-      EXPECT_EQ(d.grid_blocks, std::min<int64_t>(d.chunks, hw.sm_count * d.blocks_per_sm));  // one resident wave
+      EXPECT_EQ(d.launch.grid_x, std::min<int64_t>(d.chunks, hw.sm_count * d.blocks_per_sm));  // one resident wave
       if (d.planes_per_chunk > 1) EXPECT_EQ(d.rows_per_chunk, p.p());
       if (p.p() * ((p.q() + 6) / 7) > 4 * 128) EXPECT_LT(d.rows_per_chunk, p.p());  // large maps: bands
       EXPECT_NE(why.back().find("bulk"), std::string::npos);
@@ -342,7 +353,7 @@ TEST(SingleChannelPlanner, RefusesMultiChannel) {
 }  // namespace
 }  // namespace mconv::test
 
-#include "../src/plan/stride_fixed_planner.hpp"
+#include "../src/algorithms/stride_fixed/planner.hpp"
 
 namespace mconv::test {
 namespace {
@@ -355,14 +366,14 @@ TEST(StrideFixedPlanner, SegmentFromTheInequalityThenSharedMemory) {
   // rounds of 16 channels (106 KB) leave room for fewer than three blocks per SM, so 32 B.
   EXPECT_NEAR(d3.segment_needed, hw.n_fma() * 4 / (64.0 * 128), 1e-6);
   EXPECT_EQ(d3.segment_channels, 8);
-  EXPECT_LE(d3.smem_bytes * detail::stride_fixed_resident_blocks(d3.thread_pixels), hw.smem_per_sm);
+  EXPECT_LE(d3.launch.smem_bytes * detail::stride_fixed_resident_blocks(d3.thread_pixels), hw.smem_per_sm);
   // 26 x 26 outputs: 32-pixel lines x 4 pad the map least (28 x 32 = 896 slots for 676 pixels).
   EXPECT_EQ(d3.tile_cols, 32);
   EXPECT_EQ(d3.tile_rows, 4);
   EXPECT_EQ(d3.tile_cols * d3.tile_rows, detail::stride_fixed_block_pixels(d3.thread_pixels));
   auto d7 = detail::plan_stride_fixed(make(1, 64, 28, 28, 64, 7, 7, 3), hw, why, 8);
   EXPECT_LT(d7.segment_channels, d3.segment_channels);  // 7x7 filters: smaller segments to fit
-  EXPECT_LE(d7.smem_bytes * detail::stride_fixed_resident_blocks(d7.thread_pixels), hw.smem_per_sm);
+  EXPECT_LE(d7.launch.smem_bytes * detail::stride_fixed_resident_blocks(d7.thread_pixels), hw.smem_per_sm);
   // 4 pixels a thread: 64-pixel blocks, so the inequality asks twice the segment.
   auto d4 = detail::plan_stride_fixed(make(1, 512, 28, 28, 512, 1, 1, 0), hw, why, 4);
   EXPECT_EQ(d4.tile_cols * d4.tile_rows, 64);
@@ -447,7 +458,7 @@ TEST(StrideFixedPlanner, SmallMapsSplitTheChannels) {
 }  // namespace
 }  // namespace mconv::test
 
-#include "../src/cuda/fast_divmod.cuh"
+#include "../src/algorithms/common/fast_divmod.cuh"
 
 namespace mconv::test {
 namespace {

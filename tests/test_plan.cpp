@@ -1,7 +1,7 @@
 // The Plan: the offset-sequence patent's worked example, row orders, the compiled representation.
 #include <nlohmann/json.hpp>
 
-#include "../src/plan/stride_fixed_planner.hpp"
+#include "../src/algorithms/stride_fixed/planner.hpp"
 #include "problem_gen.hpp"
 
 namespace mconv::test {
@@ -10,7 +10,7 @@ namespace {
 // N=1 C=3 H=3 W=3, K=2 R=2 S=2, NCHW fp32 (the patent's example).
 Plan patent_plan() {
   Problem p = make(1, 3, 3, 3, 2, 2, 2);
-  return Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), {Target::Cpu});
+  return Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), HardwareModel{}, {Target::Cpu});
 }
 
 TEST(Plan, PatentExampleOffsetSequenceInBytes) {
@@ -56,11 +56,11 @@ TEST(Plan, TextAndJsonShowTheOffsetSequence) {
 
 TEST(Plan, ChannelsInnermostGetRscRowOrder) {
   Problem p = make(1, 8, 5, 5, 4, 3, 3, 1);
-  Plan nhwc = Plan::build(p, p.x_desc(Layout::NHWC), p.w_desc(Layout::NHWC), p.y_desc(Layout::NHWC), {Target::Cpu});
+  Plan nhwc = Plan::build(p, p.x_desc(Layout::NHWC), p.w_desc(Layout::NHWC), p.y_desc(Layout::NHWC), HardwareModel{}, {Target::Cpu});
   EXPECT_EQ(nhwc.row_order(), RowOrder::RSC);
   // consecutive rows are consecutive channels: offsets 0, 1, 2, ...
   for (int i = 0; i < 8; ++i) EXPECT_EQ(nhwc.offset_table()[i].x_offset, i);
-  Plan nchw = Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), {Target::Cpu});
+  Plan nchw = Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), HardwareModel{}, {Target::Cpu});
   EXPECT_EQ(nchw.row_order(), RowOrder::CRS);
 }
 
@@ -69,7 +69,7 @@ TEST(Plan, UnbuiltAlgorithmsAreRefusedClearly) {
   for (Algorithm a : {Algorithm::DirectBlock, Algorithm::SingleChannel, Algorithm::StrideFixed}) {
     PlanOptions o{Target::Cpu, a, ""};
     try {
-      Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), o);
+      Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), HardwareModel::reference_h100(), o);
       FAIL() << "expected Unsupported";
     } catch (const Error& e) {
       EXPECT_EQ(e.status(), Status::Unsupported);
@@ -81,7 +81,7 @@ TEST(Plan, UnbuiltAlgorithmsAreRefusedClearly) {
 TEST(Plan, TileNamesAreCheckedAndCpuRejectsTiles) {
   Problem p = make(1, 1, 8, 8, 4, 3, 3);
   PlanOptions o{Target::Cpu, Algorithm::Auto, "128x128x8"};
-  EXPECT_THROW(Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), o), Error);
+  EXPECT_THROW(Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), HardwareModel::reference_h100(), o), Error);
 }
 
 TEST(Engine, PlanCacheReturnsTheSamePlan) {
@@ -101,11 +101,11 @@ namespace mconv::test {
 namespace {
 
 TEST(Plan, AutoFallsBackToImplicitGemmWhenTheDirectTileCannotFit) {
-  if (!cuda_available()) GTEST_SKIP() << "the direct block exists on the cuda target only";
   // Depthwise with 2 filters per group (Auto picks direct_block; single-channel problems are checked
   // against their division before they are picked) with a stride so large its tile cannot fit.
   Problem p = make(1, 2, 27000, 27000, 4, 3, 3, 0, 1000, 1, 2);
-  Plan plan = Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), {Target::Cuda});
+  Plan plan = Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW),
+                          HardwareModel::reference_h100(), {Target::Cuda});
   EXPECT_EQ(plan.algorithm(), Algorithm::ImplicitPrecomp);
   bool said = false;
   for (const auto& d : plan.decisions()) said = said || d.find("fallback") != std::string::npos;
@@ -113,17 +113,17 @@ TEST(Plan, AutoFallsBackToImplicitGemmWhenTheDirectTileCannotFit) {
 }
 
 TEST(Plan, StrideFixedTilesForceAThreadShape) {
-  if (!built_with_cuda()) GTEST_SKIP() << "stride_fixed exists on the cuda target only";
   const Problem p = make(1, 8, 20, 20, 16, 3, 3, 1);
   for (const auto& [tile, pixels] : {std::pair{detail::kStrideFixedTile4, 4}, std::pair{detail::kStrideFixedTile8, 8}}) {
     const PlanOptions o{Target::Cuda, Algorithm::StrideFixed, tile};
-    const Plan plan = Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), o);
-    EXPECT_EQ(plan.tile().thread_pixels, pixels);
-    EXPECT_EQ(plan.tile().block_rows * plan.tile().block_cols, detail::stride_fixed_block_pixels(pixels));
+    const Plan plan = Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), HardwareModel::reference_h100(), o);
+    const auto& d = std::get<StrideFixedDivision>(plan.division());
+    EXPECT_EQ(d.thread_pixels, pixels);
+    EXPECT_EQ(d.tile_rows * d.tile_cols, detail::stride_fixed_block_pixels(pixels));
   }
   // A stride_fixed tile names no GEMM tile.
   const PlanOptions gemm{Target::Cuda, Algorithm::ImplicitPrecomp, detail::kStrideFixedTile4};
-  EXPECT_THROW(Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), gemm), Error);
+  EXPECT_THROW(Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), HardwareModel::reference_h100(), gemm), Error);
 }
 
 }  // namespace

@@ -7,12 +7,16 @@
 #include <string>
 #include <unordered_map>
 
+#include "mconv/hardware.hpp"
 #include "mconv/plan.hpp"
 
 namespace mconv {
 
-/// Fused epilogue applied after alpha/beta: y = act(alpha*conv + beta*y + bias[k]).
+/// What a call does with the convolution: y = act(alpha*conv(x, w) + beta*y + bias[k]). Arguments of
+/// the call, not of the Plan, so one plan serves every alpha, beta, bias and activation. beta = 0
+/// never reads y (it may hold NaN). alpha and beta must be finite.
 struct Epilogue {
+  float alpha = 1.0f, beta = 0.0f;
   const float* bias = nullptr;  ///< K values, in the executor's memory space; null = none
   bool relu = false;
 };
@@ -22,12 +26,26 @@ bool built_with_cuda();
 /// True when mconv was built with CUDA and a device is visible.
 bool cuda_available();
 
-/// One executor target plus its plan cache. Not thread-safe for concurrent conv2d_forward on one
-/// Engine unless the caller serialises; plan() is thread-safe.
+/// How an Engine checks the pointers of a call.
+struct EngineOptions {
+  /// Ask the CUDA driver where x, w, y and bias live (cudaPointerGetAttributes, about 0.1-0.3 us
+  /// each): host memory or another device's is then a clear error instead of a fault in the kernel.
+  /// Null and alignment checks are always made (they cost nothing).
+  bool check_device_pointers = true;
+};
+
+/// One executor target plus its plan cache.
+///
+/// On CUDA the engine owns the hardware model of its device (measured once, cached on disk) and
+/// plans with it; a plan it makes carries its device tables (uploaded on the engine's stream when
+/// the plan is made). conv2d_forward then does no allocation, copy, synchronisation or lookup: it
+/// can be captured in a CUDA graph. Every call restores the caller's current device.
+/// plan() is thread-safe; conv2d_forward on one Engine from several threads is safe as long as they
+/// share its stream.
 class Engine {
  public:
   /// Target::Auto picks CUDA when a GPU is available, otherwise the CPU. `stream` is a cudaStream_t.
-  explicit Engine(Target target = Target::Auto, int device = 0, void* stream = nullptr);
+  explicit Engine(Target target = Target::Auto, int device = 0, void* stream = nullptr, EngineOptions options = {});
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -36,31 +54,34 @@ class Engine {
   int device() const { return device_; }
   void* stream() const { return stream_; }
   void set_stream(void* stream) { stream_ = stream; }
+  const EngineOptions& options() const { return options_; }
+
+  /// The device model plans are made for (measured on first use; empty on the CPU target).
+  const HardwareModel& hardware();
 
   /// Builds or looks up the plan for (problem, descriptors, options) on this engine's target.
   std::shared_ptr<const Plan> plan(const Problem& problem, const TensorDesc& x, const TensorDesc& w,
                                    const TensorDesc& y, PlanOptions options = {});
 
-  /// y = alpha * conv(x, w) + beta * y (+ epilogue). Pointers live in the target's memory space.
-  /// On CUDA the call is asynchronous on the engine's stream. On error nothing is written to y.
+  /// y = act(alpha * conv(x, w) + beta * y + bias). Pointers live in the target's memory space; `plan`
+  /// must come from this engine's plan(). On CUDA the call is asynchronous on the engine's stream.
+  /// On error nothing is written to y.
   void conv2d_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& epilogue = {});
 
   /// Waits for the engine's stream (no-op on the CPU).
   void synchronize();
 
   /// Device bytes held for `plan` (its offset table), 0 on the CPU.
-  int64_t plan_device_bytes(const Plan& plan);
+  int64_t plan_device_bytes(const Plan& plan) const;
 
  private:
-  struct DeviceTables;
-  const void* device_table(const Plan& plan);
-
   Target target_;
   int device_ = 0;
   void* stream_ = nullptr;
+  EngineOptions options_;
   std::mutex mutex_;
+  std::unique_ptr<HardwareModel> hardware_;
   std::unordered_map<std::string, std::shared_ptr<const Plan>> plans_;
-  std::unique_ptr<DeviceTables> tables_;
 };
 
 }  // namespace mconv

@@ -31,6 +31,10 @@ struct HardwareModel {
   /// V_s = bytes_per_cycle * latency: bytes that must be in flight to keep memory busy.
   double v_s() const { return bytes_per_cycle() * latency_cycles; }
 
+  /// The H100 80GB HBM3 as `mconv device` measured it: what plans are made for where no GPU is
+  /// visible (so that a CUDA plan can be inspected, and tested, on any machine).
+  static HardwareModel reference_h100();
+
   std::string to_text() const;
   std::string to_json() const;
   /// Parses to_json(); throws Error(IoError) on anything malformed or incomplete.

@@ -40,7 +40,6 @@ typedef struct {
   int64_t n, c, h, w, k, r, s;
   int64_t pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups;
   int mode; /* mconv_mode_t */
-  float alpha, beta;
 } mconv_problem_t;
 
 typedef struct {
@@ -55,7 +54,7 @@ typedef struct mconv_plan_s* mconv_plan_t;
 const char* mconv_status_string(mconv_status_t status);
 const char* mconv_last_error_message(void);
 
-/* A problem with every field at its default (sizes 1, stride/dilation 1, alpha 1, beta 0). */
+/* A problem with every field at its default (sizes 1, stride/dilation 1). */
 mconv_problem_t mconv_problem_default(void);
 mconv_status_t mconv_tensor_desc_packed(int layout, int64_t n, int64_t c, int64_t h, int64_t w,
                                         mconv_tensor_desc_t* out);
@@ -73,9 +72,10 @@ mconv_status_t mconv_plan_table_bytes(mconv_plan_t plan, int64_t* bytes);
 /* Writes the plan's text form into buf (truncated to size, always NUL-terminated); *needed gets the full length + 1. */
 mconv_status_t mconv_plan_describe(mconv_plan_t plan, char* buf, int64_t size, int64_t* needed);
 
-/* y = alpha*conv(x, w) + beta*y (+ bias[k], ReLU). bias may be NULL. */
+/* y = alpha*conv(x, w) + beta*y (+ bias[k], ReLU). bias may be NULL; beta = 0 never reads y. Asynchronous
+ * on the engine's stream on the cuda target, with no allocation or synchronisation (graph-capturable). */
 mconv_status_t mconv_conv2d_forward(mconv_engine_t engine, mconv_plan_t plan, const void* x, const void* w, void* y,
-                                    const float* bias, int relu);
+                                    float alpha, float beta, const float* bias, int relu);
 
 #ifdef __cplusplus
 }

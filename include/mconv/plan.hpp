@@ -13,9 +13,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "mconv/division.hpp"
+#include "mconv/hardware.hpp"
 #include "mconv/problem.hpp"
 #include "mconv/types.hpp"
 
@@ -55,14 +58,24 @@ struct OffsetRow {
 inline constexpr int32_t kDisabledRowDisplacement = -(1 << 30);
 inline constexpr int kOffsetTableRowAlign = 32;
 
+/// The input row (or column) where output row o's window starts: o*stride - pad. The one definition
+/// of a window's origin; the start-address rule and every kernel use it (Note [window origin]).
+#if defined(__CUDACC__)
+__host__ __device__
+#endif
+constexpr inline int64_t window_origin(int64_t o, int64_t stride, int64_t pad) {
+  return o * stride - pad;
+}
+
 /// start[col] for col = (n, p, q): n*x.stride_n + h0*x.stride_h + w0*x.stride_w with
-/// h0 = p*stride_h - pad_h, w0 = q*stride_w - pad_w. Start addresses may exceed 2^31 (64-bit).
+/// h0 = window_origin(p, stride_h, pad_h), w0 likewise. Start addresses may exceed 2^31 (64-bit).
 struct StartAddressRule {
   int64_t stride_n, stride_h, stride_w;  // x's element strides
   int64_t conv_stride_h, conv_stride_w, pad_h, pad_w;
   int64_t p, q;
   int64_t start(int64_t n, int64_t p_, int64_t q_) const {
-    return n * stride_n + (p_ * conv_stride_h - pad_h) * stride_h + (q_ * conv_stride_w - pad_w) * stride_w;
+    return n * stride_n + window_origin(p_, conv_stride_h, pad_h) * stride_h +
+           window_origin(q_, conv_stride_w, pad_w) * stride_w;
   }
 };
 
@@ -85,46 +98,23 @@ struct CompiledRepresentation {
   std::vector<int64_t> relo;  ///< relo[0] = offset[0], relo[k] = offset[k] - offset[k-1]
 };
 
-/// A tile configuration of the CUDA implicit-GEMM kernel (see src/cuda/implicit_precomp_kernel.cuh).
-struct TileChoice {
-  std::string name;  ///< e.g. "128x128x8"; empty for CPU plans
-  std::string reason;
-  /// Slices of the row (GEMM-K) range computed by separate blocks and summed into y with atomics
-  /// (Note [split-k without workspace]). 1 = off. Results then vary in the last bits from run to run.
-  int split_k = 1;
-  /// single_channel: the planner's division (filters and output rows per block); stride_fixed:
-  /// output lines per block (W'y); 0 otherwise.
-  int block_filters = 0, block_rows = 0;
-  /// stride_fixed: output pixels per line of a block (W'x); single_channel_bulk: outputs per
-  /// thread item (a row segment); 0 otherwise.
-  int block_cols = 0;
-  /// single_channel plane stream (K/G = 1): whole planes per block; 0 for the paper's strip kernel.
-  int block_planes = 0;
-  /// single_channel plane stream: shared-memory row pitch and plane stride in floats (chosen once
-  /// at planning time for the banks, Note [plane stream banks]).
-  int block_pitch = 0, block_plane_floats = 0;
-  /// stride_fixed: channels per round (the paper's segment S = 4 * this many bytes); 0 otherwise.
-  int segment_channels = 0;
-  /// stride_fixed: consecutive output pixels of a line per thread (8, or 4 on small maps); 0 otherwise.
-  int thread_pixels = 0;
-  /// single_channel_bulk: blocks of the one resident wave that walks the chunks (the planned blocks
-  /// per SM times the SMs, or the chunks where fewer); 0 otherwise.
-  int grid_blocks = 0;
-};
-
 /// Options that override the planner's choices.
 struct PlanOptions {
   Target target = Target::Auto;
   Algorithm algorithm = Algorithm::Auto;
-  std::string tile;  ///< CUDA tile name to force; empty = choose from the device properties
+  std::string tile;  ///< CUDA tile, shape or variant name to force; empty = the planner's choice
   int split_k = 0;   ///< CUDA: 0 = planner's choice, 1 = off (bitwise reproducible), n = force n slices
 };
 
 class Plan {
  public:
-  /// Validates everything and builds the tables. Throws Error naming the bad field.
+  /// Validates everything, builds the tables and the division. Pure: it reads no device and no file,
+  /// so the same inputs give the same Plan on any machine. `hw` is the device planned for (from
+  /// `hardware_model()`, or `HardwareModel::reference_h100()` to plan without a GPU); a target of
+  /// Auto means cuda when `hw` describes a GPU (sm_count > 0), else the CPU. Throws Error naming
+  /// the bad field.
   static Plan build(const Problem& problem, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y,
-                    const PlanOptions& options = {});
+                    const HardwareModel& hw, const PlanOptions& options = {});
 
   const Problem& problem() const { return problem_; }
   const TensorDesc& x_desc() const { return x_; }
@@ -139,7 +129,10 @@ class Plan {
   const StartAddressRule& start_rule() const { return start_; }
   const OutputRule& output_rule() const { return out_; }
   const GroupStrides& group_strides() const { return group_; }
-  const TileChoice& tile() const { return tile_; }
+  /// The division among blocks and threads its launcher reads (std::monostate on the CPU).
+  const Division& division() const { return division_; }
+  /// Split-K slices of the division (1 where the family has none).
+  int split_k() const;
   /// The reasons behind the algorithm and tile choices, one line each.
   const std::vector<std::string>& decisions() const { return decisions_; }
 
@@ -150,6 +143,11 @@ class Plan {
   int64_t table_bytes() const { return static_cast<int64_t>(rows_.size() * sizeof(OffsetRow)); }
   /// Cache key: equal keys mean interchangeable plans.
   std::string key() const;
+
+  /// The offset table on the device, uploaded by the Engine that made this plan (null otherwise,
+  /// and for algorithms that read no table), and that engine's device.
+  const void* device_table() const { return device_table_.get(); }
+  int device() const { return device_; }
 
   std::string to_text(int64_t max_rows = 64) const;
   std::string to_json(int64_t max_rows = -1) const;
@@ -165,8 +163,14 @@ class Plan {
   StartAddressRule start_{};
   OutputRule out_{};
   GroupStrides group_{};
-  TileChoice tile_;
+  Division division_;
   std::vector<std::string> decisions_;
+  std::shared_ptr<const void> device_table_;  // freed with the last copy of the plan
+  int device_ = -1;
+
+  friend class Engine;
+  /// The problem's geometry: offset table, start-address, output and group rules.
+  static Plan geometry(const Problem& problem, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y);
 };
 
 }  // namespace mconv

@@ -11,7 +11,8 @@ namespace mconv {
 /// Cross-correlation is the CNN convention; true convolution flips the filter (R-1-r, S-1-s).
 enum class Mode : int { CrossCorrelation = 0, Convolution = 1 };
 
-/// Forward convolution y = alpha * conv(x, w) + beta * y. Sizes in the vocabulary of types.hpp.
+/// Forward convolution y = conv(x, w) (scaled and accumulated by the call's Epilogue). Sizes in the
+/// vocabulary of types.hpp.
 struct Problem {
   int64_t n = 1, c = 1, h = 1, w = 1;
   int64_t k = 1, r = 1, s = 1;
@@ -20,7 +21,6 @@ struct Problem {
   int64_t dil_h = 1, dil_w = 1;
   int64_t groups = 1;
   Mode mode = Mode::CrossCorrelation;
-  float alpha = 1.0f, beta = 0.0f;
 
   int64_t p() const { return (h + 2 * pad_h - dil_h * (r - 1) - 1) / stride_h + 1; }
   int64_t q() const { return (w + 2 * pad_w - dil_w * (s - 1) - 1) / stride_w + 1; }

@@ -66,8 +66,6 @@ mconv::Problem to_cpp(const mconv_problem_t& p) {
   q.dil_w = p.dil_w;
   q.groups = p.groups;
   q.mode = static_cast<mconv::Mode>(p.mode);
-  q.alpha = p.alpha;
-  q.beta = p.beta;
   return q;
 }
 
@@ -87,7 +85,6 @@ mconv_problem_t mconv_problem_default(void) {
   mconv_problem_t p{};
   p.n = p.c = p.h = p.w = p.k = p.r = p.s = 1;
   p.stride_h = p.stride_w = p.dil_h = p.dil_w = p.groups = 1;
-  p.alpha = 1.0f;
   return p;
 }
 
@@ -175,13 +172,15 @@ mconv_status_t mconv_plan_describe(mconv_plan_t plan, char* buf, int64_t size, i
 }
 
 mconv_status_t mconv_conv2d_forward(mconv_engine_t engine, mconv_plan_t plan, const void* x, const void* w, void* y,
-                                    const float* bias, int relu) {
+                                    float alpha, float beta, const float* bias, int relu) {
   return guarded([&] {
     require(engine, "engine");
     require(plan, "plan");
     mconv::Epilogue e;
     e.bias = bias;
     e.relu = relu != 0;
+    e.alpha = alpha;
+    e.beta = beta;
     engine->engine->conv2d_forward(*plan->plan, x, w, y, e);
   });
 }

@@ -1,4 +1,5 @@
-// The hardware model: text/JSON forms and the on-disk cache. Measurement is in src/cuda/device_probe.cu.
+// The hardware model: its text and JSON forms and the reference H100. Measuring a device and the
+// on-disk cache are the runtime's (src/runtime/hardware_cache.cpp, device_probe.cu).
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -6,7 +7,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "../cuda/cuda_backend.hpp"
 #include "mconv/hardware.hpp"
 #include "mconv/types.hpp"
 
@@ -16,7 +16,6 @@ namespace {
 constexpr int kCacheVersion = 1;  // bump when the measurement method changes
 
 }  // namespace
-
 std::string HardwareModel::to_text() const {
   std::ostringstream os;
   os << std::fixed;
@@ -86,44 +85,21 @@ HardwareModel HardwareModel::from_json(const std::string& text) {
   }
 }
 
-std::string hardware_cache_dir() {
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/mconv";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/mconv";
-  return ".mconv-cache";
-}
-
-HardwareModel hardware_model(int device, bool refresh, std::string* note) {
-  HardwareModel reported = detail::cuda_backend::reported_hardware(device);
-  const std::string path =
-      hardware_cache_dir() + "/hardware-" + (reported.uuid.empty() ? std::to_string(device) : reported.uuid) + ".json";
-  if (!refresh) {
-    std::ifstream in(path);
-    if (in) {
-      std::stringstream ss;
-      ss << in.rdbuf();
-      try {
-        HardwareModel cached = HardwareModel::from_json(ss.str());
-        if (cached.name == reported.name && cached.uuid == reported.uuid && cached.sm_count == reported.sm_count &&
-            cached.clock_mhz == reported.clock_mhz) {
-          if (note) *note = "from cache " + path;
-          return cached;
-        }
-        if (note) *note = "cache " + path + " is stale (another device or clock): measured again";
-      } catch (const Error& e) {
-        if (note) *note = std::string(e.what()) + ": measured again";
-      }
-    }
-  }
-  HardwareModel m = reported;
-  detail::cuda_backend::measure_memory(device, m.latency_cycles, m.bandwidth);
-  std::error_code ec;
-  std::filesystem::create_directories(hardware_cache_dir(), ec);
-  std::ofstream out(path);
-  if (out) out << m.to_json();
-  if (note && note->empty())
-    *note = out ? "measured; cached in " + path : "measured; cache not writable (" + path + ")";
-  else if (note)
-    *note += out ? "; cached in " + path : "";
+HardwareModel HardwareModel::reference_h100() {
+  // `mconv device` on the H100 80GB HBM3 (SXM5) this project measures on.
+  HardwareModel m;
+  m.name = "H100 (reference model: no GPU visible)";
+  m.cc_major = 9;
+  m.sm_count = 132;
+  m.cores_per_sm = 128;
+  m.smem_per_sm = 228 * 1024;
+  m.smem_per_block_optin = 227 * 1024;
+  m.l2_bytes = 50ll << 20;
+  m.regs_per_sm = 65536;
+  m.max_threads_per_sm = 2048;
+  m.clock_mhz = 1980;
+  m.latency_cycles = 283;
+  m.bandwidth = 2.959e12;
   return m;
 }
 

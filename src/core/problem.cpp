@@ -138,7 +138,6 @@ std::string Problem::to_string() const {
   os << "n" << n << " c" << c << " h" << h << " w" << w << " k" << k << " r" << r << " s" << s << " pad" << pad_h << ","
      << pad_w << " stride" << stride_h << "," << stride_w << " dil" << dil_h << "," << dil_w << " g" << groups;
   if (mode == Mode::Convolution) os << " conv";
-  if (alpha != 1.0f || beta != 0.0f) os << " alpha" << alpha << " beta" << beta;
   return os.str();
 }
 

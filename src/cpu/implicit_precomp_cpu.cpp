@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "../core/pointer_checks.hpp"
+#include "../core/call_checks.hpp"
 #include "mconv/cpu.hpp"
 
 namespace mconv::cpu {
@@ -72,7 +72,7 @@ int64_t implicit_precomp_scratch_bytes_per_thread() {
 }
 
 void implicit_precomp_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e) {
-  detail::check_tensors(x, w, y, e);
+  detail::check_call(x, w, y, e);
   const Problem& pr = plan.problem();
   const auto& rows = plan.offset_table();
   const auto& sr = plan.start_rule();
@@ -146,8 +146,7 @@ void implicit_precomp_forward(const Plan& plan, const float* x, const float* w, 
         for (int f = 0; f < nf; ++f) {
           const int64_t k = f0 + f;
           float* dst = yc + k * out.stride_k;
-          *dst = detail::apply_epilogue(pr.alpha, sc.acc[f * kTileCols + j], pr.beta, dst,
-                                        e.bias ? e.bias + g * kg + k : nullptr, e.relu);
+          *dst = detail::apply_epilogue(e, sc.acc[f * kTileCols + j], dst, e.bias ? e.bias + g * kg + k : nullptr);
         }
       }
     }

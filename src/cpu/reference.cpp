@@ -1,7 +1,7 @@
 // The CPU reference: direct loops over the definition, accumulating in double.
 #include <cmath>
 
-#include "../core/pointer_checks.hpp"
+#include "../core/call_checks.hpp"
 #include "mconv/cpu.hpp"
 
 namespace mconv::cpu {
@@ -30,7 +30,7 @@ double reference_point(const Problem& pr, const TensorDesc& xd, const float* x, 
 void reference_forward(const Problem& pr, const TensorDesc& xd, const float* x, const TensorDesc& wd, const float* w,
                        const TensorDesc& yd, float* y, const Epilogue& e) {
   pr.validate(xd, wd, yd);
-  detail::check_tensors(x, w, y, e);
+  detail::check_call(x, w, y, e);
   const int64_t P = pr.p(), Q = pr.q();
 #pragma omp parallel for collapse(2) schedule(dynamic)
   for (int64_t n = 0; n < pr.n; ++n)
@@ -38,8 +38,7 @@ void reference_forward(const Problem& pr, const TensorDesc& xd, const float* x, 
       for (int64_t p = 0; p < P; ++p)
         for (int64_t q = 0; q < Q; ++q) {
           float* out = y + n * yd.strides[0] + k * yd.strides[1] + p * yd.strides[2] + q * yd.strides[3];
-          *out = detail::apply_epilogue(pr.alpha, reference_point(pr, xd, x, wd, w, n, k, p, q), pr.beta, out,
-                                        e.bias ? e.bias + k : nullptr, e.relu);
+          *out = detail::apply_epilogue(e, reference_point(pr, xd, x, wd, w, n, k, p, q), out, e.bias ? e.bias + k : nullptr);
         }
 }
 

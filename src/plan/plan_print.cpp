@@ -24,7 +24,7 @@ std::string Plan::to_text(int64_t max_rows) const {
   const int esz = dtype_size(x_.dtype);
   std::ostringstream os;
   os << "mconv plan: " << algorithm_name(algorithm_) << " on " << target_name(target_)
-     << (tile_.name.empty() ? "" : " tile " + tile_.name) << "\n";
+     << (std::holds_alternative<std::monostate>(division_) ? "" : " tile " + division_name(division_)) << "\n";
   os << "problem   " << p.to_string() << "  ->  P=" << p.p() << " Q=" << p.q() << "  FLOPs=" << std::setprecision(4)
      << p.flops() << "\n";
   os << "x         " << x_.to_string() << "\n";
@@ -67,6 +67,7 @@ std::string Plan::to_text(int64_t max_rows) const {
   for (int64_t b : cr.base) os << " " << b;
   os << "\n";
   for (const auto& d : decisions_) os << "decision  " << d << "\n";
+  os << division_text(division_);
   if (target_ == Target::Cuda && algorithm_ != Algorithm::ImplicitPrecomp)
     os << "extra bytes: 0 (" << algorithm_name(algorithm_) << " reads no table; no workspace)\n";
   else
@@ -79,7 +80,8 @@ std::string Plan::to_json(int64_t max_rows) const {
   nlohmann::json j;
   j["algorithm"] = algorithm_name(algorithm_);
   j["target"] = target_name(target_);
-  j["tile"] = tile_.name;
+  j["tile"] = division_name(division_);
+  j["split_k"] = split_k();
   j["problem"] = {{"n", p.n},
                   {"c", p.c},
                   {"h", p.h},
@@ -95,8 +97,6 @@ std::string Plan::to_json(int64_t max_rows) const {
                   {"dil_w", p.dil_w},
                   {"groups", p.groups},
                   {"mode", p.mode == Mode::Convolution ? "convolution" : "cross_correlation"},
-                  {"alpha", p.alpha},
-                  {"beta", p.beta},
                   {"p", p.p()},
                   {"q", p.q()},
                   {"flops", p.flops()}};

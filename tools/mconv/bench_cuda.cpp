@@ -110,7 +110,7 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
     r.problem = p;
     r.target = "cuda";
     r.algorithm = algorithm_name(plan->algorithm());
-    r.tile = plan->tile().name + (plan->tile().split_k > 1 ? " sk" + std::to_string(plan->tile().split_k) : "");
+    r.tile = division_name(plan->division()) + (plan->split_k() > 1 ? " sk" + std::to_string(plan->split_k()) : "");
     // The checked result: y poisoned with NaN first, so an unwritten element fails.
     cuda_ok(cudaMemset(ys[0], 0xff, hy.size() * 4), "poison y");
     engine.conv2d_forward(*plan, xs[0], ws[0], ys[0]);

@@ -22,8 +22,8 @@ void LayerArgs::add_to(CLI::App& app) {
   app.add_option("--dil-h", p.dil_h)->capture_default_str();
   app.add_option("--dil-w", p.dil_w)->capture_default_str();
   app.add_option("--groups,-g", p.groups)->capture_default_str();
-  app.add_option("--alpha", p.alpha)->capture_default_str();
-  app.add_option("--beta", p.beta)->capture_default_str();
+  app.add_option("--alpha", alpha, "y = alpha*conv + beta*y (+ bias)")->capture_default_str();
+  app.add_option("--beta", beta)->capture_default_str();
   app.add_option("--mode", mode, "cross (cross-correlation, the CNN convention) or conv (flipped filter)")
       ->check(CLI::IsMember({"cross", "conv"}))
       ->capture_default_str();
@@ -81,7 +81,7 @@ double sampled_error(const Problem& p, const TensorDesc& xd, const float* x, con
   for (int64_t i = 0; i < count; ++i) {
     const int64_t idx = total <= samples ? i : pick(gen);
     const int64_t q = idx % Q, pp = (idx / Q) % P, k = (idx / (P * Q)) % p.k, n = idx / (P * Q * p.k);
-    const double ref = p.alpha * cpu::reference_point(p, xd, x, wd, w, n, k, pp, q);
+    const double ref = cpu::reference_point(p, xd, x, wd, w, n, k, pp, q);
     const double got = y[n * yd.strides[0] + k * yd.strides[1] + pp * yd.strides[2] + q * yd.strides[3]];
     if (!std::isfinite(got)) return INFINITY;
     err2 += (got - ref) * (got - ref);

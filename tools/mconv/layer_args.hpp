@@ -14,6 +14,7 @@ namespace mconv::tools {
 
 struct LayerArgs {
   Problem problem;
+  float alpha = 1.0f, beta = 0.0f;  // the call's Epilogue
   std::string layout = "NCHW";  // default for x, w, y
   std::string x_layout, w_layout, y_layout;
   std::string mode = "cross";
@@ -33,7 +34,7 @@ struct LayerArgs {
 void fill_uniform(std::vector<float>& v, uint64_t seed);
 
 /// Norm-relative error ||y - ref|| / ||ref|| over `samples` output elements drawn at random
-/// (all of them when the output is smaller), against alpha * the double reference (beta must be 0).
+/// (all of them when the output is smaller), against the double reference (alpha 1, beta 0).
 double sampled_error(const Problem& p, const TensorDesc& xd, const float* x, const TensorDesc& wd, const float* w,
                      const TensorDesc& yd, const float* y, int64_t samples, uint64_t seed);
 

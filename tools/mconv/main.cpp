@@ -77,15 +77,17 @@ int cmd_run(mt::LayerArgs& args, const std::string& input, const std::string& fi
     w = wa.data;
   } else
     mt::fill_uniform(w, seed + 1);
-  if (p.beta != 0.0f) mt::fill_uniform(y, seed + 2);
+  if (args.beta != 0.0f) mt::fill_uniform(y, seed + 2);
   std::vector<float> y0 = y;
 
   Engine engine(parse_target(args.target));
   auto plan = engine.plan(p, xd, wd, yd, args.plan_options());
   Epilogue e;
   e.relu = relu;
+  e.alpha = args.alpha;
+  e.beta = args.beta;
   std::cerr << "mconv run: " << p.to_string() << " on " << target_name(engine.target()) << ", "
-            << algorithm_name(plan->algorithm()) << (plan->tile().name.empty() ? "" : " " + plan->tile().name) << "\n";
+            << algorithm_name(plan->algorithm()) << " " << division_name(plan->division()) << "\n";
   if (engine.target() == Target::Cpu) {
     engine.conv2d_forward(*plan, x.data(), w.data(), y.data(), e);
   } else {
@@ -190,11 +192,12 @@ int main(int argc, char** argv) {
     if (*plan) {
       mconv::PlanOptions o = plan_args.plan_options();
       std::shared_ptr<const mconv::Plan> pl;
-      if (o.target == mconv::Target::Cuda && mconv::built_with_cuda() && !mconv::cuda_available()) {
-        // Inspecting a CUDA plan needs no GPU: the planner assumes an H100 (132 SMs) when none is visible.
-        std::cerr << "mconv plan: no GPU visible; planning for an H100-like device\n";
-        pl = std::make_shared<const mconv::Plan>(mconv::Plan::build(plan_args.resolved_problem(), plan_args.x_desc(),
-                                                                    plan_args.w_desc(), plan_args.y_desc(), o));
+      if (o.target == mconv::Target::Cuda && !mconv::cuda_available()) {
+        // Planning is pure: a CUDA plan can be inspected without a GPU, for the reference H100.
+        std::cerr << "mconv plan: no GPU visible; planning for the reference H100 model\n";
+        pl = std::make_shared<const mconv::Plan>(
+            mconv::Plan::build(plan_args.resolved_problem(), plan_args.x_desc(), plan_args.w_desc(),
+                               plan_args.y_desc(), mconv::HardwareModel::reference_h100(), o));
       } else {
         mconv::Engine engine(o.target);
         o.target = engine.target();

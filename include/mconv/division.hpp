@@ -1,0 +1,127 @@
+// mconv: the division of a convolution among the GPU's blocks and threads, one typed struct per
+// kernel family. The family's planner fills it when the Plan is made (from the problem, the tensors'
+// strides and the hardware model); its launcher only reads it. `mconv plan` prints it.
+//
+// Every division carries its LaunchShape (grid, threads, dynamic shared memory), so a launch derives
+// nothing; what depends on the call (pointer alignment for vector copies, a ReLU that forbids split-K)
+// is the launcher's only decision.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+
+namespace mconv {
+
+/// Grid, block size and dynamic shared memory of one launch.
+struct LaunchShape {
+  int64_t grid_x = 1, grid_y = 1, grid_z = 1;
+  int threads = 0;
+  int64_t smem_bytes = 0;
+};
+
+/// implicit_precomp (src/algorithms/implicit_precomp): one tile of its tile table, split-K slices.
+struct ImplicitPrecompDivision {
+  int tile = 0;             ///< index into the family's tile table
+  std::string tile_name;    ///< e.g. "128x128x8"
+  int block_m = 0, block_n = 0, block_k = 0;
+  int k_tiles = 0;          ///< row tiles of block_k rows
+  int split_k = 1;          ///< row slices summed into y with atomics (Note [split-k without workspace])
+  int k_tiles_per_split = 0;
+  int prepass_blocks = 0;   ///< blocks of the split-K pre-pass (y = beta*y + bias)
+  LaunchShape launch;       ///< with split_k slices (grid_z = groups * split_k)
+};
+
+/// direct_block (src/algorithms/direct_block): one of its thread-group shapes.
+struct DirectBlockDivision {
+  int shape = 0;            ///< index into the family's shape table
+  std::string shape_name;   ///< e.g. "direct_32x8_r2x2_f1"
+  int tile_rows = 0, tile_cols = 0, pitch = 0;  ///< input tile with halo, and its shared-memory pitch
+  int filter_slices = 0, tiles_x = 0, slots = 0;
+  int images_per_block = 1; ///< Note [direct pipeline]
+  LaunchShape launch;
+};
+
+/// single_channel, the paper's strip kernel (methods 1 and 2 of the single-channel planner).
+struct SingleChannelDivision {
+  int method = 0;             ///< 1 or 2
+  int pieces = 1;             ///< P (method 1) or Q (method 2)
+  int filters_per_block = 1;  ///< ceil(M/N_sm) or ceil(M/Q)
+  int rows_per_block = 1;     ///< output rows of one block
+  int64_t d_bytes = 0;        ///< D: shared memory of one block
+  double th = 0;              ///< Th: FMAs of one block
+  bool vs_fallback = false;   ///< Th < N_FMA: refined until all blocks move >= V_s
+  bool shaped = false;        ///< reshaped for the kernel's runs (Note [single-channel block shape])
+  int64_t blocks = 0;         ///< per image and group
+  int run = 1;                ///< output rows of a thread's run (Note [single-channel runs])
+  int strip_rows = 0, strip_cols = 0, strip_pitch = 0, filter_pitch = 0;
+  LaunchShape launch;
+};
+
+/// Shared-memory layout of one plane of a plane-stream block (Note [plane stream banks]).
+struct PlaneStreamLayout {
+  int rows = 0, pitch = 0, lpad = 0, plane = 0;
+  int64_t plane_floats() const { return plane; }
+};
+
+/// single_channel's plane stream (depthwise, one filter per group; Note [plane stream]).
+struct PlaneStreamDivision {
+  int planes_per_block = 1;  ///< whole planes per block (> 1 only when a block holds all output rows)
+  int rows_per_block = 1;    ///< output rows per block: a band, or P when whole planes
+  int run = 4;               ///< output rows a thread computes
+  PlaneStreamLayout layout;
+  int64_t d_bytes = 0;       ///< shared memory of one buffer
+  double th = 0;             ///< FMAs of one block
+  double th_target = 0;      ///< N_FMA / resident blocks per SM
+  int64_t blocks = 0;        ///< chunks of the whole problem
+  int64_t bands = 0;         ///< row bands per plane
+  int buffer_floats = 0;
+  LaunchShape launch;
+};
+
+/// single_channel's bulk plane stream (Note [plane bulk]).
+struct PlaneBulkDivision {
+  int planes_per_chunk = 1;
+  int rows_per_chunk = 1;
+  int segment = 7;           ///< SEG: outputs of one thread item
+  int run = 1;               ///< output rows of one thread item
+  int64_t d_bytes = 0;       ///< shared memory of one block (two chunk buffers)
+  double fill = 0;           ///< items / (passes * threads), over the whole problem
+  int64_t chunks = 0, bands = 0;
+  int blocks_per_sm = 1;     ///< resident blocks its shared memory allows
+  int64_t in_floats = 0, out_floats = 0;
+  bool read_once = false;    ///< whole planes: x read with evict-first (Note [bulk read-once inputs])
+  LaunchShape launch;        ///< one resident wave walks the chunks
+};
+
+/// Input lines of a stride_fixed block in shared memory.
+struct StrideFixedLayout {
+  int rows = 0, cols = 0, pitch = 0;
+};
+
+/// stride_fixed (src/algorithms/stride_fixed): the paper's block division (section 3.2).
+struct StrideFixedDivision {
+  int thread_pixels = 8;     ///< Note [stride-fixed thread pixels]
+  int segment_channels = 8;  ///< S / 4
+  int tile_rows = 0;         ///< W'y (output lines per block)
+  int tile_cols = 0;         ///< W'x (output pixels per line)
+  int splits = 1;            ///< channel slices summed with atomics (small maps)
+  int rounds = 0, rounds_per_split = 0;
+  int tiles_x = 0;
+  StrideFixedLayout layout;
+  int64_t blocks = 0;         ///< per split
+  double segment_needed = 0;  ///< bytes: N_FMA * 4 / (M' * W'x * W'y)
+  int prepass_blocks = 0;
+  LaunchShape launch;         ///< with `splits` slices
+};
+
+/// The division of a Plan: none on the CPU target, else the one its family's planner made.
+using Division = std::variant<std::monostate, ImplicitPrecompDivision, DirectBlockDivision, SingleChannelDivision,
+                              PlaneStreamDivision, PlaneBulkDivision, StrideFixedDivision>;
+
+/// The division's name as `mconv plan` and the benchmark print it (a tile or shape name; empty on the CPU).
+std::string division_name(const Division& d);
+/// One line per field, for `mconv plan`.
+std::string division_text(const Division& d);
+
+}  // namespace mconv

@@ -1,0 +1,54 @@
+// Launcher of the direct-block kernel family: parameters from the Plan, the shared-memory opt-in,
+// the instantiation for the plan's shape and filter size (1, 3, 5, 7 square, else generic), and the
+// launch check.
+#include <cstdint>
+
+#include "../common/cuda_check.cuh"
+#include "../common/filter_size_switch.cuh"
+#include "../launch.hpp"
+#include "kernel.cuh"
+#include "planner.hpp"
+
+namespace mconv::detail {
+namespace {
+
+using cuda::DirectBlockParams;
+using cuda::DirectBlockShape;
+
+template <class Shape>
+void launch(const DirectBlockParams& prm, dim3 grid, int smem, cudaStream_t stream) {
+  cuda::launch_with_smem(cuda::direct_block_kernel<Shape>, grid, Shape::kThreads, smem, stream, prm);
+}
+
+// Static switch over the filter size: 1, 3, 5, 7 square get unrolled kernels, others the generic one.
+template <class Thread>
+void launch_sized(const DirectBlockParams& prm, dim3 grid, int smem, cudaStream_t stream) {
+  cuda::filter_size_switch(prm.R, prm.S, [&](auto k) {
+    constexpr int K = decltype(k)::value;
+    launch<DirectBlockShape<K, K, Thread::kFilters, Thread::kThreadsX, Thread::kThreadsY, Thread::kRegRows,
+                            Thread::kRegCols, Thread::kGroupsPerBlock>>(prm, grid, smem, stream);
+  });
+}
+
+}  // namespace
+
+void direct_block_forward(const Plan& plan, const DirectBlockDivision& d, const float* x, const float* w, float* y,
+                          const Epilogue& e, void* stream) {
+  DirectBlockParams prm{cuda::conv_geometry(plan, x, w, y, e)};
+  prm.filter_slices = d.filter_slices;
+  prm.tiles_x = d.tiles_x;
+  prm.tile_rows = d.tile_rows;
+  prm.tile_cols = d.tile_cols;
+  prm.pitch = d.pitch;
+  prm.slots = d.slots;
+  prm.images_per_block = d.images_per_block;
+  // Note [vector halo]: preconditions for 16-byte copies.
+  prm.vec4 = cuda::x_rows_float4_aligned(plan, x);
+  const dim3 grid = cuda::grid_of(d.launch);
+  const int smem = static_cast<int>(d.launch.smem_bytes);
+  const auto s = static_cast<cudaStream_t>(stream);
+  if (!visit_direct_shape(d.shape, [&](auto shape) { launch_sized<decltype(shape)>(prm, grid, smem, s); }))
+    throw Error(Status::Internal, "tile: no instantiation for direct shape '" + d.shape_name + "'");
+}
+
+}  // namespace mconv::detail

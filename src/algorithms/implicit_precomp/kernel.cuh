@@ -1,0 +1,224 @@
+// The implicit-GEMM kernel family (technique 1 on Hopper, fp32 FFMA).
+//
+// Block (blockIdx.x, blockIdx.y, blockIdx.z) computes block_m output pixels x block_n filters of group z.
+// Each main-loop step gathers one block_k-row slice of the virtual image matrix into shared memory:
+//   sImage[kk][col] = x[start[col] + offset[k0 + kk]]  (Note [padding predicates]: zero fill)
+//   sFilter[kk][f]  = w[f * w.stride_k + w_offset[k0 + kk]]
+// with cp.async, Stages deep, so slices i+1.. load while slice i is multiplied. Start addresses (the
+// compiled representation's per-thread bases) are formed once per block; the main loop reads the
+// offset table and adds, with no division or modulo.
+//
+// Note [padding predicates]: a row carries (dh, dw) = (r*dil_h, s*dil_w) and a column (h0, w0) =
+// (p*stride_h - pad_h, q*stride_w - pad_w); the element exists iff 0 <= h0+dh < H and 0 <= w0+dw < W,
+// tested as two unsigned compares. Padded table rows and columns past N*P*Q carry -2^30, which fails
+// the test, so tails need no other branch. cp.async with source size 0 writes zeros.
+//
+// Note [split-k without workspace]: when the output tiles alone cannot fill the GPU (small maps,
+// large C), `splits` blocks share one output tile, each over a slice of the rows. A pre-pass writes
+// y = beta*y + bias (output_prepass_kernel.cuh) and the slices add alpha*partial with atomics, so no
+// buffer beyond y is needed. ReLU needs the full sum, so the launcher does not split when it is asked.
+#pragma once
+
+#include <cstdint>
+
+#include "../common/cp_async.cuh"
+#include "../common/epilogue.cuh"
+#include "tiles.hpp"
+
+namespace mconv::cuda {
+
+struct ImplicitPrecompParams {
+  const float* x;
+  const float* w;
+  float* y;
+  const int4* table;  // OffsetRow {x_offset, dh, dw, w_offset}, rows padded to a multiple of 32
+  const float* bias;  // K values or null
+  long long x_group, w_group, y_group;
+  long long x_sn, x_sh, x_sw;
+  long long w_sk;
+  long long y_sn, y_sk, y_sp, y_sq;
+  int npq, pq, q;  // columns, P*Q, Q
+  int kg;          // filters per group
+  int rows;        // valid rows C/G*R*S
+  int H, W;
+  int stride_h, stride_w, pad_h, pad_w;
+  float alpha, beta;
+  int relu;
+  int vector_store;  // Note [vector epilogue]: set by the launcher when its preconditions hold
+  int splits;        // Note [split-k without workspace]: row slices; blockIdx.z = group * splits + slice
+  int k_tiles_per_split;
+};
+
+/// Which way the gather's threads run: along columns (consecutive output pixels; NCHW/CNHW with
+/// the CRS row order) or along rows (consecutive channels; NHWC with the RSC row order).
+enum class GatherOrder { Columns, Rows };
+
+
+template <class Tile, GatherOrder Order>
+__global__ void __launch_bounds__(Tile::kThreads, 2) implicit_precomp_kernel(const ImplicitPrecompParams prm) {
+  constexpr int BM = Tile::kBlockM, BN = Tile::kBlockN, BK = Tile::kBlockK;
+  constexpr int TM = Tile::kThreadM, TN = Tile::kThreadN, S = Tile::kStages, T = Tile::kThreads;
+  constexpr bool kByColumns = Order == GatherOrder::Columns;
+  constexpr int kCols = kByColumns ? 1 : Tile::kImageLoads;            // columns a thread gathers
+  __shared__ __align__(16) float sImage[S][BK][Tile::kImageStride];    // [stage][row][pixel]
+  __shared__ __align__(16) float sFilter[S][BK][Tile::kFilterStride];  // [stage][row][filter]
+
+  const int tid = threadIdx.x;
+  const long long block_m = static_cast<long long>(blockIdx.x) * BM;
+  const int block_n = blockIdx.y * BN;
+  const int group = blockIdx.z / prm.splits, slice = blockIdx.z - group * prm.splits;
+  const float* __restrict__ gX = prm.x + group * prm.x_group;
+  const float* __restrict__ gW = prm.w + group * prm.w_group;
+
+  // Per-thread bases: start address and (h0, w0) of each column this thread gathers, formed once.
+  long long rStart[kCols];
+  int rH0[kCols], rW0[kCols];
+#pragma unroll
+  for (int i = 0; i < kCols; ++i) {
+    const int col = kByColumns ? tid % BM : tid / BK + i * (T / BK);
+    const long long m = block_m + col;
+    if (m < prm.npq) {
+      const int n = static_cast<int>(m / prm.pq), rem = static_cast<int>(m - static_cast<long long>(n) * prm.pq);
+      const int p = rem / prm.q, q = rem - p * prm.q;
+      rH0[i] = p * prm.stride_h - prm.pad_h;
+      rW0[i] = q * prm.stride_w - prm.pad_w;
+      rStart[i] = n * prm.x_sn + rH0[i] * prm.x_sh + rW0[i] * prm.x_sw;
+    } else {
+      rH0[i] = rW0[i] = -(1 << 30);  // Note [padding predicates]
+      rStart[i] = 0;
+    }
+  }
+  // Gather positions inside a stage.
+  const int gCol0 = kByColumns ? tid % BM : tid / BK;
+  const int gRow0 = kByColumns ? tid / BM : tid % BK;
+  const int fRow = tid % BK, fCol0 = tid / BK;
+
+  auto load_stage = [&](int stage, int k0) {
+#pragma unroll
+    for (int i = 0; i < Tile::kImageLoads; ++i) {
+      const int kk = kByColumns ? gRow0 + i * (T / BM) : gRow0;
+      const int col = kByColumns ? gCol0 : gCol0 + i * (T / BK);
+      const int c = kByColumns ? 0 : i;
+      const int4 row = __ldg(prm.table + k0 + kk);
+      const bool ok = static_cast<unsigned>(rH0[c] + row.y) < static_cast<unsigned>(prm.H) &&
+                      static_cast<unsigned>(rW0[c] + row.z) < static_cast<unsigned>(prm.W);
+      detail::cp_async_f32(&sImage[stage][kk][col], ok ? gX + rStart[c] + row.x : gX, ok);
+    }
+    const int w_offset = __ldg(&prm.table[k0 + fRow].w);
+    const bool row_ok = k0 + fRow < prm.rows;
+#pragma unroll
+    for (int i = 0; i < Tile::kFilterLoads; ++i) {
+      const int f = fCol0 + i * (T / BK);
+      const bool ok = row_ok && block_n + f < prm.kg;
+      detail::cp_async_f32(&sFilter[stage][fRow][f], ok ? gW + (block_n + f) * prm.w_sk + w_offset : gW, ok);
+    }
+  };
+
+  float rAcc[TM][TN];  // [pixel][filter]
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) rAcc[i][j] = 0.0f;
+
+  const int kt_begin = slice * prm.k_tiles_per_split;
+  const int k_tiles = min((prm.rows + BK - 1) / BK - kt_begin, prm.k_tiles_per_split);  // this slice's
+#pragma unroll
+  for (int s = 0; s < S - 1; ++s) {
+    if (s < k_tiles) load_stage(s, (kt_begin + s) * BK);
+    detail::cp_async_commit();
+  }
+  const int tm = tid % Tile::kThreadsM, tn = tid / Tile::kThreadsM;
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    detail::cp_async_wait<S - 2>();
+    __syncthreads();  // stage kt visible to all; stage kt-1 no longer read by anyone
+    const int next = kt + S - 1;
+    if (next < k_tiles) load_stage(next % S, (kt_begin + next) * BK);
+    detail::cp_async_commit();
+    const int st = kt % S;
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      float rA[TM], rB[TN];
+#pragma unroll
+      for (int c = 0; c < TM / 4; ++c) {
+        const float4 v = *reinterpret_cast<const float4*>(&sImage[st][kk][c * (BM / (TM / 4)) + tm * 4]);
+        rA[c * 4 + 0] = v.x;
+        rA[c * 4 + 1] = v.y;
+        rA[c * 4 + 2] = v.z;
+        rA[c * 4 + 3] = v.w;
+      }
+#pragma unroll
+      for (int c = 0; c < TN / 4; ++c) {
+        const float4 v = *reinterpret_cast<const float4*>(&sFilter[st][kk][c * (BN / (TN / 4)) + tn * 4]);
+        rB[c * 4 + 0] = v.x;
+        rB[c * 4 + 1] = v.y;
+        rB[c * 4 + 2] = v.z;
+        rB[c * 4 + 3] = v.w;
+      }
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) rAcc[i][j] = fmaf(rA[i], rB[j], rAcc[i][j]);
+    }
+  }
+  detail::cp_async_wait<0>();
+
+  // Epilogue: y in any layout, alpha/beta (beta == 0 never reads y), bias, ReLU.
+  float* __restrict__ gY = prm.y + group * prm.y_group;
+  const float* gBias = prm.bias ? prm.bias + static_cast<long long>(group) * prm.kg : nullptr;
+  const bool split = prm.splits > 1;  // Note [split-k without workspace]: y already holds beta*y + bias
+  auto finish = [&](float acc, int f, const float* old) {
+    return epilogue_value(prm.alpha, acc, prm.beta, old, gBias ? gBias + f : nullptr, prm.relu);
+  };
+  if (prm.vector_store) {
+    // Note [vector epilogue]: pixels are contiguous (y.stride_q == 1, rows of Q % 4 == 0 packed), so a
+    // thread's 4 consecutive pixels m..m+3 (m % 4 == 0) lie in one output row, 16-byte aligned: one
+    // float4 store each, and a warp writes 256 contiguous bytes per filter.
+#pragma unroll
+    for (int c = 0; c < TM / 4; ++c) {
+      const long long m = block_m + c * (BM / (TM / 4)) + tm * 4;
+      if (m >= prm.npq) continue;  // npq % 4 == 0 here, so m < npq covers all four pixels
+      const int n = static_cast<int>(m / prm.pq), rem = static_cast<int>(m - static_cast<long long>(n) * prm.pq);
+      float* yPix = gY + n * prm.y_sn + rem;  // rem = p*Q + q since y.stride_p == Q
+#pragma unroll
+      for (int j = 0; j < TN; ++j) {
+        const int f = block_n + (j / 4) * (BN / (TN / 4)) + tn * 4 + (j % 4);
+        if (f >= prm.kg) continue;
+        float4* dst = reinterpret_cast<float4*>(yPix + f * prm.y_sk);
+        if (split) {
+          atomicAdd(dst, make_float4(prm.alpha * rAcc[c * 4 + 0][j], prm.alpha * rAcc[c * 4 + 1][j],
+                                     prm.alpha * rAcc[c * 4 + 2][j], prm.alpha * rAcc[c * 4 + 3][j]));
+          continue;
+        }
+        float4 old = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (prm.beta != 0.0f) old = *dst;
+        float4 v;
+        v.x = finish(rAcc[c * 4 + 0][j], f, &old.x);
+        v.y = finish(rAcc[c * 4 + 1][j], f, &old.y);
+        v.z = finish(rAcc[c * 4 + 2][j], f, &old.z);
+        v.w = finish(rAcc[c * 4 + 3][j], f, &old.w);
+        *dst = v;
+      }
+    }
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const long long m = block_m + (i / 4) * (BM / (TM / 4)) + tm * 4 + (i % 4);
+    if (m >= prm.npq) continue;
+    const int n = static_cast<int>(m / prm.pq), rem = static_cast<int>(m - static_cast<long long>(n) * prm.pq);
+    const int p = rem / prm.q, q = rem - p * prm.q;
+    float* yPix = gY + n * prm.y_sn + p * prm.y_sp + q * prm.y_sq;
+#pragma unroll
+    for (int j = 0; j < TN; ++j) {
+      const int f = block_n + (j / 4) * (BN / (TN / 4)) + tn * 4 + (j % 4);
+      if (f >= prm.kg) continue;
+      float* dst = yPix + f * prm.y_sk;
+      if (split)
+        atomicAdd(dst, prm.alpha * rAcc[i][j]);
+      else
+        *dst = finish(rAcc[i][j], f, dst);
+    }
+  }
+}
+
+}  // namespace mconv::cuda

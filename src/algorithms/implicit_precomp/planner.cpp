@@ -1,0 +1,124 @@
+// The implicit-GEMM planner: the tile (from the tile table) and the split-K slices, each choice with
+// its measured evidence, and the launch they make.
+#include "planner.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "../common/split_k.hpp"
+#include "tiles.hpp"
+
+namespace mconv::detail {
+namespace {
+
+int choose_tile(const Problem& p, const HardwareModel& hw, bool rows_gather, std::vector<std::string>& why) {
+  const int64_t cols = p.n * p.p() * p.q();
+  const int64_t kg = p.k_per_group();
+  const int sms = std::max(hw.sm_count, 1);
+  // Two resident 256-thread blocks per SM is what the 128x128 tile's registers allow (8x8 accumulators
+  // + fragments ~ 128 regs/thread): a grid of fewer than ~sms blocks leaves SMs idle, so step down to
+  // smaller tiles until the grid fills the machine. Larger tiles read less shared memory per FFMA.
+  // Measured on the H100 (resnet50 batch 32, every layer forced to 128x128x16 vs the pick below):
+  // 128x128x16 won on every layer with K/G >= 128 and C*R*S >= 256, up to 1.9x on l4_3x3 (0.24 vs
+  // 0.47 ms with 64x64x8) even with fewer blocks than SMs: the 4x4 micro-tiles of the small tiles
+  // read too much shared memory per FFMA. It lost on K/G = 64 (half its filter lanes idle).
+  // With the row-wise gather (NHWC) each thread of 128x128x16 keeps 8 column bases and spills
+  // 72 bytes (ptxas), so NHWC takes the 8-row 128x128 tile for the same layers.
+  if (kg > 64 && cols >= 4 * 128 && p.c_per_group() * p.r * p.s >= 64) {
+    const int t = find_tile(rows_gather ? "128x128x8" : "128x128x16");
+    why.push_back("tile " + kTileCatalog[t].name() + ": K/G = " + std::to_string(kg) + " > 64, N*P*Q = " +
+                  std::to_string(cols) + " >= 512, C/G*R*S >= 64 (128x128 measured best for such layers on the H100)");
+    return t;
+  }
+  // K/G in (32, 64]: 128x64x16 ran 1.00-1.03x faster than 128x64x8 on all 10 such layers of
+  // vgg16/resnet50/multi_channel, 0.97x on resnet50_conv1 (H100, one forced run each).
+  if (kg > 32 && kg <= 64 && cols >= 4 * 128 && p.c_per_group() * p.r * p.s >= 64 && !rows_gather) {
+    why.push_back("tile 128x64x16: K/G = " + std::to_string(kg) + " in (32, 64], C/G*R*S >= 64 (measured on the H100)");
+    return find_tile("128x64x16");
+  }
+  int last = -1;
+  for (size_t i = 0; i < kTileCatalog.size(); ++i)
+    if (kTileCatalog[i].planner_candidate) last = int(i);
+  for (size_t i = 0; i < kTileCatalog.size(); ++i) {
+    const TileShape& t = kTileCatalog[i];
+    if (!t.planner_candidate) continue;
+    if (kg <= t.block_n / 2 && t.block_n > 32) continue;  // more than half the filter tile would idle
+    int64_t blocks = ((cols + t.block_m - 1) / t.block_m) * ((kg + t.block_n - 1) / t.block_n) * p.groups;
+    if (blocks >= sms || int(i) == last) {
+      std::ostringstream os;
+      os << "tile " << t.name() << ": " << blocks << " blocks for " << sms << " SMs (K/G = " << kg << ", N*P*Q = " << cols
+         << "); larger tiles skipped for K/G <= block_n/2 or fewer blocks than SMs";
+      why.push_back(os.str());
+      return int(i);
+    }
+  }
+  return last;
+}
+
+int choose_split_k(const Problem& p, const TileShape& t, const HardwareModel& hw, std::vector<std::string>& why) {
+  const int sms = std::max(hw.sm_count, 1);
+  const int64_t cols = p.n * p.p() * p.q();
+  const int64_t blocks =
+      ((cols + t.block_m - 1) / t.block_m) * ((p.k_per_group() + t.block_n - 1) / t.block_n) * p.groups;
+  const int64_t k_tiles = (p.c_per_group() * p.r * p.s + t.block_k - 1) / t.block_k;
+  // Aim at two resident blocks per SM; keep >= 8 row tiles (64 rows) per slice so each slice's
+  // pipeline runs long enough to pay for its prologue, epilogue atomics and the y pre-pass.
+  // Measured on the H100 (multi_channel suite, 7x7/14x14 maps with C = 512): 16 blocks for 132 SMs
+  // ran 2x slower than cuDNN before split-K.
+  int64_t split = std::min<int64_t>({2 * sms / std::max<int64_t>(blocks, 1), k_tiles / 8, 32});
+  if (split < 2) return 1;
+  std::ostringstream os;
+  os << "split_k " << split << ": " << blocks << " blocks for " << sms << " SMs, " << k_tiles
+     << " row tiles (y pre-scaled by beta, slices added with atomics)";
+  why.push_back(os.str());
+  return int(split);
+}
+
+}  // namespace
+
+ImplicitPrecompDivision plan_implicit_precomp(const Problem& p, int64_t rows, bool rows_gather,
+                                              const HardwareModel& hw, const std::string& forced_tile,
+                                              int forced_split_k, std::vector<std::string>& why) {
+  int tile = -1;
+  if (!forced_tile.empty()) {
+    tile = find_tile(forced_tile);
+    if (tile < 0) {
+      std::string names;
+      for (const auto& t : kTileCatalog) names += (names.empty() ? "" : ", ") + t.name();
+      throw Error(Status::BadParam, "tile: unknown tile '" + forced_tile + "' (known: " + names + ")");
+    }
+    why.push_back("tile " + forced_tile + ": forced");
+  } else {
+    tile = choose_tile(p, hw, rows_gather, why);
+  }
+  const TileShape& t = kTileCatalog[tile];
+  ImplicitPrecompDivision d;
+  d.tile = tile;
+  d.tile_name = t.name();
+  d.block_m = t.block_m;
+  d.block_n = t.block_n;
+  d.block_k = t.block_k;
+  d.k_tiles = static_cast<int>((rows + t.block_k - 1) / t.block_k);
+  if (forced_split_k < 0 || forced_split_k > d.k_tiles)
+    throw Error(Status::BadParam, "split_k: " + std::to_string(forced_split_k) + " is outside 0.." +
+                                      std::to_string(d.k_tiles) + " (the row tiles of this problem)");
+  if (forced_split_k > 0) {
+    d.split_k = forced_split_k;
+    why.push_back("split_k " + std::to_string(forced_split_k) + ": forced");
+  } else {
+    d.split_k = choose_split_k(p, t, hw, why);
+  }
+  d.k_tiles_per_split = (d.k_tiles + d.split_k - 1) / d.split_k;
+  d.split_k = (d.k_tiles + d.k_tiles_per_split - 1) / d.k_tiles_per_split;  // no empty slice
+  d.prepass_blocks = split_prepass_blocks(p.n * p.k * p.p() * p.q(), hw);
+  d.launch.grid_x = (p.n * p.p() * p.q() + t.block_m - 1) / t.block_m;
+  d.launch.grid_y = (p.k_per_group() + t.block_n - 1) / t.block_n;
+  d.launch.grid_z = p.groups * d.split_k;
+  d.launch.threads = t.threads;
+  d.launch.smem_bytes = 0;  // static shared memory
+  if (d.launch.grid_y > 65535 || p.groups * d.split_k > 65535)
+    throw Error(Status::Unsupported, "k/groups: too many filter tiles or groups x split_k slices for one launch");
+  return d;
+}
+
+}  // namespace mconv::detail

@@ -1,0 +1,34 @@
+// The boundary between the runtime and the kernel families: one entry that launches a Plan's
+// division, and each family's launcher behind it. Built from the .cu files when mconv has CUDA, and
+// by launch_absent.cpp (every call reports NoDevice) otherwise.
+#pragma once
+
+#include "mconv/engine.hpp"
+#include "mconv/plan.hpp"
+
+namespace mconv::detail {
+
+/// Launches `plan` (a cuda plan with its device table where its family reads one) on `stream`.
+/// Asynchronous; checks the launch. Pointers are device pointers checked by the caller.
+void launch_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e, void* stream);
+
+// The families' launchers (src/algorithms/<family>/launch.cu): each reads its division and only
+// decides what depends on the call (pointer alignment for vector copies; ReLU forbids split-K).
+void implicit_precomp_forward(const Plan& plan, const ImplicitPrecompDivision& d, const float* x, const float* w,
+                              float* y, const Epilogue& e, void* stream);
+void direct_block_forward(const Plan& plan, const DirectBlockDivision& d, const float* x, const float* w, float* y,
+                          const Epilogue& e, void* stream);
+void single_channel_strip_forward(const Plan& plan, const SingleChannelDivision& d, const float* x, const float* w,
+                                  float* y, const Epilogue& e, void* stream);
+void plane_stream_forward(const Plan& plan, const PlaneStreamDivision& d, const float* x, const float* w, float* y,
+                          const Epilogue& e, void* stream);
+void plane_bulk_forward(const Plan& plan, const PlaneBulkDivision& d, const float* x, const float* w, float* y,
+                        const Epilogue& e, void* stream);
+void stride_fixed_forward(const Plan& plan, const StrideFixedDivision& d, const float* x, const float* w, float* y,
+                          const Epilogue& e, void* stream);
+
+/// Split-K's first pass, y = beta*y + bias, so that slices can add alpha * partial sums; `blocks`
+/// from the division (common/split_k.hpp).
+void output_prepass(const Plan& plan, int blocks, float* y, const Epilogue& e, void* stream);
+
+}  // namespace mconv::detail

@@ -1,0 +1,86 @@
+// Names and text forms of the divisions (what `mconv plan` and the benchmark print).
+#include <sstream>
+
+#include "mconv/division.hpp"
+
+namespace mconv {
+namespace {
+
+std::string launch_text(const LaunchShape& l) {
+  std::ostringstream os;
+  os << "launch    grid " << l.grid_x << " x " << l.grid_y << " x " << l.grid_z << ", " << l.threads
+     << " threads, " << l.smem_bytes << " B dynamic shared memory\n";
+  return os.str();
+}
+
+struct NameOf {
+  std::string operator()(const std::monostate&) const { return ""; }
+  std::string operator()(const ImplicitPrecompDivision& d) const { return d.tile_name; }
+  std::string operator()(const DirectBlockDivision& d) const { return d.shape_name; }
+  std::string operator()(const SingleChannelDivision& d) const {
+    return "single_channel_m" + std::to_string(d.method) + (d.shaped ? "_shaped" : "");
+  }
+  std::string operator()(const PlaneStreamDivision&) const { return "single_channel_planes"; }
+  std::string operator()(const PlaneBulkDivision&) const { return "single_channel_bulk"; }
+  std::string operator()(const StrideFixedDivision& d) const {
+    return "stride_fixed_" + std::to_string(d.tile_cols) + "x" + std::to_string(d.tile_rows) + "_s" +
+           std::to_string(d.segment_channels * 4) + (d.thread_pixels == 4 ? "_p4" : "");
+  }
+};
+
+struct TextOf {
+  std::string operator()(const std::monostate&) const { return ""; }
+  std::string operator()(const ImplicitPrecompDivision& d) const {
+    std::ostringstream os;
+    os << "division  tile " << d.tile_name << " (" << d.block_m << " pixels x " << d.block_n << " filters x "
+       << d.block_k << " rows per stage), " << d.k_tiles << " row tiles, split_k " << d.split_k << " ("
+       << d.k_tiles_per_split << " row tiles a slice)\n";
+    return os.str() + launch_text(d.launch);
+  }
+  std::string operator()(const DirectBlockDivision& d) const {
+    std::ostringstream os;
+    os << "division  shape " << d.shape_name << ", input tile " << d.tile_rows << "x" << d.tile_cols << " (pitch "
+       << d.pitch << "), " << d.filter_slices << " filter slice(s), " << d.images_per_block << " image(s) a block\n";
+    return os.str() + launch_text(d.launch);
+  }
+  std::string operator()(const SingleChannelDivision& d) const {
+    std::ostringstream os;
+    os << "division  method " << d.method << ", " << d.filters_per_block << " filters x " << d.rows_per_block
+       << " rows a block, runs of " << d.run << " rows, strip " << d.strip_rows << "x" << d.strip_cols << " (pitch "
+       << d.strip_pitch << ")\n";
+    return os.str() + launch_text(d.launch);
+  }
+  std::string operator()(const PlaneStreamDivision& d) const {
+    std::ostringstream os;
+    os << "division  " << d.planes_per_block << " plane(s) x " << d.rows_per_block << " rows a chunk, " << d.blocks
+       << " chunks, runs of " << d.run << " rows, shared rows " << d.layout.rows << " x pitch " << d.layout.pitch
+       << "\n";
+    return os.str() + launch_text(d.launch);
+  }
+  std::string operator()(const PlaneBulkDivision& d) const {
+    std::ostringstream os;
+    os << "division  " << d.planes_per_chunk << " plane(s) x " << d.rows_per_chunk << " rows a chunk, " << d.chunks
+       << " chunks, segments of " << d.segment << ", runs of " << d.run << ", " << d.blocks_per_sm
+       << " block(s) per SM\n";
+    return os.str() + launch_text(d.launch);
+  }
+  std::string operator()(const StrideFixedDivision& d) const {
+    std::ostringstream os;
+    os << "division  " << d.tile_cols << " x " << d.tile_rows << " pixels (" << d.thread_pixels
+       << " a thread), segment " << d.segment_channels << " channels, " << d.rounds << " rounds in " << d.splits
+       << " slice(s)\n";
+    return os.str() + launch_text(d.launch);
+  }
+};
+
+}  // namespace
+
+std::string division_name(const Division& d) {
+  return std::visit(NameOf{}, d);
+}
+
+std::string division_text(const Division& d) {
+  return std::visit(TextOf{}, d);
+}
+
+}  // namespace mconv

@@ -1,0 +1,38 @@
+// Stand-in for the CUDA runtime in builds without nvcc: every call reports NoDevice.
+#include "cuda_device.hpp"
+
+namespace mconv::detail::cuda_device {
+namespace {
+[[noreturn]] void absent() {
+  throw Error(Status::NoDevice, "target: mconv was built without CUDA");
+}
+}  // namespace
+
+bool compiled() {
+  return false;
+}
+bool available() {
+  return false;
+}
+void check_index(int) {
+  absent();
+}
+DeviceGuard::DeviceGuard(int) {
+  absent();
+}
+DeviceGuard::~DeviceGuard() = default;
+std::shared_ptr<const void> upload_table(const Plan&, int, void*) {
+  absent();
+}
+void check_device_pointer(const void*, const char*, int) {
+  absent();
+}
+void synchronize(void*) {}
+HardwareModel reported_hardware(int) {
+  absent();
+}
+void measure_memory(int, double&, double&) {
+  absent();
+}
+
+}  // namespace mconv::detail::cuda_device

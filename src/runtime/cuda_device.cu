@@ -1,0 +1,72 @@
+// Device discovery, the device guard, plan-table upload and pointer checks.
+#include "../algorithms/common/cuda_check.cuh"
+#include "cuda_device.hpp"
+
+namespace mconv::detail::cuda_device {
+
+bool compiled() {
+  return true;
+}
+
+bool available() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();  // clear the sticky "no device" error
+    return false;
+  }
+  return count > 0;
+}
+
+void check_index(int device) {
+  int count = 0;
+  MCONV_CUDA_CHECK(cudaGetDeviceCount(&count));
+  if (device < 0 || device >= count)
+    throw Error(Status::BadParam,
+                "device: index " + std::to_string(device) + " but " + std::to_string(count) + " device(s) are visible");
+}
+
+DeviceGuard::DeviceGuard(int device) {
+  int current = 0;
+  MCONV_CUDA_CHECK(cudaGetDevice(&current));
+  if (current != device) {
+    MCONV_CUDA_CHECK(cudaSetDevice(device));
+    previous_ = current;
+  }
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (previous_ >= 0) (void)cudaSetDevice(previous_);
+}
+
+std::shared_ptr<const void> upload_table(const Plan& plan, int device, void* stream) {
+  const auto& rows = plan.offset_table();
+  void* table = nullptr;
+  MCONV_CUDA_CHECK(cudaMalloc(&table, rows.size() * sizeof(OffsetRow)));
+  std::shared_ptr<const void> owned(table, [device](const void* p) {
+    DeviceGuard guard(device);
+    cudaFree(const_cast<void*>(p));
+  });
+  MCONV_CUDA_CHECK(cudaMemcpyAsync(table, rows.data(), rows.size() * sizeof(OffsetRow), cudaMemcpyHostToDevice,
+                                   static_cast<cudaStream_t>(stream)));
+  return owned;
+}
+
+void check_device_pointer(const void* p, const char* field, int device) {
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw Error(Status::BadParam, std::string(field) + ": not a pointer the CUDA runtime knows");
+  }
+  const bool on_device = attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+  if (!on_device)
+    throw Error(Status::BadParam, std::string(field) + ": host memory given to the cuda target (need device memory)");
+  if (attr.type == cudaMemoryTypeDevice && attr.device != device)
+    throw Error(Status::BadParam, std::string(field) + ": memory of device " + std::to_string(attr.device) +
+                                      " given to an engine on device " + std::to_string(device));
+}
+
+void synchronize(void* stream) {
+  MCONV_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+}
+
+}  // namespace mconv::detail::cuda_device

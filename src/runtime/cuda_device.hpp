@@ -1,0 +1,45 @@
+// The runtime's view of CUDA devices: discovery, the caller's current device, device memory for
+// plan tables, pointer checks, and the hardware model's measurements. Implemented in cuda_device.cu
+// and device_probe.cu when mconv is built with CUDA, and by cuda_absent.cpp (NoDevice) otherwise.
+#pragma once
+
+#include <memory>
+
+#include "mconv/hardware.hpp"
+#include "mconv/plan.hpp"
+
+namespace mconv::detail::cuda_device {
+
+bool compiled();
+bool available();
+/// Throws BadParam when `device` is not a visible device's index.
+void check_index(int device);
+
+/// Makes `device` current for its lifetime and restores the caller's device after (a no-op where
+/// it is current already, the common case: one cudaGetDevice).
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
+/// Copies the plan's offset table to the current device, asynchronously on `stream` (the plan
+/// keeps the host rows alive); the memory is freed, on `device`, with the last owner.
+std::shared_ptr<const void> upload_table(const Plan& plan, int device, void* stream);
+
+/// Throws BadParam if `p` is not memory of `device` (a driver query: cudaPointerGetAttributes).
+void check_device_pointer(const void* p, const char* field, int device);
+
+void synchronize(void* stream);
+
+/// What the runtime reports about `device` (no measurement).
+HardwareModel reported_hardware(int device);
+/// Pointer-chase latency (cycles) and device-copy bandwidth (bytes/s, read + write) of `device`.
+void measure_memory(int device, double& latency_cycles, double& bandwidth);
+
+}  // namespace mconv::detail::cuda_device

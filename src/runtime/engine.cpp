@@ -1,0 +1,105 @@
+// Engine: target selection, the hardware model and the plan cache, device tables made with the plan,
+// and a conv2d_forward that only checks and launches.
+#include "mconv/engine.hpp"
+
+#include <cmath>
+#include <sstream>
+
+#include "../algorithms/launch.hpp"
+#include "../core/call_checks.hpp"
+#include "cuda_device.hpp"
+#include "mconv/cpu.hpp"
+
+namespace mconv {
+
+bool built_with_cuda() {
+  return detail::cuda_device::compiled();
+}
+bool cuda_available() {
+  return detail::cuda_device::available();
+}
+
+Engine::Engine(Target target, int device, void* stream, EngineOptions options)
+    : target_(target), device_(device), stream_(stream), options_(options) {
+  if (target_ == Target::Auto) target_ = cuda_available() ? Target::Cuda : Target::Cpu;
+  if (target_ == Target::Cuda) {
+    if (!built_with_cuda()) throw Error(Status::NoDevice, "target: mconv was built without CUDA");
+    if (!cuda_available()) throw Error(Status::NoDevice, "target: no CUDA device is visible");
+    detail::cuda_device::check_index(device_);
+  }
+}
+
+Engine::~Engine() = default;
+
+const HardwareModel& Engine::hardware() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!hardware_)
+    hardware_ = std::make_unique<HardwareModel>(target_ == Target::Cuda ? hardware_model(device_) : HardwareModel{});
+  return *hardware_;
+}
+
+std::shared_ptr<const Plan> Engine::plan(const Problem& problem, const TensorDesc& x, const TensorDesc& w,
+                                         const TensorDesc& y, PlanOptions options) {
+  if (options.target != Target::Auto && options.target != target_)
+    throw Error(Status::BadParam, std::string("target: plan asked for ") + target_name(options.target) +
+                                      " on an engine bound to " + target_name(target_));
+  options.target = target_;
+  std::ostringstream key;
+  key << problem.to_string() << " m" << int(problem.mode) << "|" << x.to_string() << "|" << w.to_string() << "|"
+      << y.to_string() << "|" << algorithm_name(options.algorithm) << "|" << options.tile << "|split"
+      << options.split_k;
+  const HardwareModel& hw = hardware();
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = plans_.find(key.str());
+  if (it != plans_.end()) return it->second;
+  auto plan = std::make_shared<Plan>(Plan::build(problem, x, w, y, hw, options));
+  if (target_ == Target::Cuda) {
+    detail::cuda_device::DeviceGuard guard(device_);
+    plan->device_ = device_;
+    // Only the implicit GEMM reads the offset table; the direct kernels need no device bytes at all.
+    if (plan->algorithm() == Algorithm::ImplicitPrecomp)
+      plan->device_table_ = detail::cuda_device::upload_table(*plan, device_, stream_);
+  }
+  plans_.emplace(key.str(), plan);
+  return plan;
+}
+
+int64_t Engine::plan_device_bytes(const Plan& plan) const {
+  return plan.device_table() ? plan.table_bytes() : 0;
+}
+
+void Engine::conv2d_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& e) {
+  if (plan.target() != target_)
+    throw Error(Status::BadParam, std::string("plan: built for ") + target_name(plan.target()) + ", engine runs on " +
+                                      target_name(target_));
+  detail::check_call(x, w, y, e);
+  const auto* xf = static_cast<const float*>(x);
+  const auto* wf = static_cast<const float*>(w);
+  auto* yf = static_cast<float*>(y);
+  if (target_ == Target::Cpu) {
+    if (plan.algorithm() == Algorithm::Reference)
+      cpu::reference_forward(plan.problem(), plan.x_desc(), xf, plan.w_desc(), wf, plan.y_desc(), yf, e);
+    else
+      cpu::implicit_precomp_forward(plan, xf, wf, yf, e);
+    return;
+  }
+  if (plan.device() != device_)
+    throw Error(Status::BadParam, "plan: made by an engine on device " + std::to_string(plan.device()) +
+                                      " (or not by an Engine), given to an engine on device " + std::to_string(device_));
+  detail::cuda_device::DeviceGuard guard(device_);
+  if (options_.check_device_pointers) {
+    detail::cuda_device::check_device_pointer(x, "x", device_);
+    detail::cuda_device::check_device_pointer(w, "w", device_);
+    detail::cuda_device::check_device_pointer(y, "y", device_);
+    if (e.bias) detail::cuda_device::check_device_pointer(e.bias, "bias", device_);
+  }
+  detail::launch_forward(plan, xf, wf, yf, e, stream_);
+}
+
+void Engine::synchronize() {
+  if (target_ != Target::Cuda) return;
+  detail::cuda_device::DeviceGuard guard(device_);
+  detail::cuda_device::synchronize(stream_);
+}
+
+}  // namespace mconv

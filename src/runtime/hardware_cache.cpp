@@ -1,0 +1,54 @@
+// The hardware model of a device: read from the on-disk cache when it matches the device, else
+// measured (device_probe.cu) and cached.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cuda_device.hpp"
+#include "mconv/hardware.hpp"
+
+namespace mconv {
+
+std::string hardware_cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/mconv";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/mconv";
+  return ".mconv-cache";
+}
+
+HardwareModel hardware_model(int device, bool refresh, std::string* note) {
+  HardwareModel reported = detail::cuda_device::reported_hardware(device);
+  const std::string path =
+      hardware_cache_dir() + "/hardware-" + (reported.uuid.empty() ? std::to_string(device) : reported.uuid) + ".json";
+  if (!refresh) {
+    std::ifstream in(path);
+    if (in) {
+      std::stringstream ss;
+      ss << in.rdbuf();
+      try {
+        HardwareModel cached = HardwareModel::from_json(ss.str());
+        if (cached.name == reported.name && cached.uuid == reported.uuid && cached.sm_count == reported.sm_count &&
+            cached.clock_mhz == reported.clock_mhz) {
+          if (note) *note = "from cache " + path;
+          return cached;
+        }
+        if (note) *note = "cache " + path + " is stale (another device or clock): measured again";
+      } catch (const Error& e) {
+        if (note) *note = std::string(e.what()) + ": measured again";
+      }
+    }
+  }
+  HardwareModel m = reported;
+  detail::cuda_device::measure_memory(device, m.latency_cycles, m.bandwidth);
+  std::error_code ec;
+  std::filesystem::create_directories(hardware_cache_dir(), ec);
+  std::ofstream out(path);
+  if (out) out << m.to_json();
+  if (note && note->empty())
+    *note = out ? "measured; cached in " + path : "measured; cache not writable (" + path + ")";
+  else if (note)
+    *note += out ? "; cached in " + path : "";
+  return m;
+}
+
+}  // namespace mconv

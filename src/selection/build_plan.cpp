@@ -1,0 +1,109 @@
+// Plan::build: the geometry (src/plan), the algorithm (heuristics.cpp, or forced) and the division
+// its family's planner makes (src/algorithms/<family>/planner). Pure: no device, no file.
+#include <algorithm>
+
+#include "../algorithms/direct_block/planner.hpp"
+#include "../algorithms/implicit_precomp/planner.hpp"
+#include "../algorithms/single_channel/planner.hpp"
+#include "../algorithms/stride_fixed/planner.hpp"
+#include "heuristics.hpp"
+#include "mconv/plan.hpp"
+
+namespace mconv {
+namespace {
+
+/// The tile names that pick a variant of a direct family, to compare or test them (direct_block
+/// takes none).
+std::vector<std::string> direct_variant_tiles(Algorithm algo) {
+  if (algo == Algorithm::SingleChannel)
+    return {detail::kPlaneStreamTile, detail::kPlaneBulkTile, detail::kSingleChannelPaperTile};
+  if (algo == Algorithm::StrideFixed) return {detail::kStrideFixedTile4, detail::kStrideFixedTile8};
+  return {};
+}
+
+/// "a, b or c".
+std::string one_of(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i) s += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return s;
+}
+
+/// The division of a direct family (direct_block, single_channel and its plane streams,
+/// stride_fixed). Throws Error when the family cannot run `pr`.
+Division direct_division(Algorithm algo, const Problem& pr, const TensorDesc& x, const TensorDesc& y,
+                         const HardwareModel& hw, const std::string& forced_tile, std::vector<std::string>& why) {
+  if (algo == Algorithm::DirectBlock) return detail::plan_direct_block(pr, hw, why);
+  if (algo == Algorithm::StrideFixed) {
+    const int thread_pixels = forced_tile == detail::kStrideFixedTile4   ? 4
+                              : forced_tile == detail::kStrideFixedTile8 ? 8
+                                                                         : 0;
+    return detail::plan_stride_fixed(pr, hw, why, thread_pixels);
+  }
+  const bool bulk =
+      forced_tile == detail::kPlaneBulkTile ||
+      (forced_tile.empty() && detail::plane_bulk_unsupported(pr, x, y).empty() && detail::plane_bulk_preferred(pr));
+  if (bulk) return detail::plan_plane_bulk(pr, x, y, hw, why);
+  if (forced_tile == detail::kPlaneStreamTile ||
+      (forced_tile.empty() && detail::plane_stream_unsupported(pr, x).empty()))
+    return detail::plan_plane_stream(pr, x, hw, why);
+  return detail::plan_single_channel(pr, hw, why, forced_tile != detail::kSingleChannelPaperTile);
+}
+
+}  // namespace
+
+Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y,
+                 const HardwareModel& hw, const PlanOptions& options) {
+  Plan plan = geometry(pr, x, w, y);
+
+  Target target = options.target;
+  if (target == Target::Auto) target = hw.sm_count > 0 ? Target::Cuda : Target::Cpu;
+  if (target == Target::Cuda && hw.sm_count <= 0)
+    throw Error(Status::BadParam, "target: a cuda plan needs the hardware model of a GPU (sm_count is 0)");
+  plan.target_ = target;
+
+  Algorithm algo = options.algorithm;
+  if (algo == Algorithm::Auto && target == Target::Cuda && (!options.tile.empty() || options.split_k > 0)) {
+    algo = Algorithm::ImplicitPrecomp;  // a forced tile or split names the implicit GEMM
+    plan.decisions_.push_back("algorithm implicit_precomp: a tile or split_k was forced");
+  } else if (algo == Algorithm::Auto) {
+    algo = target == Target::Cuda ? detail::choose_algorithm(pr, x, hw, plan.decisions_) : Algorithm::ImplicitPrecomp;
+    if (target != Target::Cuda) plan.decisions_.push_back("algorithm implicit_precomp: the CPU executor of the Plan");
+  } else {
+    plan.decisions_.push_back(std::string("algorithm ") + algorithm_name(algo) + ": forced");
+  }
+  if (algo == Algorithm::Reference && target != Target::Cpu)
+    throw Error(Status::Unsupported, "algorithm: reference runs on the CPU only");
+  if ((algo == Algorithm::DirectBlock || algo == Algorithm::SingleChannel || algo == Algorithm::StrideFixed) &&
+      target != Target::Cuda)
+    throw Error(Status::Unsupported,
+                std::string("algorithm: ") + algorithm_name(algo) + " runs on the cuda target only");
+  plan.algorithm_ = algo;
+
+  if (algo == Algorithm::DirectBlock || algo == Algorithm::SingleChannel || algo == Algorithm::StrideFixed) {
+    // single_channel's tile names one of its variants, stride_fixed's a thread's pixels.
+    const auto variants = direct_variant_tiles(algo);
+    const bool variant = std::find(variants.begin(), variants.end(), options.tile) != variants.end();
+    if ((!options.tile.empty() && !variant) || options.split_k > 1)
+      throw Error(Status::BadParam, "tile: tiles and split_k apply to implicit_precomp only (single_channel also takes " +
+                                        one_of(direct_variant_tiles(Algorithm::SingleChannel)) + "; stride_fixed " +
+                                        one_of(direct_variant_tiles(Algorithm::StrideFixed)) + ")");
+    try {
+      plan.division_ = direct_division(algo, pr, x, y, hw, options.tile, plan.decisions_);
+      return plan;
+    } catch (const Error& e) {
+      if (options.algorithm != Algorithm::Auto) throw;  // forced: say why it cannot run
+      // Auto falls back to the implicit GEMM, which runs every problem.
+      plan.decisions_.push_back(std::string("algorithm implicit_precomp: fallback, ") + e.what());
+      plan.algorithm_ = Algorithm::ImplicitPrecomp;
+    }
+  }
+  if (target == Target::Cuda) {
+    plan.division_ = detail::plan_implicit_precomp(pr, plan.valid_rows_, plan.row_order_ == RowOrder::RSC, hw,
+                                                   options.tile, options.split_k, plan.decisions_);
+  } else if (!options.tile.empty() || options.split_k > 1) {
+    throw Error(Status::BadParam, "tile: tiles and split_k apply to the cuda target only");
+  }
+  return plan;
+}
+
+}  // namespace mconv
