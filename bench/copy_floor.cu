@@ -2,7 +2,7 @@
 // the layer's input bytes and writes its output bytes (out = the sum of s*s input vectors, 16-byte
 // accesses), over enough rotating buffers (3x L2) that it runs from DRAM, graph-timed like the bench
 // (median of 5 replays of a 20-launch graph). Also an empty kernel, the fixed cost of one launch.
-// Not part of the build: nvcc -O3 -std=c++17 -arch=sm_90a -o copy_floor bench/copy_floor.cu
+// Built as mconv_copy_floor in CUDA builds.
 #include <cuda_runtime.h>
 
 #include <algorithm>

@@ -12,6 +12,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 def main(folder: str) -> None:
     for path in sorted(pathlib.Path(folder).glob("*.csv")):
+        if path.name.endswith(".rows.csv"):  # the rows written as they finished: the same data
+            continue
         rows = list(csv.DictReader(open(path)))
         if not rows or not rows[0].get("ratio_fastest"):
             continue

@@ -6,5 +6,6 @@ cd "$(dirname "$0")/.."
 cmake -S . -B build-gpu -DMCONV_NATIVE=OFF -DMCONV_BUILD_TESTS=ON -DMCONV_BUILD_TOOLS=ON > /dev/null
 cmake --build build-gpu -j"$(nproc)"
 rm -rf .gpu-bundle && mkdir -p .gpu-bundle
-cp -P build-gpu/libmconv.so* build-gpu/tools/mconv build-gpu/tests/mconv_gpu_tests build-gpu/tests/mconv_tests .gpu-bundle/
+cp -P build-gpu/libmconv.so* build-gpu/tools/mconv build-gpu/tests/mconv_gpu_tests build-gpu/tests/mconv_tests \
+  build-gpu/bench/mconv_host_overhead build-gpu/bench/mconv_copy_floor .gpu-bundle/
 du -sh .gpu-bundle

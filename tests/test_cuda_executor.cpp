@@ -2,6 +2,7 @@
 // device before every run. Skipped (with a message) where no GPU is visible.
 #include <cuda_runtime.h>
 
+#include <memory>
 #include <set>
 
 #include "../src/algorithms/single_channel/planner.hpp"
@@ -537,6 +538,97 @@ TEST_F(CudaExecutor, InputBeyond2To31Elements) {
   CUDA_OK(cudaMemcpy(hy.data(), dy.ptr, hy.size() * 4, cudaMemcpyDeviceToHost));
   cpu::reference_forward(p, xd, hx.data(), wd, hw.data(), yd, ref.data());
   for (size_t i = 0; i < ref.size(); ++i) ASSERT_EQ(hy[i], ref[i]) << "element " << i;
+}
+
+}  // namespace
+}  // namespace mconv::test
+
+namespace mconv::test {
+namespace {
+
+// A sequence of conv2d_forward calls captured into a CUDA graph (global capture mode: any
+// allocation, synchronous copy or synchronisation inside a call would invalidate the capture) and
+// replayed twice, every family and split-K among them, each against the double reference.
+TEST_F(CudaExecutor, GraphCapturedSequenceReplays) {
+  cudaStream_t stream = nullptr;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::mt19937_64 g(test_seed() + 40);
+  struct Step {
+    Case c;
+    Algorithm algo;
+    int split_k;
+  };
+  std::vector<Step> steps;
+  {
+    Case gemm{make(2, 64, 7, 7, 64, 3, 3, 1)};
+    gemm.alpha = 2.0f;
+    gemm.beta = 0.5f;
+    gemm.bias = true;
+    steps.push_back({gemm, Algorithm::ImplicitPrecomp, 4});  // split-K: pre-pass, then atomics
+    Case nhwc{make(2, 32, 9, 9, 48, 3, 3, 1)};
+    nhwc.xl = nhwc.wl = nhwc.yl = Layout::NHWC;
+    nhwc.relu = true;
+    steps.push_back({nhwc, Algorithm::Auto, 0});
+    steps.push_back({Case{make(1, 64, 20, 20, 64, 3, 3, 1)}, Algorithm::StrideFixed, 0});
+    steps.push_back({Case{make(2, 1, 28, 28, 32, 3, 3, 1)}, Algorithm::SingleChannel, 0});  // strip kernel
+    steps.push_back({Case{make(2, 24, 14, 14, 24, 3, 3, 1, 1, 1, 24)}, Algorithm::SingleChannel, 0});  // planes
+    steps.push_back({Case{make(2, 8, 12, 12, 16, 3, 3, 1, 1, 1, 8)}, Algorithm::DirectBlock, 0});
+  }
+  for (bool check_pointers : {true, false}) {
+    SCOPED_TRACE(check_pointers ? "pointer checks on" : "pointer checks off");
+    EngineOptions eo;
+    eo.check_device_pointers = check_pointers;
+    Engine engine(Target::Cuda, 0, stream, eo);
+    std::vector<HostTensors> host;
+    std::vector<std::vector<float>> refs;
+    std::vector<std::unique_ptr<DeviceBuffer<float>>> buffers;
+    std::vector<std::shared_ptr<const Plan>> plans;
+    for (const Step& s : steps) {
+      host.emplace_back(s.c, g, false);
+      HostTensors& t = host.back();
+      refs.push_back(t.y);
+      cpu::reference_forward(s.c.p, t.xd, t.x.data(), t.wd, t.w.data(), t.yd, refs.back().data(),
+                             Epilogue{s.c.alpha, s.c.beta, t.bias.empty() ? nullptr : t.bias.data(), s.c.relu});
+      PlanOptions o;
+      o.algorithm = s.algo;
+      o.split_k = s.split_k;
+      plans.push_back(engine.plan(s.c.p, t.xd, t.wd, t.yd, o));  // plans (and their tables) before the capture
+      for (const auto* v : {&t.x, &t.w, &t.y, &t.bias}) {
+        buffers.push_back(std::make_unique<DeviceBuffer<float>>(v->size()));
+        ASSERT_TRUE(buffers.back()->ptr);
+        if (!v->empty())
+          CUDA_OK(cudaMemcpy(buffers.back()->ptr, v->data(), v->size() * 4, cudaMemcpyHostToDevice));
+      }
+    }
+    engine.synchronize();
+    cudaGraph_t graph = nullptr;
+    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const Case& c = steps[i].c;
+      Epilogue e{c.alpha, c.beta, host[i].bias.empty() ? nullptr : buffers[4 * i + 3]->ptr, c.relu};
+      engine.conv2d_forward(*plans[i], buffers[4 * i]->ptr, buffers[4 * i + 1]->ptr, buffers[4 * i + 2]->ptr, e);
+    }
+    CUDA_OK(cudaStreamEndCapture(stream, &graph));
+    cudaGraphExec_t exec = nullptr;
+    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int replay = 0; replay < 2; ++replay) {
+      // y back to its start (NaN poison, or the beta input) before each replay.
+      for (size_t i = 0; i < steps.size(); ++i)
+        CUDA_OK(cudaMemcpyAsync(buffers[4 * i + 2]->ptr, host[i].y.data(), host[i].y.size() * 4,
+                                cudaMemcpyHostToDevice, stream));
+      CUDA_OK(cudaGraphLaunch(exec, stream));
+      CUDA_OK(cudaStreamSynchronize(stream));
+      for (size_t i = 0; i < steps.size(); ++i) {
+        std::vector<float> got(host[i].y.size());
+        CUDA_OK(cudaMemcpy(got.data(), buffers[4 * i + 2]->ptr, got.size() * 4, cudaMemcpyDeviceToHost));
+        EXPECT_LT(rel_error(got, refs[i]), 1e-5) << steps[i].c.name() << " replay " << replay << " "
+                                                 << algorithm_name(plans[i]->algorithm());
+      }
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+  }
+  cudaStreamDestroy(stream);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // `mconv bench`: runs every layer of a suite on a target, checks it, and times it.
 #pragma once
 
+#include <functional>
+
 #include <string>
 #include <vector>
 
@@ -28,6 +30,12 @@ struct BenchOptions {
   bool graph = true;             ///< time a captured CUDA graph of the launches (no per-call host overhead)
   int64_t check_samples = 4096;
   uint64_t seed = 1;
+  /// cuDNN candidates Find timed slower than this many times the best of their peer class (and
+  /// above 1 ms) are not timed again: a grouped layer's GEMM or FFT candidates can take seconds a
+  /// launch, and timing them held whole suites for minutes. Skipped candidates are named in the row.
+  double peer_cap_factor = 20;
+  /// Called with each layer's row as soon as it is finished (rows written as they come).
+  std::function<void(const LayerResult&)> on_row;
 };
 
 std::vector<LayerResult> bench_cpu(const std::vector<Layer>& layers, const BenchOptions& opt);

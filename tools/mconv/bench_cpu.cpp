@@ -49,6 +49,7 @@ std::vector<LayerResult> bench_cpu(const std::vector<Layer>& layers, const Bench
         plan->table_bytes() + int64_t(omp_get_max_threads()) * cpu::implicit_precomp_scratch_bytes_per_thread();
     std::cerr << "  " << r.ms << " ms, " << p.flops() / (r.ms * 1e-3) / 1e9 << " GFLOP/s"
               << (r.correct ? "" : "  WRONG") << "\n";
+    if (opt.on_row) opt.on_row(r);
     out.push_back(r);
   }
   return out;

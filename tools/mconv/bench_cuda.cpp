@@ -79,7 +79,22 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
     const TensorDesc xd = p.x_desc(opt.layout), wd = p.w_desc(opt.layout), yd = p.y_desc(opt.layout);
     PlanOptions po = opt.plan;
     po.target = Target::Cuda;
-    auto plan = engine.plan(p, xd, wd, yd, po);
+    LayerResult r;
+    r.name = layers[li].name;
+    r.problem = p;
+    r.target = "cuda";
+    std::shared_ptr<const Plan> plan;
+    try {
+      plan = engine.plan(p, xd, wd, yd, po);
+    } catch (const Error& e) {
+      // A layer mconv cannot run is reported as such, and the suite goes on.
+      r.ran = false;
+      r.note = std::string("mconv: ") + e.what();
+      std::cerr << "  not run: " << e.what() << "\n";
+      if (opt.on_row) opt.on_row(r);
+      out.push_back(r);
+      continue;
+    }
 
     std::vector<float> hx(xd.span_elements()), hw(wd.span_elements());
     fill_uniform(hx, opt.seed + 2 * li);
@@ -105,10 +120,6 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
       return sampled_error(p, xd, hx.data(), wd, hw.data(), yd, hy.data(), opt.check_samples, opt.seed + li);
     };
 
-    LayerResult r;
-    r.name = layers[li].name;
-    r.problem = p;
-    r.target = "cuda";
     r.algorithm = algorithm_name(plan->algorithm());
     r.tile = division_name(plan->division()) + (plan->split_k() > 1 ? " sk" + std::to_string(plan->split_k()) : "");
     // The checked result: y poisoned with NaN first, so an unwritten element fails.
@@ -145,8 +156,10 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
 #ifdef MCONV_HAVE_CUDNN
     if (opt.vs_cudnn) {
       try {
-        time_cudnn_peers(p, opt.layout, xs, ws, ys, timing, error_of, opt.peer_candidates, r.fastest, r.matched);
+        time_cudnn_peers(p, opt.layout, xs, ws, ys, timing, error_of, opt.peer_candidates, opt.peer_cap_factor,
+                         r.fastest, r.matched, r.note);
       } catch (const std::exception& e) {
+        r.note += (r.note.empty() ? "" : "; ") + std::string("cuDNN: ") + e.what();
         std::cerr << "  cuDNN: " << e.what();
       }
     }
@@ -157,7 +170,8 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
               << (r.fastest.valid
                       ? ", cuDNN " + std::to_string(r.fastest.ms) + " / " + std::to_string(r.matched.ms) + " ms"
                       : "")
-              << (r.correct ? "" : "  WRONG") << "\n";
+              << (r.correct ? "" : "  WRONG") << (r.note.empty() ? "" : "  (" + r.note + ")") << "\n";
+    if (opt.on_row) opt.on_row(r);
     out.push_back(r);
   }
   return out;

@@ -24,13 +24,17 @@ std::string fmt(double v, int prec) {
 struct Summary {
   double geo_fast = 0, geo_matched = 0, mconv_total = 0, fast_total = 0, matched_total = 0;
   double geo_tflops = 0;
-  int wrong = 0;
+  int wrong = 0, not_run = 0;
 };
 
 Summary summarize(const std::vector<LayerResult>& rows) {
   Summary s;
   std::vector<double> rf, rm, tf;
   for (const auto& r : rows) {
+    if (!r.ran) {
+      ++s.not_run;
+      continue;
+    }
     s.mconv_total += r.ms;
     if (!r.correct) ++s.wrong;
     if (r.ms > 0) tf.push_back(r.problem.flops() / (r.ms * 1e-3) / 1e12);
@@ -50,6 +54,35 @@ Summary summarize(const std::vector<LayerResult>& rows) {
 }
 
 }  // namespace
+
+void print_csv_header(std::ostream& os) {
+  os << "suite,name,n,c,h,w,k,r,s,pad_h,pad_w,stride_h,stride_w,dil_h,dil_w,groups,target,algorithm,tile,ms,tflops,"
+        "roofline_pct,extra_bytes,rel_err,correct,cudnn_fastest_algo,cudnn_fastest_ms,cudnn_fastest_ws,ratio_fastest,"
+        "cudnn_matched_algo,cudnn_matched_ms,cudnn_matched_ws,ratio_matched,note\n";
+}
+
+void print_csv_row(std::ostream& os, const std::string& suite, const LayerResult& r) {
+  const Problem& p = r.problem;
+  os << suite << "," << r.name << "," << p.n << "," << p.c << "," << p.h << "," << p.w << "," << p.k << "," << p.r
+     << "," << p.s << "," << p.pad_h << "," << p.pad_w << "," << p.stride_h << "," << p.stride_w << "," << p.dil_h << ","
+     << p.dil_w << "," << p.groups << "," << r.target << "," << r.algorithm << "," << r.tile << ",";
+  if (r.ran)
+    os << r.ms << "," << p.flops() / (r.ms * 1e-3) / 1e12 << ","
+       << (r.floor_ms > 0 ? fmt(100.0 * r.floor_ms / r.ms, 1) : "") << "," << r.extra_bytes << "," << r.rel_err << ","
+       << (r.correct ? 1 : 0);
+  else
+    os << ",,,,,0";
+  for (const PeerTime* pt : {&r.fastest, &r.matched}) {
+    if (pt->valid)
+      os << "," << pt->algo << "," << pt->ms << "," << pt->workspace << "," << (r.ran ? fmt(pt->ms / r.ms, 4) : "");
+    else
+      os << ",,,,";
+  }
+  std::string note = r.note;
+  for (char& c : note)
+    if (c == ',' || c == '\n' || c == '"') c = ';';
+  os << "," << note << "\n";
+}
 
 double min_bytes(const Problem& p) {
   return 4.0 * (double(p.n) * p.c * p.h * p.w + double(p.k) * (p.c / p.groups) * p.r * p.s +
@@ -77,7 +110,9 @@ void print_report(std::ostream& os, const std::string& format, const std::string
                           {"tflops", r.problem.flops() / (r.ms * 1e-3) / 1e12},
                           {"extra_bytes", r.extra_bytes},
                           {"rel_err", r.rel_err},
-                          {"correct", r.correct}};
+                          {"correct", r.correct},
+                          {"ran", r.ran}};
+      if (!r.note.empty()) l["note"] = r.note;
       if (r.floor_ms > 0) l["roofline_pct"] = 100.0 * r.floor_ms / r.ms;
       for (const auto& [name, ms] : r.alternatives) l["algorithms"][name] = ms;
       for (auto [key, p] :
@@ -90,7 +125,10 @@ void print_report(std::ostream& os, const std::string& format, const std::string
                     {"rel_err", p->rel_err}};
       j["layers"].push_back(l);
     }
-    j["summary"] = {{"mconv_total_ms", sum.mconv_total}, {"geomean_tflops", sum.geo_tflops}, {"wrong", sum.wrong}};
+    j["summary"] = {{"mconv_total_ms", sum.mconv_total},
+                    {"geomean_tflops", sum.geo_tflops},
+                    {"wrong", sum.wrong},
+                    {"not_run", sum.not_run}};
     if (peer) {
       j["summary"]["geomean_ratio_fastest"] = sum.geo_fast;
       j["summary"]["geomean_ratio_matched"] = sum.geo_matched;
@@ -101,24 +139,8 @@ void print_report(std::ostream& os, const std::string& format, const std::string
     return;
   }
   if (format == "csv") {
-    os << "suite,name,n,c,h,w,k,r,s,pad_h,pad_w,stride_h,stride_w,dil_h,dil_w,groups,target,algorithm,tile,ms,tflops,"
-          "roofline_pct,extra_bytes,rel_err,correct,cudnn_fastest_algo,cudnn_fastest_ms,cudnn_fastest_ws,ratio_fastest,"
-          "cudnn_matched_algo,cudnn_matched_ms,cudnn_matched_ws,ratio_matched\n";
-    for (const auto& r : rows) {
-      const Problem& p = r.problem;
-      os << suite << "," << r.name << "," << p.n << "," << p.c << "," << p.h << "," << p.w << "," << p.k << "," << p.r
-         << "," << p.s << "," << p.pad_h << "," << p.pad_w << "," << p.stride_h << "," << p.stride_w << "," << p.dil_h
-         << "," << p.dil_w << "," << p.groups << "," << r.target << "," << r.algorithm << "," << r.tile << "," << r.ms
-         << "," << p.flops() / (r.ms * 1e-3) / 1e12 << "," << (r.floor_ms > 0 ? fmt(100.0 * r.floor_ms / r.ms, 1) : "")
-         << "," << r.extra_bytes << "," << r.rel_err << "," << (r.correct ? 1 : 0);
-      for (const PeerTime* pt : {&r.fastest, &r.matched}) {
-        if (pt->valid)
-          os << "," << pt->algo << "," << pt->ms << "," << pt->workspace << "," << pt->ms / r.ms;
-        else
-          os << ",,,,";
-      }
-      os << "\n";
-    }
+    print_csv_header(os);
+    for (const auto& r : rows) print_csv_row(os, suite, r);
     return;
   }
   // table
@@ -136,6 +158,10 @@ void print_report(std::ostream& os, const std::string& format, const std::string
        << "  peers (fastest / matched)";
   os << "\n";
   for (const auto& r : rows) {
+    if (!r.ran) {
+      os << std::left << std::setw(28) << r.name.substr(0, 27) << "not run: " << r.note << "\n";
+      continue;
+    }
     const double tflops = r.problem.flops() / (r.ms * 1e-3) / 1e12;
     os << std::left << std::setw(28) << r.name.substr(0, 27) << std::setw(28)
        << (r.algorithm + (r.tile.empty() ? "" : " " + r.tile)).substr(0, 27) << std::right << std::setw(10)
@@ -156,13 +182,15 @@ void print_report(std::ostream& os, const std::string& format, const std::string
       os << "  " << r.fastest.algo << " / " << r.matched.algo;
     }
     for (const auto& [name, ms] : r.alternatives) os << "  [" << name << " " << (ms < 0 ? "WRONG" : fmt(ms, 4)) << "]";
+    if (!r.note.empty()) os << "  (" << r.note << ")";
     os << "\n";
   }
   os << "total mconv " << fmt(sum.mconv_total, 3) << " ms, geomean " << fmt(sum.geo_tflops, 3) << " TFLOP/s";
   if (peer)
     os << "; cuDNN fastest " << fmt(sum.fast_total, 3) << " ms (geomean ratio " << fmt(sum.geo_fast, 3)
        << "), memory-matched " << fmt(sum.matched_total, 3) << " ms (geomean ratio " << fmt(sum.geo_matched, 3) << ")";
-  os << (sum.wrong ? "; " + std::to_string(sum.wrong) + " layer(s) WRONG" : "; all layers checked") << "\n";
+  if (sum.not_run) os << "; " << sum.not_run << " layer(s) not run by mconv";
+  os << (sum.wrong ? "; " + std::to_string(sum.wrong) + " layer(s) WRONG" : "; every layer run was checked") << "\n";
 }
 
 }  // namespace mconv::tools

@@ -31,6 +31,9 @@ struct LayerResult {
   /// Every mconv algorithm that ran on the layer (with --all-algos): name and ms (< 0: wrong result).
   std::vector<std::pair<std::string, double>> alternatives;
   double floor_ms = 0;  ///< roofline floor from the measured peaks (0: unknown)
+  /// False when mconv could not run the layer (`note` says why); the suite goes on without it.
+  bool ran = true;
+  std::string note;  ///< what was skipped or failed on this layer (mconv, or a cuDNN candidate), else empty
 };
 
 /// Peaks measured in the same run (GPU); zero where not measured.
@@ -43,6 +46,11 @@ struct Peaks {
 
 /// Minimum bytes a layer must move: x and w read once, y written once (fp32).
 double min_bytes(const Problem& p);
+
+/// The CSV header and one layer's row (print_report's "csv" format), so that rows can be written as
+/// they finish.
+void print_csv_header(std::ostream& os);
+void print_csv_row(std::ostream& os, const std::string& suite, const LayerResult& r);
 
 void print_report(std::ostream& os, const std::string& format, const std::string& suite,
                   const std::vector<LayerResult>& rows, const Peaks& peaks);

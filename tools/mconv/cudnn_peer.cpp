@@ -2,6 +2,7 @@
 
 #include <cudnn.h>
 
+#include <algorithm>
 #include <iostream>
 #include <stdexcept>
 #include <string>
@@ -84,8 +85,8 @@ cudnnHandle_t handle() {
 
 void time_cudnn_peers(const Problem& p, Layout layout, const std::vector<float*>& xs, const std::vector<float*>& ws,
                       const std::vector<float*>& ys, const LoopTiming& timing,
-                      const std::function<double(const float*)>& error_of, int candidates, PeerTime& fastest,
-                      PeerTime& matched) {
+                      const std::function<double(const float*)>& error_of, int candidates, double cap_factor,
+                      PeerTime& fastest, PeerTime& matched, std::string& note) {
   Descriptors d(p, layout);
   ok(cudnnSetStream(handle(), timing.stream), "cudnnSetStream");
   // "A few GB of workspace to choose from" (BENCHMARKING.md), bounded by what is free.
@@ -100,7 +101,7 @@ void time_cudnn_peers(const Problem& p, Layout layout, const std::vector<float*>
                                             CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, workspace, ws_bytes),
      "cudnnFindConvolutionForwardAlgorithmEx");
   const float one = 1.0f, zero = 0.0f;
-  auto measure = [&](const cudnnConvolutionFwdAlgoPerf_t& a) {
+  auto measure = [&](const cudnnConvolutionFwdAlgoPerf_t& a, const LoopTiming& loop) {
     PeerTime out;
     out.valid = true;
     out.algo = algo_name(a.algo);
@@ -114,25 +115,50 @@ void time_cudnn_peers(const Problem& p, Layout layout, const std::vector<float*>
     launch(0);
     cuda_ok(cudaStreamSynchronize(timing.stream), "cudnn run");
     out.rel_err = error_of(ys[0]);
-    out.ms = median_ms_per_launch(launch, timing);
+    out.ms = median_ms_per_launch(launch, loop);
     return out;
   };
   // Find's candidates in its order (fastest first by its own timing), each timed at most once: the
   // first `candidates` of any workspace and the first `candidates` within 64 KiB. The fastest peer is
   // the fastest of all of them ("whatever its workspace": never slower than the memory-matched one),
   // the memory-matched peer the fastest within 64 KiB.
+  auto usable = [&](const cudnnConvolutionFwdAlgoPerf_t& a) {
+    return a.status == CUDNN_STATUS_SUCCESS && a.mathType != CUDNN_TENSOR_OP_MATH &&
+           a.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+  };
+  // The cap of each class: cap_factor times its best Find time, at least 1 ms.
+  float best_any = 1e30f, best_matched = 1e30f;
+  for (int i = 0; i < returned; ++i) {
+    if (!usable(perf[i])) continue;
+    best_any = std::min(best_any, perf[i].time);
+    if (perf[i].memory <= kMemoryMatchedWorkspace) best_matched = std::min(best_matched, perf[i].time);
+  }
   int fastest_timed = 0, matched_timed = 0;
   auto keep = [](PeerTime& best, const PeerTime& t) {
     if (!best.valid || t.ms < best.ms) best = t;
   };
+  auto add_note = [&](const std::string& s) { note += (note.empty() ? "cuDNN: " : "; ") + s; };
   for (int i = 0; i < returned; ++i) {
-    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
-        perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
-      continue;
+    if (!usable(perf[i])) continue;
     const bool for_fastest = fastest_timed < candidates;
     const bool for_matched = matched_timed < candidates && perf[i].memory <= kMemoryMatchedWorkspace;
     if (!for_fastest && !for_matched) continue;
-    const PeerTime t = measure(perf[i]);
+    const double cap = std::max(1.0, cap_factor * (for_matched ? std::max(best_any, best_matched) : best_any));
+    if (perf[i].time > cap) {
+      add_note(std::string("skipped ") + algo_name(perf[i].algo) + " (Find " + std::to_string(perf[i].time) +
+               " ms > cap " + std::to_string(cap) + " ms)");
+      continue;
+    }
+    // Slow candidates (Find > 5 ms a launch) are timed over fewer launches.
+    LoopTiming loop = timing;
+    if (perf[i].time > 5.0f) loop.launches = std::min(loop.launches, 3);
+    PeerTime t;
+    try {
+      t = measure(perf[i], loop);
+    } catch (const std::exception& e) {
+      add_note(std::string(algo_name(perf[i].algo)) + " failed: " + e.what());
+      continue;
+    }
     keep(fastest, t);
     fastest_timed += for_fastest;
     if (for_matched) keep(matched, t), ++matched_timed;

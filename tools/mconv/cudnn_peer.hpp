@@ -18,10 +18,12 @@ inline constexpr size_t kMemoryMatchedWorkspace = 64 * 1024;
 /// xs/ws/ys: rotating device copies, fp32, all in `layout` (NCHW or NHWC). cuDNN runs on `timing.stream`. `error_of(y)`
 /// returns the norm-relative error of a device output against the reference. `candidates`: how many of Find's
 /// algorithms of each peer class are timed, in Find's order (1: Find's picks). The fastest peer is the fastest of
-/// everything timed, the memory-matched peer the fastest of those within 64 KiB of workspace.
+/// everything timed, the memory-matched peer the fastest of those within 64 KiB of workspace. A candidate
+/// whose Find time exceeds `cap_factor` times the best Find time of its class (and 1 ms) is skipped and named
+/// in `note`, as is a candidate that fails.
 void time_cudnn_peers(const Problem& p, Layout layout, const std::vector<float*>& xs, const std::vector<float*>& ws,
                       const std::vector<float*>& ys, const LoopTiming& timing,
-                      const std::function<double(const float*)>& error_of, int candidates, PeerTime& fastest,
-                      PeerTime& matched);
+                      const std::function<double(const float*)>& error_of, int candidates, double cap_factor,
+                      PeerTime& fastest, PeerTime& matched, std::string& note);
 
 }  // namespace mconv::tools

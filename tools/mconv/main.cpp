@@ -168,6 +168,12 @@ int main(int argc, char** argv) {
                    "them; 1: Find's own pick)")
       ->check(CLI::Range(1, 8))
       ->capture_default_str();
+  bench
+      ->add_option("--peer-cap", bopt.peer_cap_factor,
+                   "cuDNN peers: skip candidates Find timed slower than this many times the best of their class "
+                   "(and 1 ms); they are named in the row's note")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   bench->add_option("--launches", bopt.launches, "launches per timed loop (GPU)")->capture_default_str();
   bench->add_option("--repeats", bopt.repeats, "timed loops, median reported")->capture_default_str();
   std::string timing = "graph";
@@ -235,6 +241,18 @@ int main(int argc, char** argv) {
       bopt.graph = timing == "graph";
       mt::Peaks peaks;
       std::vector<mt::LayerResult> rows;
+      // Rows are written to PREFIX.rows.csv as they finish, so an interrupted run keeps them.
+      std::ofstream rows_csv;
+      if (!out_prefix.empty()) {
+        rows_csv.open(out_prefix + ".rows.csv");
+        if (!rows_csv) throw Error(mconv::Status::IoError, "--out: cannot write " + out_prefix + ".rows.csv");
+        mt::print_csv_header(rows_csv);
+        rows_csv.flush();
+        bopt.on_row = [&](const mt::LayerResult& r) {
+          mt::print_csv_row(rows_csv, suite_name, r);
+          rows_csv.flush();
+        };
+      }
       if (t == mconv::Target::Cpu) {
         if (bopt.vs_cudnn) throw Error(mconv::Status::Unsupported, "--vs cudnn: needs the cuda target");
         // The CPU default runs the suite at batch 1: batch 32 would take minutes on a laptop.
