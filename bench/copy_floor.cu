@@ -10,13 +10,13 @@
 #include <cstdio>
 #include <vector>
 
-#define CK(x)                                                              \
-  do {                                                                     \
-    cudaError_t e_ = (x);                                                  \
-    if (e_ != cudaSuccess) {                                               \
-      printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));    \
-      return 1;                                                            \
-    }                                                                      \
+#define CK(x)                                                           \
+  do {                                                                  \
+    cudaError_t e_ = (x);                                               \
+    if (e_ != cudaSuccess) {                                            \
+      printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
+      return 1;                                                         \
+    }                                                                   \
   } while (0)
 
 // out[j] = sum over k < ratio of in[k * n + j]: one float4 per thread
@@ -26,7 +26,10 @@ __global__ void stream1(const float4* __restrict__ in, float4* __restrict__ out,
   float4 s = in[j];
   for (int k = 1; k < ratio; ++k) {
     const float4 v = in[k * n + j];
-    s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
+    s.x += v.x;
+    s.y += v.y;
+    s.z += v.z;
+    s.w += v.w;
   }
   out[j] = s;
 }
@@ -45,7 +48,10 @@ __global__ void stream4(const float4* __restrict__ in, float4* __restrict__ out,
       const long long j = j0 + u * blockDim.x;
       if (j < n) {
         const float4 v = in[k * n + j];
-        s[u].x += v.x; s[u].y += v.y; s[u].z += v.z; s[u].w += v.w;
+        s[u].x += v.x;
+        s[u].y += v.y;
+        s[u].z += v.z;
+        s[u].w += v.w;
       }
     }
 #pragma unroll
@@ -59,7 +65,10 @@ __global__ void empty_kernel(float* p) {
 }
 
 int main() {
-  struct L { const char* name; int c, h, s; };
+  struct L {
+    const char* name;
+    int c, h, s;
+  };
   const L layers[] = {{"c32_h112_s1", 32, 112, 1}, {"c96_h112_s2", 96, 112, 2}, {"c144_h56_s1", 144, 56, 1},
                       {"c144_h56_s2", 144, 56, 2}, {"c192_h28_s1", 192, 28, 1}, {"c192_h28_s2", 192, 28, 2},
                       {"c384_h14_s1", 384, 14, 1}, {"c576_h14_s1", 576, 14, 1}, {"c576_h14_s2", 576, 14, 2},

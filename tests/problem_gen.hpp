@@ -28,8 +28,10 @@ struct Case {
   /// unaligned ends of a range).
   int x_offset = 0;
   std::string name() const {
-    return p.to_string() + (alpha != 1.0f || beta != 0.0f ? " alpha" + std::to_string(alpha) + " beta" + std::to_string(beta) : "") + " x" + layout_name(xl) + " w" + layout_name(wl) + " y" + layout_name(yl) +
-           (relu ? " relu" : "") + (bias ? " bias" : "") + (strided_x ? " strided x" : "") +
+    return p.to_string() +
+           (alpha != 1.0f || beta != 0.0f ? " alpha" + std::to_string(alpha) + " beta" + std::to_string(beta) : "") +
+           " x" + layout_name(xl) + " w" + layout_name(wl) + " y" + layout_name(yl) + (relu ? " relu" : "") +
+           (bias ? " bias" : "") + (strided_x ? " strided x" : "") +
            (x_offset ? " x offset " + std::to_string(x_offset) : "");
   }
 };

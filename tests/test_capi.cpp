@@ -39,7 +39,8 @@ TEST(CApi, RunsAConvolutionOnTheCpu) {
   std::vector<float> xs(50), ws(54), ys(75, NAN), ref(75);
   fill(xs, g, true);
   fill(ws, g, true);
-  ASSERT_EQ(mconv_conv2d_forward(e, plan, xs.data(), ws.data(), ys.data(), 1.0f, 0.0f, nullptr, 0), MCONV_STATUS_SUCCESS);
+  ASSERT_EQ(mconv_conv2d_forward(e, plan, xs.data(), ws.data(), ys.data(), 1.0f, 0.0f, nullptr, 0),
+            MCONV_STATUS_SUCCESS);
   Problem pp = make(1, 2, 5, 5, 3, 3, 3, 1);
   cpu::reference_forward(pp, pp.x_desc(Layout::NCHW), xs.data(), pp.w_desc(Layout::NCHW), ws.data(),
                          pp.y_desc(Layout::NHWC), ref.data());

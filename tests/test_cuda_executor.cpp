@@ -264,7 +264,8 @@ TEST_F(CudaExecutor, SingleChannelRunsEveryVariant) {
         c.bias = l == 2;
         c.relu = l != 1;
         auto plan = engine.plan(c.p, c.p.x_desc(c.xl), c.p.w_desc(c.wl), c.p.y_desc(c.yl), o);
-        ASSERT_EQ(division_name(plan->division()).rfind("single_channel_m", 0), 0u) << c.name() << ": " << division_name(plan->division());
+        ASSERT_EQ(division_name(plan->division()).rfind("single_channel_m", 0), 0u)
+            << c.name() << ": " << division_name(plan->division());
         runs.insert(std::get<SingleChannelDivision>(plan->division()).run);
         pairs.insert(detail::single_channel_column_pairs(c.p, c.p.y_desc(c.yl)));
         shaped.insert(std::get<SingleChannelDivision>(plan->division()).shaped);
@@ -426,7 +427,8 @@ TEST_F(CudaExecutor, SingleChannelBulkPlaneStreamSeveralChunksPerBlock) {
       o.algorithm = Algorithm::SingleChannel;
       auto plan = engine.plan(c.p, c.p.x_desc(c.xl), c.p.w_desc(c.wl), c.p.y_desc(c.yl), o);
       ASSERT_EQ(division_name(plan->division()), detail::kPlaneBulkTile) << c.name();
-      const int64_t chunks = std::get<PlaneBulkDivision>(plan->division()).chunks / std::get<PlaneBulkDivision>(plan->division()).bands;
+      const int64_t chunks =
+          std::get<PlaneBulkDivision>(plan->division()).chunks / std::get<PlaneBulkDivision>(plan->division()).bands;
       EXPECT_GT(chunks, int64_t(per_block) * most_blocks) << c.name();
       if (per_block < 2) EXPECT_LT(chunks, 2 * most_blocks) << c.name();
       run_case(engine, c, g, true, detail::kPlaneBulkTile, 0, Algorithm::SingleChannel);
@@ -476,7 +478,9 @@ TEST_F(CudaExecutor, StrideFixedEdgeCasesAndRandom) {
     if (!claims(c)) continue;
     PlanOptions o;
     o.algorithm = Algorithm::StrideFixed;
-    chosen.insert(std::get<StrideFixedDivision>(engine.plan(c.p, c.p.x_desc(c.xl), c.p.w_desc(c.wl), c.p.y_desc(c.yl), o)->division()).thread_pixels);
+    chosen.insert(std::get<StrideFixedDivision>(
+                      engine.plan(c.p, c.p.x_desc(c.xl), c.p.w_desc(c.wl), c.p.y_desc(c.yl), o)->division())
+                      .thread_pixels);
     run_case(engine, c, g, false, "", 0, Algorithm::StrideFixed);
   }
   EXPECT_EQ(chosen, (std::set<int>{4, 8}));
@@ -570,7 +574,7 @@ TEST_F(CudaExecutor, GraphCapturedSequenceReplays) {
     nhwc.relu = true;
     steps.push_back({nhwc, Algorithm::Auto, 0});
     steps.push_back({Case{make(1, 64, 20, 20, 64, 3, 3, 1)}, Algorithm::StrideFixed, 0});
-    steps.push_back({Case{make(2, 1, 28, 28, 32, 3, 3, 1)}, Algorithm::SingleChannel, 0});  // strip kernel
+    steps.push_back({Case{make(2, 1, 28, 28, 32, 3, 3, 1)}, Algorithm::SingleChannel, 0});             // strip kernel
     steps.push_back({Case{make(2, 24, 14, 14, 24, 3, 3, 1, 1, 1, 24)}, Algorithm::SingleChannel, 0});  // planes
     steps.push_back({Case{make(2, 8, 12, 12, 16, 3, 3, 1, 1, 1, 8)}, Algorithm::DirectBlock, 0});
   }
@@ -596,8 +600,7 @@ TEST_F(CudaExecutor, GraphCapturedSequenceReplays) {
       for (const auto* v : {&t.x, &t.w, &t.y, &t.bias}) {
         buffers.push_back(std::make_unique<DeviceBuffer<float>>(v->size()));
         ASSERT_TRUE(buffers.back()->ptr);
-        if (!v->empty())
-          CUDA_OK(cudaMemcpy(buffers.back()->ptr, v->data(), v->size() * 4, cudaMemcpyHostToDevice));
+        if (!v->empty()) CUDA_OK(cudaMemcpy(buffers.back()->ptr, v->data(), v->size() * 4, cudaMemcpyHostToDevice));
       }
     }
     engine.synchronize();
@@ -614,15 +617,15 @@ TEST_F(CudaExecutor, GraphCapturedSequenceReplays) {
     for (int replay = 0; replay < 2; ++replay) {
       // y back to its start (NaN poison, or the beta input) before each replay.
       for (size_t i = 0; i < steps.size(); ++i)
-        CUDA_OK(cudaMemcpyAsync(buffers[4 * i + 2]->ptr, host[i].y.data(), host[i].y.size() * 4,
-                                cudaMemcpyHostToDevice, stream));
+        CUDA_OK(cudaMemcpyAsync(buffers[4 * i + 2]->ptr, host[i].y.data(), host[i].y.size() * 4, cudaMemcpyHostToDevice,
+                                stream));
       CUDA_OK(cudaGraphLaunch(exec, stream));
       CUDA_OK(cudaStreamSynchronize(stream));
       for (size_t i = 0; i < steps.size(); ++i) {
         std::vector<float> got(host[i].y.size());
         CUDA_OK(cudaMemcpy(got.data(), buffers[4 * i + 2]->ptr, got.size() * 4, cudaMemcpyDeviceToHost));
-        EXPECT_LT(rel_error(got, refs[i]), 1e-5) << steps[i].c.name() << " replay " << replay << " "
-                                                 << algorithm_name(plans[i]->algorithm());
+        EXPECT_LT(rel_error(got, refs[i]), 1e-5)
+            << steps[i].c.name() << " replay " << replay << " " << algorithm_name(plans[i]->algorithm());
       }
     }
     cudaGraphExecDestroy(exec);

@@ -1,5 +1,5 @@
-// The planner's choices (src/plan/heuristics.cpp), checked without a GPU: each rule fires where its
-// measured evidence says it should, and every choice carries a reason.
+// The planner's choices (src/selection/heuristics.cpp and the families' planners), checked without a GPU: each rule
+// fires where its measured evidence says it should, and every choice carries a reason.
 #include <algorithm>
 #include <set>
 
@@ -50,24 +50,24 @@ TEST(Heuristics, AlgorithmChoice) {
   EXPECT_EQ(pick(make(1, 1, 112, 112, 128, 5, 5)), Algorithm::SingleChannel);  // reshaped, column pairs
   // Without pairs too: the reshaped blocks (Note [single-channel block shape]) give runs of 4 rows.
   EXPECT_EQ(pick(make(1, 1, 112, 112, 128, 5, 5), Layout::NHWC), Algorithm::SingleChannel);
-  EXPECT_EQ(pick(make(1, 1, 224, 224, 64, 5, 5)), Algorithm::SingleChannel);                   // runs of 2
-  EXPECT_EQ(pick(make(4, 8, 56, 56, 64, 3, 3, 1, 1, 1, 8)), Algorithm::SingleChannel);         // grouped, K/G = 8
+  EXPECT_EQ(pick(make(1, 1, 224, 224, 64, 5, 5)), Algorithm::SingleChannel);            // runs of 2
+  EXPECT_EQ(pick(make(4, 8, 56, 56, 64, 3, 3, 1, 1, 1, 8)), Algorithm::SingleChannel);  // grouped, K/G = 8
   EXPECT_EQ(pick(make(32, 64, 56, 56, 64, 3, 3, 1)), Algorithm::ImplicitPrecomp);
   EXPECT_EQ(pick(make(32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 2)), Algorithm::ImplicitPrecomp);  // grouped, C/G = 32
   // Multi channel: stride_fixed where it measured faster (Note [stride-fixed on Hopper] rules).
   EXPECT_EQ(pick(make(1, 64, 224, 224, 64, 3, 3)), Algorithm::StrideFixed);      // few channels, large map
   EXPECT_EQ(pick(make(32, 64, 224, 224, 64, 3, 3, 1)), Algorithm::StrideFixed);  // vgg16_1
   EXPECT_EQ(pick(make(1, 64, 112, 112, 64, 5, 5)), Algorithm::StrideFixed);
-  EXPECT_EQ(pick(make(1, 64, 112, 112, 64, 3, 3)), Algorithm::StrideFixed);     // 4 pixels a thread
+  EXPECT_EQ(pick(make(1, 64, 112, 112, 64, 3, 3)), Algorithm::StrideFixed);  // 4 pixels a thread
   EXPECT_EQ(pick(make(1, 128, 56, 56, 128, 3, 3)), Algorithm::StrideFixed);
-  EXPECT_EQ(pick(make(1, 256, 28, 28, 256, 3, 3)), Algorithm::ImplicitPrecomp);  // C = 256: the GEMM
+  EXPECT_EQ(pick(make(1, 256, 28, 28, 256, 3, 3)), Algorithm::ImplicitPrecomp);        // C = 256: the GEMM
   EXPECT_EQ(pick(make(1, 128, 56, 56, 128, 5, 5)), Algorithm::ImplicitPrecomp);        // C = 128
   EXPECT_EQ(pick(make(32, 3, 224, 224, 64, 7, 7, 3, 2)), Algorithm::ImplicitPrecomp);  // resnet50 conv1: stride 2
   EXPECT_EQ(pick(make(1, 256, 28, 28, 256, 1, 1)), Algorithm::StrideFixed);            // 1x1, 784 outputs
   EXPECT_EQ(pick(make(1, 64, 112, 112, 64, 1, 1)), Algorithm::ImplicitPrecomp);
   EXPECT_EQ(pick(make(1, 64, 224, 224, 64, 1, 1)), Algorithm::StrideFixed);  // Note [stride-fixed 1x1 rounds]
   EXPECT_EQ(pick(make(1, 64, 512, 512, 64, 1, 1)), Algorithm::StrideFixed);
-  EXPECT_EQ(pick(make(32, 64, 56, 56, 64, 1, 1)), Algorithm::ImplicitPrecomp);  // resnet50_l1_1x1a
+  EXPECT_EQ(pick(make(32, 64, 56, 56, 64, 1, 1)), Algorithm::ImplicitPrecomp);    // resnet50_l1_1x1a
   EXPECT_EQ(pick(make(32, 256, 28, 28, 256, 1, 1)), Algorithm::ImplicitPrecomp);  // batch 32 fills the GEMM
   EXPECT_EQ(pick(make(32, 512, 7, 7, 2048, 1, 1)), Algorithm::ImplicitPrecomp);   // resnet50_l4_1x1b: 208 tiles
   EXPECT_EQ(pick(make(32, 2048, 7, 7, 512, 1, 1)), Algorithm::ImplicitPrecomp);   // resnet50_l4_1x1c
@@ -77,12 +77,9 @@ TEST(Heuristics, AlgorithmChoice) {
 
 TEST(Heuristics, TileChoice) {
   std::vector<std::string> why;
-  EXPECT_EQ(tile_of(make(32, 512, 7, 7, 512, 3, 3, 1), false),
-            "128x128x16");
-  EXPECT_EQ(tile_of(make(32, 512, 7, 7, 512, 3, 3, 1), true),
-            "128x128x8");
-  EXPECT_EQ(tile_of(make(32, 64, 56, 56, 64, 3, 3, 1), false),
-            "128x64x16");
+  EXPECT_EQ(tile_of(make(32, 512, 7, 7, 512, 3, 3, 1), false), "128x128x16");
+  EXPECT_EQ(tile_of(make(32, 512, 7, 7, 512, 3, 3, 1), true), "128x128x8");
+  EXPECT_EQ(tile_of(make(32, 64, 56, 56, 64, 3, 3, 1), false), "128x64x16");
   EXPECT_EQ(tile_of(make(32, 64, 56, 56, 64, 3, 3, 1), true), "128x64x8");
   EXPECT_EQ(tile_of(make(1, 512, 7, 7, 512, 3, 3, 1), false), "64x32x8");
 }
@@ -96,7 +93,8 @@ TEST(Heuristics, SplitKOnlyWhenTheGridIsSmall) {
 
 TEST(Heuristics, DirectShapeFitsOrSaysWhy) {
   std::vector<std::string> why;
-  EXPECT_EQ(detail::plan_direct_block(make(1, 8, 7, 7, 8, 3, 3, 1, 1, 1, 8), kH100, why).shape_name, "direct_16x8_r1x1_f1");
+  EXPECT_EQ(detail::plan_direct_block(make(1, 8, 7, 7, 8, 3, 3, 1, 1, 1, 8), kH100, why).shape_name,
+            "direct_16x8_r1x1_f1");
   EXPECT_EQ(detail::plan_direct_block(make(1, 1, 56, 56, 64, 3, 3), kH100, why).shape_name, "direct_32x8_r2x2_f4");
   EXPECT_EQ(detail::plan_direct_block(make(32, 960, 7, 7, 960, 3, 3, 1, 1, 1, 960), kH100, why).shape_name,
             "direct_8x8_r1x1_f1_g4");
@@ -398,7 +396,7 @@ TEST(StrideFixedPlanner, UnslicedOneByOneLayersTakeTwiceTheSegment) {
   const auto sliced = plan(make(1, 512, 7, 7, 512, 1, 1));  // keeps 32 and its slices
   EXPECT_EQ(sliced.segment_channels, 32);
   EXPECT_GT(sliced.splits, 1);
-  EXPECT_EQ(plan(make(1, 64, 512, 512, 64, 3, 3)).segment_channels, 8);  // 3x3: the paper's, halved to fit
+  EXPECT_EQ(plan(make(1, 64, 512, 512, 64, 3, 3)).segment_channels, 8);   // 3x3: the paper's, halved to fit
   EXPECT_EQ(plan(make(1, 12, 512, 512, 64, 1, 1)).segment_channels, 16);  // no round of only empty channels
 }
 
@@ -408,13 +406,13 @@ TEST(StrideFixedPlanner, SmallMapsTakeFourPixelsAThread) {
   std::vector<std::string> why;
   const HardwareModel hw = h100_model();
   auto pixels = [&](const Problem& p) { return detail::plan_stride_fixed(p, hw, why).thread_pixels; };
-  EXPECT_EQ(pixels(make(1, 64, 112, 112, 64, 1, 1)), 4);       // 98 blocks of 8
-  EXPECT_EQ(pixels(make(1, 64, 112, 112, 64, 3, 3)), 4);       // 98
-  EXPECT_EQ(pixels(make(1, 64, 112, 112, 64, 5, 5)), 8);       // 98 of 5x5 filters
-  EXPECT_EQ(pixels(make(1, 128, 56, 56, 128, 5, 5)), 4);       // 52 of 5x5 filters
-  EXPECT_EQ(pixels(make(1, 64, 224, 224, 64, 3, 3)), 8);       // 392
-  EXPECT_EQ(pixels(make(32, 64, 56, 56, 64, 3, 3, 1)), 8);     // a batch fills the SMs
-  EXPECT_EQ(pixels(make(1, 512, 7, 7, 512, 1, 1)), 4);         // 8
+  EXPECT_EQ(pixels(make(1, 64, 112, 112, 64, 1, 1)), 4);    // 98 blocks of 8
+  EXPECT_EQ(pixels(make(1, 64, 112, 112, 64, 3, 3)), 4);    // 98
+  EXPECT_EQ(pixels(make(1, 64, 112, 112, 64, 5, 5)), 8);    // 98 of 5x5 filters
+  EXPECT_EQ(pixels(make(1, 128, 56, 56, 128, 5, 5)), 4);    // 52 of 5x5 filters
+  EXPECT_EQ(pixels(make(1, 64, 224, 224, 64, 3, 3)), 8);    // 392
+  EXPECT_EQ(pixels(make(32, 64, 56, 56, 64, 3, 3, 1)), 8);  // a batch fills the SMs
+  EXPECT_EQ(pixels(make(1, 512, 7, 7, 512, 1, 1)), 4);      // 8
 }
 
 TEST(StrideFixedPlanner, LayoutCoversEveryWindow) {

@@ -10,7 +10,8 @@ namespace {
 // N=1 C=3 H=3 W=3, K=2 R=2 S=2, NCHW fp32 (the patent's example).
 Plan patent_plan() {
   Problem p = make(1, 3, 3, 3, 2, 2, 2);
-  return Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), HardwareModel{}, {Target::Cpu});
+  return Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), HardwareModel{},
+                     {Target::Cpu});
 }
 
 TEST(Plan, PatentExampleOffsetSequenceInBytes) {
@@ -56,11 +57,13 @@ TEST(Plan, TextAndJsonShowTheOffsetSequence) {
 
 TEST(Plan, ChannelsInnermostGetRscRowOrder) {
   Problem p = make(1, 8, 5, 5, 4, 3, 3, 1);
-  Plan nhwc = Plan::build(p, p.x_desc(Layout::NHWC), p.w_desc(Layout::NHWC), p.y_desc(Layout::NHWC), HardwareModel{}, {Target::Cpu});
+  Plan nhwc = Plan::build(p, p.x_desc(Layout::NHWC), p.w_desc(Layout::NHWC), p.y_desc(Layout::NHWC), HardwareModel{},
+                          {Target::Cpu});
   EXPECT_EQ(nhwc.row_order(), RowOrder::RSC);
   // consecutive rows are consecutive channels: offsets 0, 1, 2, ...
   for (int i = 0; i < 8; ++i) EXPECT_EQ(nhwc.offset_table()[i].x_offset, i);
-  Plan nchw = Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), HardwareModel{}, {Target::Cpu});
+  Plan nchw = Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), HardwareModel{},
+                          {Target::Cpu});
   EXPECT_EQ(nchw.row_order(), RowOrder::CRS);
 }
 
@@ -69,7 +72,8 @@ TEST(Plan, UnbuiltAlgorithmsAreRefusedClearly) {
   for (Algorithm a : {Algorithm::DirectBlock, Algorithm::SingleChannel, Algorithm::StrideFixed}) {
     PlanOptions o{Target::Cpu, a, ""};
     try {
-      Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), HardwareModel::reference_h100(), o);
+      Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW),
+                  HardwareModel::reference_h100(), o);
       FAIL() << "expected Unsupported";
     } catch (const Error& e) {
       EXPECT_EQ(e.status(), Status::Unsupported);
@@ -81,7 +85,9 @@ TEST(Plan, UnbuiltAlgorithmsAreRefusedClearly) {
 TEST(Plan, TileNamesAreCheckedAndCpuRejectsTiles) {
   Problem p = make(1, 1, 8, 8, 4, 3, 3);
   PlanOptions o{Target::Cpu, Algorithm::Auto, "128x128x8"};
-  EXPECT_THROW(Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), HardwareModel::reference_h100(), o), Error);
+  EXPECT_THROW(Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW),
+                           HardwareModel::reference_h100(), o),
+               Error);
 }
 
 TEST(Engine, PlanCacheReturnsTheSamePlan) {
@@ -114,16 +120,20 @@ TEST(Plan, AutoFallsBackToImplicitGemmWhenTheDirectTileCannotFit) {
 
 TEST(Plan, StrideFixedTilesForceAThreadShape) {
   const Problem p = make(1, 8, 20, 20, 16, 3, 3, 1);
-  for (const auto& [tile, pixels] : {std::pair{detail::kStrideFixedTile4, 4}, std::pair{detail::kStrideFixedTile8, 8}}) {
+  for (const auto& [tile, pixels] :
+       {std::pair{detail::kStrideFixedTile4, 4}, std::pair{detail::kStrideFixedTile8, 8}}) {
     const PlanOptions o{Target::Cuda, Algorithm::StrideFixed, tile};
-    const Plan plan = Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), HardwareModel::reference_h100(), o);
+    const Plan plan = Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW),
+                                  HardwareModel::reference_h100(), o);
     const auto& d = std::get<StrideFixedDivision>(plan.division());
     EXPECT_EQ(d.thread_pixels, pixels);
     EXPECT_EQ(d.tile_rows * d.tile_cols, detail::stride_fixed_block_pixels(pixels));
   }
   // A stride_fixed tile names no GEMM tile.
   const PlanOptions gemm{Target::Cuda, Algorithm::ImplicitPrecomp, detail::kStrideFixedTile4};
-  EXPECT_THROW(Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW), HardwareModel::reference_h100(), gemm), Error);
+  EXPECT_THROW(Plan::build(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW),
+                           HardwareModel::reference_h100(), gemm),
+               Error);
 }
 
 }  // namespace

@@ -22,23 +22,23 @@ struct LaunchShape {
 
 /// implicit_precomp (src/algorithms/implicit_precomp): one tile of its tile table, split-K slices.
 struct ImplicitPrecompDivision {
-  int tile = 0;             ///< index into the family's tile table
-  std::string tile_name;    ///< e.g. "128x128x8"
+  int tile = 0;           ///< index into the family's tile table
+  std::string tile_name;  ///< e.g. "128x128x8"
   int block_m = 0, block_n = 0, block_k = 0;
-  int k_tiles = 0;          ///< row tiles of block_k rows
-  int split_k = 1;          ///< row slices summed into y with atomics (Note [split-k without workspace])
+  int k_tiles = 0;  ///< row tiles of block_k rows
+  int split_k = 1;  ///< row slices summed into y with atomics (Note [split-k without workspace])
   int k_tiles_per_split = 0;
-  int prepass_blocks = 0;   ///< blocks of the split-K pre-pass (y = beta*y + bias)
-  LaunchShape launch;       ///< with split_k slices (grid_z = groups * split_k)
+  int prepass_blocks = 0;  ///< blocks of the split-K pre-pass (y = beta*y + bias)
+  LaunchShape launch;      ///< with split_k slices (grid_z = groups * split_k)
 };
 
 /// direct_block (src/algorithms/direct_block): one of its thread-group shapes.
 struct DirectBlockDivision {
-  int shape = 0;            ///< index into the family's shape table
-  std::string shape_name;   ///< e.g. "direct_32x8_r2x2_f1"
+  int shape = 0;                                ///< index into the family's shape table
+  std::string shape_name;                       ///< e.g. "direct_32x8_r2x2_f1"
   int tile_rows = 0, tile_cols = 0, pitch = 0;  ///< input tile with halo, and its shared-memory pitch
   int filter_slices = 0, tiles_x = 0, slots = 0;
-  int images_per_block = 1; ///< Note [direct pipeline]
+  int images_per_block = 1;  ///< Note [direct pipeline]
   LaunchShape launch;
 };
 
@@ -70,11 +70,11 @@ struct PlaneStreamDivision {
   int rows_per_block = 1;    ///< output rows per block: a band, or P when whole planes
   int run = 4;               ///< output rows a thread computes
   PlaneStreamLayout layout;
-  int64_t d_bytes = 0;       ///< shared memory of one buffer
-  double th = 0;             ///< FMAs of one block
-  double th_target = 0;      ///< N_FMA / resident blocks per SM
-  int64_t blocks = 0;        ///< chunks of the whole problem
-  int64_t bands = 0;         ///< row bands per plane
+  int64_t d_bytes = 0;   ///< shared memory of one buffer
+  double th = 0;         ///< FMAs of one block
+  double th_target = 0;  ///< N_FMA / resident blocks per SM
+  int64_t blocks = 0;    ///< chunks of the whole problem
+  int64_t bands = 0;     ///< row bands per plane
   int buffer_floats = 0;
   LaunchShape launch;
 };
@@ -83,15 +83,15 @@ struct PlaneStreamDivision {
 struct PlaneBulkDivision {
   int planes_per_chunk = 1;
   int rows_per_chunk = 1;
-  int segment = 7;           ///< SEG: outputs of one thread item
-  int run = 1;               ///< output rows of one thread item
-  int64_t d_bytes = 0;       ///< shared memory of one block (two chunk buffers)
-  double fill = 0;           ///< items / (passes * threads), over the whole problem
+  int segment = 7;      ///< SEG: outputs of one thread item
+  int run = 1;          ///< output rows of one thread item
+  int64_t d_bytes = 0;  ///< shared memory of one block (two chunk buffers)
+  double fill = 0;      ///< items / (passes * threads), over the whole problem
   int64_t chunks = 0, bands = 0;
-  int blocks_per_sm = 1;     ///< resident blocks its shared memory allows
+  int blocks_per_sm = 1;  ///< resident blocks its shared memory allows
   int64_t in_floats = 0, out_floats = 0;
-  bool read_once = false;    ///< whole planes: x read with evict-first (Note [bulk read-once inputs])
-  LaunchShape launch;        ///< one resident wave walks the chunks
+  bool read_once = false;  ///< whole planes: x read with evict-first (Note [bulk read-once inputs])
+  LaunchShape launch;      ///< one resident wave walks the chunks
 };
 
 /// Input lines of a stride_fixed block in shared memory.
@@ -112,7 +112,7 @@ struct StrideFixedDivision {
   int64_t blocks = 0;         ///< per split
   double segment_needed = 0;  ///< bytes: N_FMA * 4 / (M' * W'x * W'y)
   int prepass_blocks = 0;
-  LaunchShape launch;         ///< with `splits` slices
+  LaunchShape launch;  ///< with `splits` slices
 };
 
 /// The division of a Plan: none on the CPU target, else the one its family's planner made.

@@ -58,12 +58,17 @@ struct OffsetRow {
 inline constexpr int32_t kDisabledRowDisplacement = -(1 << 30);
 inline constexpr int kOffsetTableRowAlign = 32;
 
-/// The input row (or column) where output row o's window starts: o*stride - pad. The one definition
-/// of a window's origin; the start-address rule and every kernel use it (Note [window origin]).
 #if defined(__CUDACC__)
-__host__ __device__
+#define MCONV_HOST_DEVICE __host__ __device__
+#else
+#define MCONV_HOST_DEVICE
 #endif
-constexpr inline int64_t window_origin(int64_t o, int64_t stride, int64_t pad) {
+
+/// The input row (or column) where the window of output row (or column) o starts: o*stride - pad,
+/// negative inside the padding. The one definition of a window's origin: the start-address rule
+/// and every kernel family use it, in the integer type they index with.
+template <class I>
+MCONV_HOST_DEVICE constexpr I window_origin(I o, I stride, I pad) {
   return o * stride - pad;
 }
 

@@ -38,7 +38,8 @@ void reference_forward(const Problem& pr, const TensorDesc& xd, const float* x, 
       for (int64_t p = 0; p < P; ++p)
         for (int64_t q = 0; q < Q; ++q) {
           float* out = y + n * yd.strides[0] + k * yd.strides[1] + p * yd.strides[2] + q * yd.strides[3];
-          *out = detail::apply_epilogue(e, reference_point(pr, xd, x, wd, w, n, k, p, q), out, e.bias ? e.bias + k : nullptr);
+          *out = detail::apply_epilogue(e, reference_point(pr, xd, x, wd, w, n, k, p, q), out,
+                                        e.bias ? e.bias + k : nullptr);
         }
 }
 

@@ -1,15 +1,15 @@
 // Names and text forms of the divisions (what `mconv plan` and the benchmark print).
-#include <sstream>
-
 #include "mconv/division.hpp"
+
+#include <sstream>
 
 namespace mconv {
 namespace {
 
 std::string launch_text(const LaunchShape& l) {
   std::ostringstream os;
-  os << "launch    grid " << l.grid_x << " x " << l.grid_y << " x " << l.grid_z << ", " << l.threads
-     << " threads, " << l.smem_bytes << " B dynamic shared memory\n";
+  os << "launch    grid " << l.grid_x << " x " << l.grid_y << " x " << l.grid_z << ", " << l.threads << " threads, "
+     << l.smem_bytes << " B dynamic shared memory\n";
   return os.str();
 }
 

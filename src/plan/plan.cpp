@@ -7,7 +7,6 @@
 #include <limits>
 #include <sstream>
 
-
 namespace mconv {
 
 const char* target_name(Target t) {
@@ -146,9 +145,9 @@ CompiledRepresentation Plan::compile(int64_t threads, int64_t block) const {
 
 std::string Plan::key() const {
   std::ostringstream os;
-  os << problem_.to_string() << " mode" << int(problem_.mode) << " | x " << x_.to_string() << " | w "
-     << w_.to_string() << " | y " << y_.to_string() << " | " << target_name(target_) << " "
-     << algorithm_name(algorithm_) << " " << division_name(division_) << " split" << split_k();
+  os << problem_.to_string() << " mode" << int(problem_.mode) << " | x " << x_.to_string() << " | w " << w_.to_string()
+     << " | y " << y_.to_string() << " | " << target_name(target_) << " " << algorithm_name(algorithm_) << " "
+     << division_name(division_) << " split" << split_k();
   return os.str();
 }
 

@@ -6,8 +6,8 @@
 #include <random>
 #include <vector>
 
-#include "cuda_device.hpp"
 #include "../algorithms/common/cuda_check.cuh"
+#include "cuda_device.hpp"
 
 namespace mconv::detail::cuda_device {
 namespace {

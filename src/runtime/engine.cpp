@@ -85,7 +85,8 @@ void Engine::conv2d_forward(const Plan& plan, const void* x, const void* w, void
   }
   if (plan.device() != device_)
     throw Error(Status::BadParam, "plan: made by an engine on device " + std::to_string(plan.device()) +
-                                      " (or not by an Engine), given to an engine on device " + std::to_string(device_));
+                                      " (or not by an Engine), given to an engine on device " +
+                                      std::to_string(device_));
   detail::cuda_device::DeviceGuard guard(device_);
   if (options_.check_device_pointers) {
     detail::cuda_device::check_device_pointer(x, "x", device_);

@@ -84,9 +84,10 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
     const auto variants = direct_variant_tiles(algo);
     const bool variant = std::find(variants.begin(), variants.end(), options.tile) != variants.end();
     if ((!options.tile.empty() && !variant) || options.split_k > 1)
-      throw Error(Status::BadParam, "tile: tiles and split_k apply to implicit_precomp only (single_channel also takes " +
-                                        one_of(direct_variant_tiles(Algorithm::SingleChannel)) + "; stride_fixed " +
-                                        one_of(direct_variant_tiles(Algorithm::StrideFixed)) + ")");
+      throw Error(Status::BadParam,
+                  "tile: tiles and split_k apply to implicit_precomp only (single_channel also takes " +
+                      one_of(direct_variant_tiles(Algorithm::SingleChannel)) + "; stride_fixed " +
+                      one_of(direct_variant_tiles(Algorithm::StrideFixed)) + ")");
     try {
       plan.division_ = direct_division(algo, pr, x, y, hw, options.tile, plan.decisions_);
       return plan;

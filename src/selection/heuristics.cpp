@@ -13,7 +13,7 @@ Algorithm choose_algorithm(const Problem& p, const TensorDesc& x, const Hardware
                            std::vector<std::string>& why) {
   // Depthwise with one filter per group, where the plane stream runs it (Note [plane stream]).
   // Measured on the H100, depthwise suite (MobileNetV2, batch 32): 1.5-2.8x faster than direct_block
-  // on all 10 layers (first version, 2026-11-22).
+  // on all 10 layers (the plane stream's first version).
   if (p.c_per_group() == 1 && p.k_per_group() == 1 && plane_stream_unsupported(p, x).empty()) {
     why.push_back(
         "algorithm single_channel: K/G = C/G = 1 (depthwise): the plane stream (measured faster than "
@@ -30,7 +30,7 @@ Algorithm choose_algorithm(const Problem& p, const TensorDesc& x, const Hardware
   // Single channel with many filters (C/G = 1): the paper's division, reshaped where the kernel
   // needs it, and its kernel, each thread's run of outputs walking the block's filters (Note
   // [single-channel runs], [single-channel column pairs], [single-channel block shape]). Graph-timed
-  // on the H100 (single_channel suite, every algorithm, eleventh session) it is the fastest mconv
+  // on the H100 (single_channel suite, every algorithm) it is the fastest mconv
   // algorithm on all 18 layers, by 1.07-2.2x: 1x1 28x28 3.0 us vs the GEMM's 3.2 and 56x56 3.7 vs 4.1
   // (with the paper's division the GEMM had won both). Where it lost: runs of one row with 5x5 or larger
   // filters and no column pairs, every output reloading its R*S taps (single_h112_m128_k5 before
@@ -60,7 +60,7 @@ Algorithm choose_algorithm(const Problem& p, const TensorDesc& x, const Hardware
     }
   }
   // Multi channel: stride_fixed (Note [stride-fixed on Hopper]) against the implicit GEMM, measured
-  // on the H100 (multi_channel, vgg16 and resnet50 suites with every algorithm, 2026-11-22):
+  // on the H100 (multi_channel, vgg16 and resnet50 suites with every algorithm):
   //  - few channels, many outputs: the GEMM's K = C*R*S is short while the direct lines reuse each
   //    input R*S times. stride_fixed 1.12-1.52x faster for C = 64 at 224x224 and 512x512 (3x3, 5x5)
   //    and 112x112 (5x5); the GEMM 1.14x faster at 112x112 3x3 and on 56x56 maps. Hence

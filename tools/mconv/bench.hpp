@@ -2,7 +2,6 @@
 #pragma once
 
 #include <functional>
-
 #include <string>
 #include <vector>
 
@@ -20,14 +19,14 @@ struct BenchOptions {
   bool vs_cudnn = false;         ///< time the two cuDNN peers too (CUDA builds with cuDNN)
   /// cuDNN peers: how many of Find's candidates of each class (any workspace, within 64 KiB) are
   /// timed here; each peer is the fastest timed of its class (cudnn_peer.hpp). The default, 8, times
-  /// every fp32 algorithm Find returns: BENCHMARKING.md's "fastest algorithm" as this benchmark times
+  /// every fp32 algorithm Find returns: docs/BENCHMARKING.md's "fastest algorithm" as this benchmark times
   /// it. 1 = Find's own picks, which on the H100 were up to 3x slower than another algorithm of the
-  /// same call on single-channel and multi-channel layers (bench/NOTES.md, eleventh session).
+  /// same call on single-channel and multi-channel layers (docs/PERFORMANCE.md).
   int peer_candidates = 8;
-  bool all_algorithms = false;   ///< also time every mconv algorithm that supports the layer
-  int launches = 20;             ///< back-to-back launches per timed loop
-  int repeats = 5;               ///< timed loops; the median is reported
-  bool graph = true;             ///< time a captured CUDA graph of the launches (no per-call host overhead)
+  bool all_algorithms = false;  ///< also time every mconv algorithm that supports the layer
+  int launches = 20;            ///< back-to-back launches per timed loop
+  int repeats = 5;              ///< timed loops; the median is reported
+  bool graph = true;            ///< time a captured CUDA graph of the launches (no per-call host overhead)
   int64_t check_samples = 4096;
   uint64_t seed = 1;
   /// cuDNN candidates Find timed slower than this many times the best of their peer class (and

@@ -99,7 +99,7 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
     std::vector<float> hx(xd.span_elements()), hw(wd.span_elements());
     fill_uniform(hx, opt.seed + 2 * li);
     fill_uniform(hw, opt.seed + 2 * li + 1);
-    // Rotate through enough copies that the timed loop does not run from L2 (BENCHMARKING.md).
+    // Rotate through enough copies that the timed loop does not run from L2 (docs/BENCHMARKING.md).
     const double set_bytes = 4.0 * (hx.size() + hw.size() + yd.span_elements());
     const int copies = int(std::min(16.0, std::max(1.0, std::ceil(3.0 * l2 / set_bytes))));
     std::vector<DeviceArray> bx, bw, by;

@@ -64,8 +64,8 @@ void print_csv_header(std::ostream& os) {
 void print_csv_row(std::ostream& os, const std::string& suite, const LayerResult& r) {
   const Problem& p = r.problem;
   os << suite << "," << r.name << "," << p.n << "," << p.c << "," << p.h << "," << p.w << "," << p.k << "," << p.r
-     << "," << p.s << "," << p.pad_h << "," << p.pad_w << "," << p.stride_h << "," << p.stride_w << "," << p.dil_h << ","
-     << p.dil_w << "," << p.groups << "," << r.target << "," << r.algorithm << "," << r.tile << ",";
+     << "," << p.s << "," << p.pad_h << "," << p.pad_w << "," << p.stride_h << "," << p.stride_w << "," << p.dil_h
+     << "," << p.dil_w << "," << p.groups << "," << r.target << "," << r.algorithm << "," << r.tile << ",";
   if (r.ran)
     os << r.ms << "," << p.flops() / (r.ms * 1e-3) / 1e12 << ","
        << (r.floor_ms > 0 ? fmt(100.0 * r.floor_ms / r.ms, 1) : "") << "," << r.extra_bytes << "," << r.rel_err << ","

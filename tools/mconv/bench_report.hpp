@@ -1,4 +1,4 @@
-// Benchmark results: one record per layer, printed as a table, CSV or JSON (BENCHMARKING.md).
+// Benchmark results: one record per layer, printed as a table, CSV or JSON (docs/BENCHMARKING.md).
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 
 namespace mconv::tools {
 
-/// One cuDNN peer's result on a layer (BENCHMARKING.md: fastest / memory-matched).
+/// One cuDNN peer's result on a layer (docs/BENCHMARKING.md: fastest / memory-matched).
 struct PeerTime {
   bool valid = false;
   std::string algo;

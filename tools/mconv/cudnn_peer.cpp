@@ -9,7 +9,7 @@
 
 #include "gpu_timing.hpp"
 
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // the legacy API is the peer BENCHMARKING.md names
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // the legacy API is the peer docs/BENCHMARKING.md names
 
 namespace mconv::tools {
 namespace {
@@ -89,7 +89,7 @@ void time_cudnn_peers(const Problem& p, Layout layout, const std::vector<float*>
                       PeerTime& fastest, PeerTime& matched, std::string& note) {
   Descriptors d(p, layout);
   ok(cudnnSetStream(handle(), timing.stream), "cudnnSetStream");
-  // "A few GB of workspace to choose from" (BENCHMARKING.md), bounded by what is free.
+  // "A few GB of workspace to choose from" (docs/BENCHMARKING.md), bounded by what is free.
   size_t free_b = 0, total_b = 0;
   cuda_ok(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
   size_t ws_bytes = std::min<size_t>(size_t(4) << 30, free_b / 2);

@@ -1,6 +1,7 @@
-// Timing on the GPU as BENCHMARKING.md asks: CUDA events around `launches` back-to-back launches,
+// Timing on the GPU as docs/BENCHMARKING.md asks: CUDA events around `launches` back-to-back launches,
 // after a warm-up, repeated `repeats` times; the median per launch in ms. The launches are either
-// enqueued from the host in each loop or replayed as one captured CUDA graph (`mconv bench --timing graph`, the default).
+// enqueued from the host in each loop or replayed as one captured CUDA graph (`mconv bench --timing graph`, the
+// default).
 #pragma once
 
 #include <cuda_runtime.h>

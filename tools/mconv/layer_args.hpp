@@ -15,7 +15,7 @@ namespace mconv::tools {
 struct LayerArgs {
   Problem problem;
   float alpha = 1.0f, beta = 0.0f;  // the call's Epilogue
-  std::string layout = "NCHW";  // default for x, w, y
+  std::string layout = "NCHW";      // default for x, w, y
   std::string x_layout, w_layout, y_layout;
   std::string mode = "cross";
   std::string target = "auto", algorithm = "auto", tile;

@@ -201,9 +201,9 @@ int main(int argc, char** argv) {
       if (o.target == mconv::Target::Cuda && !mconv::cuda_available()) {
         // Planning is pure: a CUDA plan can be inspected without a GPU, for the reference H100.
         std::cerr << "mconv plan: no GPU visible; planning for the reference H100 model\n";
-        pl = std::make_shared<const mconv::Plan>(
-            mconv::Plan::build(plan_args.resolved_problem(), plan_args.x_desc(), plan_args.w_desc(),
-                               plan_args.y_desc(), mconv::HardwareModel::reference_h100(), o));
+        pl = std::make_shared<const mconv::Plan>(mconv::Plan::build(plan_args.resolved_problem(), plan_args.x_desc(),
+                                                                    plan_args.w_desc(), plan_args.y_desc(),
+                                                                    mconv::HardwareModel::reference_h100(), o));
       } else {
         mconv::Engine engine(o.target);
         o.target = engine.target();

@@ -83,7 +83,7 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
   const int tx = lt % TX, ty = lt / TX;
   const int tile_row = blockIdx.x / prm.tiles_x, tile_col = blockIdx.x - tile_row * prm.tiles_x;
   const int oy0 = tile_row * Shape::kOutRows, ox0 = tile_col * Shape::kOutCols;
-  const int iy0 = oy0 * prm.stride_h - prm.pad_h, ix0 = ox0 * prm.stride_w - prm.pad_w;
+  const int iy0 = window_origin(oy0, prm.stride_h, prm.pad_h), ix0 = window_origin(ox0, prm.stride_w, prm.pad_w);
   const int ix0a = prm.vec4 ? (ix0 & ~3) : ix0, shift = ix0 - ix0a;  // Note [vector halo]
   const int slot_raw = blockIdx.z * Shape::kGroupsPerBlock + sub;
   const bool active = slot_raw < prm.slots;  // Note [packed groups]

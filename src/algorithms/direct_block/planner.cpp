@@ -34,8 +34,7 @@ int choose_shape(const Problem& p, const HardwareModel& hw, std::vector<std::str
   std::ostringstream os;
   os << "shape " << shape.name() << ": " << shape.out_rows() << "x" << shape.out_cols() << " outputs x "
      << shape.filters << " filter(s) per block, input tile " << direct_tile_rows(p, shape) << "x"
-     << direct_tile_cols(p, shape)
-     << " with halo, " << smem << " B shared memory";
+     << direct_tile_cols(p, shape) << " with halo, " << smem << " B shared memory";
   why.push_back(os.str());
   return d;
 }

@@ -23,6 +23,7 @@
 
 #include "../common/cp_async.cuh"
 #include "../common/epilogue.cuh"
+#include "mconv/plan.hpp"
 #include "tiles.hpp"
 
 namespace mconv::cuda {
@@ -53,7 +54,6 @@ struct ImplicitPrecompParams {
 /// the CRS row order) or along rows (consecutive channels; NHWC with the RSC row order).
 enum class GatherOrder { Columns, Rows };
 
-
 template <class Tile, GatherOrder Order>
 __global__ void __launch_bounds__(Tile::kThreads, 2) implicit_precomp_kernel(const ImplicitPrecompParams prm) {
   constexpr int BM = Tile::kBlockM, BN = Tile::kBlockN, BK = Tile::kBlockK;
@@ -80,8 +80,8 @@ __global__ void __launch_bounds__(Tile::kThreads, 2) implicit_precomp_kernel(con
     if (m < prm.npq) {
       const int n = static_cast<int>(m / prm.pq), rem = static_cast<int>(m - static_cast<long long>(n) * prm.pq);
       const int p = rem / prm.q, q = rem - p * prm.q;
-      rH0[i] = p * prm.stride_h - prm.pad_h;
-      rW0[i] = q * prm.stride_w - prm.pad_w;
+      rH0[i] = window_origin(p, prm.stride_h, prm.pad_h);
+      rW0[i] = window_origin(q, prm.stride_w, prm.pad_w);
       rStart[i] = n * prm.x_sn + rH0[i] * prm.x_sh + rW0[i] * prm.x_sw;
     } else {
       rH0[i] = rW0[i] = -(1 << 30);  // Note [padding predicates]

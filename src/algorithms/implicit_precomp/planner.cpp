@@ -46,8 +46,8 @@ int choose_tile(const Problem& p, const HardwareModel& hw, bool rows_gather, std
     int64_t blocks = ((cols + t.block_m - 1) / t.block_m) * ((kg + t.block_n - 1) / t.block_n) * p.groups;
     if (blocks >= sms || int(i) == last) {
       std::ostringstream os;
-      os << "tile " << t.name() << ": " << blocks << " blocks for " << sms << " SMs (K/G = " << kg << ", N*P*Q = " << cols
-         << "); larger tiles skipped for K/G <= block_n/2 or fewer blocks than SMs";
+      os << "tile " << t.name() << ": " << blocks << " blocks for " << sms << " SMs (K/G = " << kg
+         << ", N*P*Q = " << cols << "); larger tiles skipped for K/G <= block_n/2 or fewer blocks than SMs";
       why.push_back(os.str());
       return int(i);
     }
@@ -76,9 +76,9 @@ int choose_split_k(const Problem& p, const TileShape& t, const HardwareModel& hw
 
 }  // namespace
 
-ImplicitPrecompDivision plan_implicit_precomp(const Problem& p, int64_t rows, bool rows_gather,
-                                              const HardwareModel& hw, const std::string& forced_tile,
-                                              int forced_split_k, std::vector<std::string>& why) {
+ImplicitPrecompDivision plan_implicit_precomp(const Problem& p, int64_t rows, bool rows_gather, const HardwareModel& hw,
+                                              const std::string& forced_tile, int forced_split_k,
+                                              std::vector<std::string>& why) {
   int tile = -1;
   if (!forced_tile.empty()) {
     tile = find_tile(forced_tile);

@@ -13,8 +13,8 @@ namespace mconv::detail {
 /// The division of the implicit GEMM over `rows` = C/G*R*S rows; `rows_gather`: the plan gathers
 /// along rows (channels innermost, RowOrder::RSC). A non-empty `forced_tile` or `forced_split_k` > 0
 /// overrides the choice. Appends one line per decision to `why`.
-ImplicitPrecompDivision plan_implicit_precomp(const Problem& p, int64_t rows, bool rows_gather,
-                                              const HardwareModel& hw, const std::string& forced_tile,
-                                              int forced_split_k, std::vector<std::string>& why);
+ImplicitPrecompDivision plan_implicit_precomp(const Problem& p, int64_t rows, bool rows_gather, const HardwareModel& hw,
+                                              const std::string& forced_tile, int forced_split_k,
+                                              std::vector<std::string>& why);
 
 }  // namespace mconv::detail

@@ -38,14 +38,14 @@ struct ImplicitPrecompTile {
 };
 
 // Threads per block = (block_m / thread_m) * (block_n / thread_n): 256, or 128 for the smallest tile.
-using ImplicitPrecompTiles = std::tuple<
-    ImplicitPrecompTile<128, 128, 8, 8, 8, 3>,          // large layers: 64 FFMA per 16 shared-memory floats read
-    ImplicitPrecompTile<128, 64, 8, 8, 4, 3>,           // K/G = 64 (resnet50 stage 1, vgg16 conv1)
-    ImplicitPrecompTile<64, 64, 8, 4, 4, 3>,            // small N*P*Q (late stages at batch 1)
-    ImplicitPrecompTile<128, 32, 8, 4, 4, 3>,           // small K/G
-    ImplicitPrecompTile<64, 32, 8, 4, 4, 3>,            // tiny problems: more blocks to fill the SMs
-    ImplicitPrecompTile<128, 128, 16, 8, 8, 2, false>,  // K/G > 64 with enough rows and columns: planner.cpp
-    ImplicitPrecompTile<128, 64, 16, 8, 4, 2, false>>;  // K/G in (32, 64] with enough rows: planner.cpp
+using ImplicitPrecompTiles =
+    std::tuple<ImplicitPrecompTile<128, 128, 8, 8, 8, 3>,  // large layers: 64 FFMA per 16 shared-memory floats read
+               ImplicitPrecompTile<128, 64, 8, 8, 4, 3>,   // K/G = 64 (resnet50 stage 1, vgg16 conv1)
+               ImplicitPrecompTile<64, 64, 8, 4, 4, 3>,    // small N*P*Q (late stages at batch 1)
+               ImplicitPrecompTile<128, 32, 8, 4, 4, 3>,   // small K/G
+               ImplicitPrecompTile<64, 32, 8, 4, 4, 3>,    // tiny problems: more blocks to fill the SMs
+               ImplicitPrecompTile<128, 128, 16, 8, 8, 2, false>,  // K/G > 64 with enough rows and columns: planner.cpp
+               ImplicitPrecompTile<128, 64, 16, 8, 4, 2, false>>;  // K/G in (32, 64] with enough rows: planner.cpp
 
 /// A row of the catalog: what the planner needs of a tile.
 struct TileShape {

@@ -1,5 +1,5 @@
 // The bulk plane-stream kernel of the single-channel family (Note [plane bulk] in
-// src/plan/single_channel_planner.hpp): depthwise layers (one channel, one filter per group) whose
+// planner.hpp): depthwise layers (one channel, one filter per group) whose
 // planes or rows lie contiguous in x. A block's chunk (whole planes, or a band of rows of one plane)
 // is one contiguous range of x, so:
 //   1. one thread moves it into shared memory with one bulk copy (Hopper's copy engine), unpadded,
@@ -14,13 +14,13 @@
 
 #include <cstdint>
 
-#include "planner.hpp"
 #include "../common/bulk_copy.cuh"
 #include "../common/conv_geometry.cuh"
 #include "../common/cp_async.cuh"
 #include "../common/epilogue.cuh"
 #include "../common/fast_divmod.cuh"
 #include "plane_order.cuh"
+#include "planner.hpp"
 
 namespace mconv::cuda {
 
@@ -61,8 +61,8 @@ __device__ __forceinline__ BulkChunk bulk_chunk(const PlaneBulkParams& prm, int 
   c.iy_hi = prm.H;
   c.count = c.nplanes * prm.H * prm.W;  // whole planes
   if (c.nplanes == 1) {                 // a band: the input rows its outputs read, inside the map
-    c.iy_lo = max(c.oy0 * ST - prm.pad_h, 0);
-    c.iy_hi = min((c.oy0 + c.out_rows - 1) * ST - prm.pad_h + K, prm.H);
+    c.iy_lo = max(window_origin(c.oy0, ST, prm.pad_h), 0);
+    c.iy_hi = min(window_origin(c.oy0 + c.out_rows - 1, ST, prm.pad_h) + K, prm.H);
     c.count = (c.iy_hi - c.iy_lo) * prm.W;
   }
   unsigned n0, c0;
@@ -163,7 +163,7 @@ struct BulkItem {
   /// For each input row of the run, the SPAN input values of the segment (0 outside the map) added
   /// into `acc` for every output that uses them. PAIRS: the values are read as 8-byte pairs from the
   /// even column at or before the first (D = 1 when that first column is odd), so `row` - D must be
-  /// 8-byte aligned (Note [bulk stride-2 pairs] in src/plan/single_channel_planner.hpp). WHOLE: the
+  /// 8-byte aligned (Note [bulk stride-2 pairs] in planner.hpp). WHOLE: the
   /// segment is the whole row with "same" padding (Note [bulk whole rows]).
   template <bool PAIRS, int D, bool WHOLE = false>
   __device__ __forceinline__ void accumulate(const PlaneBulkParams& prm, const BulkChunk& c, const float* buf,
@@ -172,8 +172,8 @@ struct BulkItem {
     constexpr int READ = PAIRS ? (SPAN + D + 1) / 2 * 2 : SPAN;  // floats read per row, from column -D
     static_assert(READ <= kPlaneBulkGuard, "the zero row and the slack cover a row's reads");
     static_assert(!WHOLE || (ST == 1 && !PAIRS), "whole rows are read at stride 1, 4 bytes at a time");
-    constexpr int LEFT = (K - 1) / 2;     // WHOLE: values [LEFT, LEFT + SEG) are the row
-    const int ix0 = q0 * ST - prm.pad_w;  // input column of the segment's first value
+    constexpr int LEFT = (K - 1) / 2;                  // WHOLE: values [LEFT, LEFT + SEG) are the row
+    const int ix0 = window_origin(q0, ST, prm.pad_w);  // input column of the segment's first value
     bool col_in[SPAN];
 #pragma unroll
     for (int t = 0; t < SPAN; ++t)
@@ -183,7 +183,7 @@ struct BulkItem {
     for (int i = 0; i < ROWS; ++i) {
       // Rows outside the chunk's copy (outside the map, or under a run row past the chunk's last)
       // read the zero row.
-      const int iy = oy * ST - prm.pad_h + i;
+      const int iy = window_origin(oy, ST, prm.pad_h) + i;
       const float* row = static_cast<unsigned>(iy - c.iy_lo) < static_cast<unsigned>(c.iy_hi - c.iy_lo)
                              ? plane + (iy - c.iy_lo) * prm.W
                              : zeros;

@@ -1,21 +1,16 @@
 // The bulk plane-stream planner (Note [plane bulk]): chunks, segments and the resident wave.
-#include "planner.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 
 #include "mconv/types.hpp"
+#include "planner.hpp"
 
 namespace mconv::detail {
 namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
-}
-
-int64_t round_up(int64_t a, int64_t b) {
-  return (a + b - 1) / b * b;
 }
 
 }  // namespace

@@ -2,9 +2,9 @@
 // in x's memory order, so that consecutive planes of a chunk are neighbours in memory.
 #pragma once
 
-#include "planner.hpp"
 #include "../common/fast_divmod.cuh"
 #include "mconv/plan.hpp"
+#include "planner.hpp"
 
 namespace mconv::cuda {
 

@@ -1,12 +1,12 @@
 // The plane-stream kernel of the single-channel family (Note [plane stream] in
-// src/plan/single_channel_planner.hpp): for groups of one channel and one filter (depthwise,
+// planner.hpp): for groups of one channel and one filter (depthwise,
 // multiplier 1). The work is a list of chunks: several whole planes (small maps) or a band of output
 // rows of one plane (large maps), one block each:
 //   1. the block copies the chunk's input rows and filters in with cp.async, 16 bytes at a time
 //      when rows allow, and zeroes the padding around them meanwhile. The copies walk the rows as
 //      one flat range, so a warp reads contiguous memory even when a row is 7 floats long. (A
 //      resident wave walking the chunks with two buffers measured 1.0-1.5x slower on the H100: see
-//      bench/NOTES.md.)
+//      docs/PERFORMANCE.md.)
 //   2. padding is the zeros left in shared memory, so the compute reads without predicates (the
 //      row pitch and plane stride come from the plan: Note [plane stream banks]);
 //   3. each thread computes a vertical run of RUN (plane_stream_run) outputs of one column: it loads
@@ -56,7 +56,7 @@ template <int SH>
 __device__ __forceinline__ PlaneChunk plane_chunk(const PlaneStreamParams& prm, int chunk) {
   PlaneChunk c;
   static_cast<PlaneBand&>(c) = plane_band(prm, prm.bands, chunk, prm.planes_per_block, prm.rows_per_block, prm.P);
-  c.iy0 = c.oy0 * SH - prm.pad_h;  // input row of shared row 0
+  c.iy0 = window_origin(c.oy0, SH, prm.pad_h);  // input row of shared row 0
   c.ih_lo = max(c.iy0, 0);
   c.copy_rows = max(min(c.iy0 + prm.smem_rows, prm.H) - c.ih_lo, 0);
   return c;

@@ -15,8 +15,7 @@ namespace {
 template <int K, int RUN, int SH, int VW, int PAIR_ODD = -1>
 void launch_chunks(const cuda::PlaneStreamParams& prm, int smem, cudaStream_t stream) {
   constexpr int T = kPlaneStreamThreads;
-  const auto kernel =
-      cuda::single_channel_planes_kernel<K, RUN, SH, VW, T, plane_stream_resident_blocks(K), PAIR_ODD>;
+  const auto kernel = cuda::single_channel_planes_kernel<K, RUN, SH, VW, T, plane_stream_resident_blocks(K), PAIR_ODD>;
   cuda::launch_with_smem(kernel, dim3(static_cast<unsigned>(prm.chunks)), T, smem, stream, prm);
 }
 
@@ -32,7 +31,8 @@ void launch_run(const cuda::PlaneStreamParams& prm, bool vec4, bool pairs, int s
 
 template <int K, int SH>
 void launch(const cuda::PlaneStreamParams& prm, int run, bool vec4, bool pairs, int smem, cudaStream_t stream) {
-  run == 7 ? launch_run<K, 7, SH>(prm, vec4, pairs, smem, stream) : launch_run<K, 4, SH>(prm, vec4, pairs, smem, stream);
+  run == 7 ? launch_run<K, 7, SH>(prm, vec4, pairs, smem, stream)
+           : launch_run<K, 4, SH>(prm, vec4, pairs, smem, stream);
 }
 
 }  // namespace

@@ -1,11 +1,10 @@
 // The plane-stream planner (Note [plane stream]): chunks of whole planes or bands of rows.
-#include "planner.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 
 #include "mconv/types.hpp"
+#include "planner.hpp"
 
 namespace mconv::detail {
 namespace {
@@ -97,7 +96,7 @@ PlaneStreamDivision plan_plane_stream(const Problem& p, const TensorDesc& x, con
     pb = std::min(planes, int64_t(std::ceil(d.th_target / (th_row * P))));
   // Th is the floor. Above it, larger chunks measured faster (H100, depthwise suite, one run each): one
   // resident wave (or as few waves as shared memory allows) ran 1.0-1.25x faster than chunks of Th
-  // alone, and 2 x Th fell in between (bench/NOTES.md). Fewer chunks: less halo, fewer block starts.
+  // alone, and 2 x Th fell in between (docs/PERFORMANCE.md). Fewer chunks: less halo, fewer block starts.
   if (rows == P)
     pb = std::max(pb, (planes + wave - 1) / wave);
   else

@@ -24,7 +24,6 @@
 
 namespace mconv::detail {
 
-
 /// Shared-memory budget of one block: the paper runs 2 blocks per SM.
 int64_t single_channel_smem_budget(const HardwareModel& hw);
 
@@ -168,7 +167,6 @@ inline bool planes_channel_inner(const TensorDesc& t) {
 /// that a warp's first reads hit distinct banks (Note [plane stream banks]).
 PlaneStreamLayout plane_stream_layout(const Problem& p, int rows_per_block);
 
-
 /// Empty when the plane-stream kernel runs `p` with input `x`; otherwise the reason it does not.
 std::string plane_stream_unsupported(const Problem& p, const TensorDesc& x);
 /// The division, with its reasons appended to `why`. Throws Error(Unsupported) with the reason.
@@ -213,7 +211,6 @@ constexpr int plane_bulk_run(int64_t filter, int64_t stride) {
 
 /// Outputs of one thread item: 7 or 4, whichever leaves fewer idle outputs at the end of a row (7 on a tie).
 int plane_bulk_segment(const Problem& p);
-
 
 /// Shared floats around a chunk (the kernel's zero row and the slack on both sides of each stage's
 /// inputs, whose reads are replaced by 0): a multiple of 4, at least any segment's input span.

@@ -1,5 +1,5 @@
 // The single-channel kernel family (technique 4, paper section 3.1), driven by the division of
-// src/plan/single_channel_planner.hpp: block (strip, filter chunk, image x group) copies a strip of
+// planner.hpp: block (strip, filter chunk, image x group) copies a strip of
 // rows_per_block output rows' worth of input (all columns, halo and padding included), its
 // filters_per_block filters and their bias values into shared memory once; then each thread takes
 // a run of output rows in one column, or two (Note [single-channel column pairs]), and walks the
@@ -53,7 +53,7 @@ __global__ void __launch_bounds__(512) single_channel_kernel(const SingleChannel
   const int n = static_cast<int>(image), g = static_cast<int>(group);
   const int nf = min(prm.filters_per_block, prm.kg - f0);
   const int rows = min(prm.rows_per_block, prm.P - oy0);
-  const int iy0 = oy0 * prm.stride_h - prm.pad_h, ix0 = -prm.pad_w;
+  const int iy0 = window_origin(oy0, prm.stride_h, prm.pad_h), ix0 = window_origin(0, prm.stride_w, prm.pad_w);
   const float* gX = prm.x + n * prm.x_sn + g * prm.x_sc;
   const int k_base = g * prm.kg + f0;
 

@@ -1,12 +1,11 @@
 // The paper's single-channel planner (methods 1 and 2, section 3.1) for the strip kernel, with
 // mconv's reshaping (Note [single-channel block shape]).
-#include "planner.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 
 #include "mconv/types.hpp"
+#include "planner.hpp"
 
 namespace mconv::detail {
 namespace {
@@ -183,8 +182,8 @@ SingleChannelDivision plan_single_channel(const Problem& p, const HardwareModel&
                  single_channel_smem_bytes(p, best.filters_per_block, best.rows_per_block)};
   if (best.launch.grid_z > 65535 || best.launch.grid_y > 65535)
     throw Error(Status::Unsupported, "n*groups: single_channel grid exceeds the launch limits");
-  why.back() += "; runs of " + std::to_string(best.run) + " rows, " + std::to_string(best.launch.threads) +
-                " threads per block";
+  why.back() +=
+      "; runs of " + std::to_string(best.run) + " rows, " + std::to_string(best.launch.threads) + " threads per block";
   return best;
 }
 

@@ -1,5 +1,5 @@
 // The stride-fixed block kernel family (technique 4, paper section 3.2: multi-channel; the division
-// is in src/plan/stride_fixed_planner.hpp).
+// is in planner.hpp).
 //
 // Block (blockIdx.x, blockIdx.y, blockIdx.z) = (W'y x W'x output pixels, M' = 64 filters,
 // (image, group, channel slice)). The channels are walked in segments of `seg` channels (the
@@ -11,11 +11,11 @@
 // value for up to S filter columns x 8 filters.
 #pragma once
 
-#include "planner.hpp"
 #include "../common/conv_geometry.cuh"
 #include "../common/cp_async.cuh"
 #include "../common/epilogue.cuh"
 #include "../common/fast_divmod.cuh"
+#include "planner.hpp"
 
 namespace mconv::cuda {
 
@@ -62,7 +62,7 @@ __global__ void __launch_bounds__(kStrideFixedThreads, stride_fixed_resident_blo
   const int c_begin = split * prm.rounds_per_split * prm.seg;
   const int c_end = min(prm.cg, c_begin + prm.rounds_per_split * prm.seg);
   const int rounds = (c_end - c_begin + prm.seg - 1) / prm.seg;
-  const int ih0 = oy0 * prm.stride_h - prm.pad_h, iw0 = ox0 * prm.stride_w - prm.pad_w;
+  const int ih0 = window_origin(oy0, prm.stride_h, prm.pad_h), iw0 = window_origin(ox0, prm.stride_w, prm.pad_w);
   const float* gX = prm.x + n * prm.x_sn + static_cast<long long>(g) * prm.cg * prm.x_sc;
   const float* gW = prm.w + static_cast<long long>(g * prm.kg + k0) * prm.w_sk;
 

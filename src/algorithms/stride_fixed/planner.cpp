@@ -1,11 +1,10 @@
 // The stride-fixed block planner (paper section 3.2): segment, W'x x W'y, channel slices, launch.
 #include "planner.hpp"
 
-#include "../common/split_k.hpp"
-
 #include <algorithm>
 #include <sstream>
 
+#include "../common/split_k.hpp"
 #include "mconv/types.hpp"
 
 namespace mconv::detail {
@@ -43,8 +42,8 @@ void choose_block_lines(const Problem& p, int thread_pixels, StrideFixedDivision
   for (int cols = thread_pixels; cols <= pixels; cols *= 2) {
     const int rows = pixels / cols;
     const StrideFixedLayout l = stride_fixed_layout(p, rows, cols, thread_pixels);
-    all.push_back({rows, cols, ceil_div(p.p(), rows) * rows * ceil_div(p.q(), cols) * cols,
-                   double(l.rows) * l.cols / pixels});
+    all.push_back(
+        {rows, cols, ceil_div(p.p(), rows) * rows * ceil_div(p.q(), cols) * cols, double(l.rows) * l.cols / pixels});
   }
   int64_t least_padded = INT64_MAX;
   for (const auto& c : all) least_padded = std::min(least_padded, c.padded);

@@ -9,7 +9,7 @@
 //     so that three blocks are resident).
 // Note [stride-fixed on Hopper]: the paper's thread computes one pixel for all M' filters, which
 // takes a broadcast float4 shared-memory read per 4 FMAs; on the H100 that read rate caps the kernel
-// near 14 TFLOP/s (measured, bench/NOTES.md). mconv's thread computes 8 pixels of a line for 8 of
+// near 14 TFLOP/s (measured; docs/PERFORMANCE.md). mconv's thread computes 8 pixels of a line for 8 of
 // the M' filters: each input value read from shared memory feeds 8*S FMAs and each float4 of
 // filters 32, while the block's division (segments, M', W'x, W'y, double buffering) stays the
 // paper's. Small maps also split the channels over several blocks (split_k, summed with atomics).
@@ -39,7 +39,7 @@ inline constexpr int kStrideFixedFilterPitch = kStrideFixedFilters + 4;  // floa
 // small. On larger maps the 8-pixel thread wins: each window and filter value read from shared
 // memory feeds twice the FMAs. Wider filters lose more with 4 pixels (a 5x5 window of 4 pixels is
 // 8 values for 4 outputs), so they switch only where the blocks leave half the SMs idle.
-// Measured on the H100 (multi_channel suite, bench/NOTES.md): 1x1 layers of 7x7 to 112x112 maps
+// Measured on the H100 (multi_channel suite, docs/PERFORMANCE.md): 1x1 layers of 7x7 to 112x112 maps
 // 1.3-1.8x faster, the 3x3 ones of 7x7 to 112x112 1.1-1.3x, the suite 1.18x (geometric mean).
 inline constexpr int kStrideFixedThreadPixels = 8;  // the default; 4 on small maps
 /// W'x * W'y for `thread_pixels` consecutive pixels of a line per thread.
@@ -63,7 +63,6 @@ inline int64_t stride_fixed_round_floats(const Problem& p, const StrideFixedLayo
 /// The pitch also covers the float4 windows of the vectorised kernels (which read up to 3 columns
 /// past the last one used).
 StrideFixedLayout stride_fixed_layout(const Problem& p, int tile_rows, int tile_cols, int thread_pixels);
-
 
 /// Tile names that force a thread's pixels (to compare the two or test them); the planner's choice otherwise.
 inline constexpr char kStrideFixedTile4[] = "stride_fixed_p4";
