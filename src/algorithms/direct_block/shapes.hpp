@@ -10,6 +10,8 @@
 #include <tuple>
 #include <utility>
 
+#include "../common/host_math.hpp"
+
 namespace mconv::detail {
 
 /// A thread group of ThreadsX x ThreadsY threads, each owning RegRows x RegCols outputs of Filters
@@ -53,19 +55,13 @@ inline constexpr auto kDirectCatalog = make_direct_catalog(static_cast<DirectBlo
 
 /// Index of the shape named `name` in kDirectCatalog, or -1.
 inline int find_direct_shape(std::string_view name) {
-  for (size_t i = 0; i < kDirectCatalog.size(); ++i)
-    if (kDirectCatalog[i].name() == name) return static_cast<int>(i);
-  return -1;
+  return find_by_name(kDirectCatalog, name);
 }
 
 /// Calls f(Shape{}) for the shape at `index` of DirectBlockShapes; false when there is none.
-template <class F, size_t... I>
-bool visit_direct_shape(int index, F&& f, std::index_sequence<I...>) {
-  return ((index == int(I) ? (f(std::tuple_element_t<I, DirectBlockShapes>{}), true) : false) || ...);
-}
 template <class F>
 bool visit_direct_shape(int index, F&& f) {
-  return visit_direct_shape(index, f, std::make_index_sequence<std::tuple_size_v<DirectBlockShapes>>{});
+  return visit_type_at<DirectBlockShapes>(index, f);
 }
 
 }  // namespace mconv::detail

@@ -10,6 +10,8 @@
 #include <tuple>
 #include <utility>
 
+#include "../common/host_math.hpp"
+
 namespace mconv::detail {
 
 /// A tile configuration: block_m output pixels x block_n filters x block_k rows a pipeline stage,
@@ -67,19 +69,13 @@ inline constexpr auto kTileCatalog = make_tile_catalog(static_cast<ImplicitPreco
 
 /// Index of the tile named `name` in kTileCatalog, or -1.
 inline int find_tile(std::string_view name) {
-  for (size_t i = 0; i < kTileCatalog.size(); ++i)
-    if (kTileCatalog[i].name() == name) return static_cast<int>(i);
-  return -1;
+  return find_by_name(kTileCatalog, name);
 }
 
 /// Calls f(Tile{}) for the tile at `index` of ImplicitPrecompTiles; false when there is none.
-template <class F, size_t... I>
-bool visit_tile(int index, F&& f, std::index_sequence<I...>) {
-  return ((index == int(I) ? (f(std::tuple_element_t<I, ImplicitPrecompTiles>{}), true) : false) || ...);
-}
 template <class F>
 bool visit_tile(int index, F&& f) {
-  return visit_tile(index, f, std::make_index_sequence<std::tuple_size_v<ImplicitPrecompTiles>>{});
+  return visit_type_at<ImplicitPrecompTiles>(index, f);
 }
 
 }  // namespace mconv::detail

@@ -3,18 +3,11 @@
 #include <cmath>
 #include <sstream>
 
+#include "../common/host_math.hpp"
 #include "mconv/types.hpp"
 #include "planner.hpp"
 
 namespace mconv::detail {
-namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
-}  // namespace
-
 int plane_bulk_segment(const Problem& p) {
   const int64_t Q = p.q();
   return ceil_div(Q, 4) * 4 - Q < ceil_div(Q, 7) * 7 - Q ? 4 : 7;

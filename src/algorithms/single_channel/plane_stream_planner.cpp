@@ -3,15 +3,12 @@
 #include <cmath>
 #include <sstream>
 
+#include "../common/host_math.hpp"
 #include "mconv/types.hpp"
 #include "planner.hpp"
 
 namespace mconv::detail {
 namespace {
-
-int64_t round_up(int64_t a, int64_t b) {
-  return (a + b - 1) / b * b;
-}
 
 // Rows and left pad of the layout, and the narrowest row that holds the input and every read.
 PlaneStreamLayout base_layout(const Problem& p, int rows_per_block, int64_t& min_pitch) {

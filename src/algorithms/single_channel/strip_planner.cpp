@@ -4,18 +4,11 @@
 #include <cmath>
 #include <sstream>
 
+#include "../common/host_math.hpp"
 #include "mconv/types.hpp"
 #include "planner.hpp"
 
 namespace mconv::detail {
-namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
-}  // namespace
-
 int64_t single_channel_smem_budget(const HardwareModel& hw) {
   return std::min(hw.smem_per_sm / 2, hw.smem_per_block_optin);
 }

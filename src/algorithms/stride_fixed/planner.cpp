@@ -4,18 +4,11 @@
 #include <algorithm>
 #include <sstream>
 
+#include "../common/host_math.hpp"
 #include "../common/split_k.hpp"
 #include "mconv/types.hpp"
 
 namespace mconv::detail {
-namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
-}  // namespace
-
 StrideFixedLayout stride_fixed_layout(const Problem& p, int tile_rows, int tile_cols, int thread_pixels) {
   StrideFixedLayout l;
   l.rows = int((tile_rows - 1) * p.stride_h + (p.r - 1) * p.dil_h + 1);
