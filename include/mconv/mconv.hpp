@@ -3,6 +3,7 @@
 
 #include "mconv/cpu.hpp"
 #include "mconv/engine.hpp"
+#include "mconv/file.hpp"
 #include "mconv/hardware.hpp"
 #include "mconv/npy.hpp"
 #include "mconv/plan.hpp"

@@ -29,6 +29,7 @@ enum class Status : int {
   IoError = 7,      ///< a file could not be read or written, or is malformed
   NoDevice = 8,     ///< no usable GPU, or mconv was built without CUDA
   Internal = 9,
+  OutOfMemory = 10,  ///< a host or device allocation could not be made (the message names it and its size)
 };
 
 const char* status_name(Status s);

@@ -28,6 +28,8 @@ const char* status_name(Status s) {
       return "no device";
     case Status::Internal:
       return "internal error";
+    case Status::OutOfMemory:
+      return "out of memory";
   }
   return "unknown status";
 }

@@ -7,6 +7,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "mconv/file.hpp"
 #include "mconv/types.hpp"
 
 namespace mconv::npy {
@@ -60,6 +61,8 @@ Array parse(const std::string& bytes, const std::string& name) {
     fail(name, "dtype " + descr + " is not little-endian float32 ('<f4'); convert with .astype(np.float32)");
   if (dict_value(header, "fortran_order", name) != "False") fail(name, "fortran_order arrays are not supported");
   const std::string shape_text = dict_value(header, "shape", name);
+  if (shape_text.size() < 2 || shape_text.front() != '(' || shape_text.back() != ')')
+    fail(name, "shape is not a tuple: " + shape_text);
   Array a;
   int64_t count = 1;
   std::string inner = shape_text.substr(1, shape_text.size() - 2);
@@ -70,11 +73,13 @@ Array parse(const std::string& bytes, const std::string& name) {
     if (b == std::string::npos) continue;
     size_t used = 0;
     long long v = 0;
+    const std::string digits = item.substr(b, item.find_last_not_of(' ') - b + 1);
     try {
-      v = std::stoll(item.substr(b), &used);
+      v = std::stoll(digits, &used);
     } catch (...) {
-      fail(name, "bad shape entry '" + item + "'");
+      fail(name, "bad shape entry '" + item + "' (expected an integer)");
     }
+    if (used != digits.size()) fail(name, "bad shape entry '" + item + "' (expected an integer)");
     if (v < 0) fail(name, "negative dimension in shape");
     if (v > 0 && count > (int64_t(1) << 40) / v) fail(name, "shape too large");
     a.shape.push_back(v);
@@ -90,10 +95,7 @@ Array parse(const std::string& bytes, const std::string& name) {
 }
 
 Array load(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(path, "cannot open for reading");
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  return parse(bytes, path);
+  return parse(file::read(path), path);
 }
 
 void save(const std::string& path, const std::vector<int64_t>& shape, const float* data) {
@@ -109,15 +111,13 @@ void save(const std::string& path, const std::vector<int64_t>& shape, const floa
   const size_t unpadded = 10 + header.size() + 1;  // magic+version+len, header, '\n'
   header.append((64 - unpadded % 64) % 64, ' ');
   header += '\n';
-  std::ofstream f(path, std::ios::binary);
-  if (!f) fail(path, "cannot open for writing");
-  f.write("\x93NUMPY\x01\x00", 8);
   const uint16_t len = static_cast<uint16_t>(header.size());
-  const char len_bytes[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
-  f.write(len_bytes, 2);
-  f.write(header.data(), header.size());
-  f.write(reinterpret_cast<const char*>(data), count * 4);
-  if (!f) fail(path, "write failed");
+  std::string bytes("\x93NUMPY\x01\x00", 8);
+  bytes += static_cast<char>(len & 0xff);
+  bytes += static_cast<char>(len >> 8);
+  bytes += header;
+  bytes.append(reinterpret_cast<const char*>(data), static_cast<size_t>(count) * 4);
+  file::write_atomically(path, bytes);
 }
 
 }  // namespace mconv::npy

@@ -76,7 +76,6 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
     if (opt.batch > 0) p.n = opt.batch;
     std::cerr << "[" << li + 1 << "/" << layers.size() << "] " << layers[li].name << " (" << p.to_string() << ")"
               << std::flush;
-    const TensorDesc xd = p.x_desc(opt.layout), wd = p.w_desc(opt.layout), yd = p.y_desc(opt.layout);
     PlanOptions po = opt.plan;
     po.target = Target::Cuda;
     LayerResult r;
@@ -85,7 +84,8 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
     r.target = "cuda";
     std::shared_ptr<const Plan> plan;
     try {
-      plan = engine.plan(p, xd, wd, yd, po);
+      p.validate();  // before any size is computed from the fields
+      plan = engine.plan(p, p.x_desc(opt.layout), p.w_desc(opt.layout), p.y_desc(opt.layout), po);
     } catch (const Error& e) {
       // A layer mconv cannot run is reported as such, and the suite goes on.
       r.ran = false;
@@ -95,8 +95,9 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
       out.push_back(r);
       continue;
     }
+    const TensorDesc xd = plan->x_desc(), wd = plan->w_desc(), yd = plan->y_desc();
 
-    std::vector<float> hx(xd.span_elements()), hw(wd.span_elements());
+    std::vector<float> hx = host_tensor("x", xd.span_elements()), hw = host_tensor("w", wd.span_elements());
     fill_uniform(hx, opt.seed + 2 * li);
     fill_uniform(hw, opt.seed + 2 * li + 1);
     // Rotate through enough copies that the timed loop does not run from L2 (docs/BENCHMARKING.md).
@@ -114,7 +115,7 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
       ws.push_back(bw.back().ptr);
       ys.push_back(by.back().ptr);
     }
-    std::vector<float> hy(yd.span_elements());
+    std::vector<float> hy = host_tensor("y", yd.span_elements());
     auto error_of = [&](const float* dy) {
       cuda_ok(cudaMemcpy(hy.data(), dy, hy.size() * 4, cudaMemcpyDeviceToHost), "copy y");
       return sampled_error(p, xd, hx.data(), wd, hw.data(), yd, hy.data(), opt.check_samples, opt.seed + li);

@@ -1,5 +1,7 @@
 #include "layer_args.hpp"
 
+#include <unistd.h>
+
 #include <cmath>
 
 #include "mconv/cpu.hpp"
@@ -63,6 +65,22 @@ PlanOptions LayerArgs::plan_options() const {
   o.tile = tile;
   o.split_k = split_k;
   return o;
+}
+
+/// A host buffer of `count` floats for tensor `what`, or an OutOfMemory error naming it and its size.
+std::vector<float> host_tensor(const char* what, int64_t count, float value) {
+  const double bytes = 4.0 * double(count);
+  const double physical = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
+  if (physical > 0 && bytes > physical)
+    throw Error(Status::OutOfMemory, std::string(what) + ": needs " + std::to_string(bytes / 1e9) +
+                                         " GB of host memory, more than this machine has (" +
+                                         std::to_string(physical / 1e9) + " GB)");
+  try {
+    return std::vector<float>(static_cast<size_t>(count), value);
+  } catch (const std::bad_alloc&) {
+    throw Error(Status::OutOfMemory,
+                std::string(what) + ": cannot allocate " + std::to_string(bytes / 1e9) + " GB of host memory");
+  }
 }
 
 void fill_uniform(std::vector<float>& v, uint64_t seed) {

@@ -30,6 +30,9 @@ struct LayerArgs {
   PlanOptions plan_options() const;
 };
 
+/// A host buffer of `count` floats for tensor `what`, or Error(OutOfMemory) naming it and its size.
+std::vector<float> host_tensor(const char* what, int64_t count, float value = 0.0f);
+
 /// Uniform values in [-1, 1) from a seeded generator (never zeros).
 void fill_uniform(std::vector<float>& v, uint64_t seed);
 

@@ -2,6 +2,8 @@
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <iostream>
+#include <sstream>
+#include <tuple>
 
 #include "bench.hpp"
 #include "default_suite.hpp"
@@ -41,15 +43,36 @@ void require_shape(const mconv::npy::Array& a, const mconv::TensorDesc& d, const
   }
 }
 
-int cmd_run(mt::LayerArgs& args, const std::string& input, const std::string& filter, const std::string& output,
-            bool check, bool relu, uint64_t seed) {
+// The flags of `group` that the user gave and that disagree with `file`'s shape: an error naming them.
+void require_flags_agree(const CLI::App& cmd, const std::string& file,
+                         std::initializer_list<std::tuple<const char*, int64_t, int64_t>> flags) {
+  for (const auto& [flag, given, from_file] : flags)
+    if (cmd.count(flag) > 0 && given != from_file)
+      throw Error(mconv::Status::BadParam, std::string(flag) + " " + std::to_string(given) + " disagrees with " + file +
+                                               " (" + std::to_string(from_file) + "); the file sets it: drop the flag");
+}
+
+void refuse_overwriting(const std::string& output, std::initializer_list<std::pair<const char*, std::string>> inputs) {
+  for (const auto& [what, path] : inputs)
+    if (!path.empty() && mconv::file::same_file(output, path))
+      throw Error(mconv::Status::BadParam,
+                  "output: " + output + " is the " + what + " file (" + path + "); refusing to overwrite it");
+}
+
+int cmd_run(mt::LayerArgs& args, const CLI::App& cmd, const std::string& input, const std::string& filter,
+            const std::string& output, const std::string& save_inputs, bool check, bool relu, uint64_t seed) {
   using namespace mconv;
+  if (!output.empty()) refuse_overwriting(output, {{"--input", input}, {"--filter", filter}});
+  for (const char* suffix : {"_x.npy", "_w.npy"})
+    if (!save_inputs.empty() && !output.empty() && file::same_file(save_inputs + suffix, output))
+      throw Error(Status::BadParam, "--save-inputs: " + save_inputs + suffix + " is also the --output file");
   Problem p = args.resolved_problem();
   npy::Array xa, wa;
   // A given .npy input fixes n, c, h, w; a given filter fixes k, r, s (in the chosen layouts' order).
   if (!input.empty()) {
     xa = npy::load(input);
     const auto d = logical_dims(xa, parse_layout(args.x_layout.empty() ? args.layout : args.x_layout), input);
+    require_flags_agree(cmd, input, {{"--n", p.n, d[0]}, {"--c", p.c, d[1]}, {"--h", p.h, d[2]}, {"--w", p.w, d[3]}});
     p.n = d[0];
     p.c = d[1];
     p.h = d[2];
@@ -58,15 +81,18 @@ int cmd_run(mt::LayerArgs& args, const std::string& input, const std::string& fi
   if (!filter.empty()) {
     wa = npy::load(filter);
     const auto d = logical_dims(wa, parse_layout(args.w_layout.empty() ? args.layout : args.w_layout), filter);
+    require_flags_agree(cmd, filter, {{"--k", p.k, d[0]}, {"--r", p.r, d[2]}, {"--s", p.s, d[3]}});
     p.k = d[0];
     p.r = d[2];
     p.s = d[3];
   }
+  p.validate();  // before any size is computed from the fields
   args.problem = p;
   args.problem.mode = Mode::CrossCorrelation;  // resolved again from args.mode
   const TensorDesc xd = args.x_desc(), wd = args.w_desc(), yd = args.y_desc();
   p.validate(xd, wd, yd);
-  std::vector<float> x(xd.span_elements()), w(wd.span_elements()), y(yd.span_elements(), 0.0f);
+  std::vector<float> x = mt::host_tensor("x", xd.span_elements()), w = mt::host_tensor("w", wd.span_elements()),
+                     y = mt::host_tensor("y", yd.span_elements());
   if (!input.empty()) {
     require_shape(xa, xd, input);
     x = xa.data;
@@ -77,8 +103,13 @@ int cmd_run(mt::LayerArgs& args, const std::string& input, const std::string& fi
     w = wa.data;
   } else
     mt::fill_uniform(w, seed + 1);
+  if (!save_inputs.empty()) {
+    npy::save(save_inputs + "_x.npy", storage_shape(xd), x.data());
+    npy::save(save_inputs + "_w.npy", storage_shape(wd), w.data());
+    std::cout << "wrote " << save_inputs << "_x.npy and " << save_inputs << "_w.npy\n";
+  }
   if (args.beta != 0.0f) mt::fill_uniform(y, seed + 2);
-  std::vector<float> y0 = y;
+  std::vector<float> y0 = check ? y : std::vector<float>();
 
   Engine engine(parse_target(args.target));
   auto plan = engine.plan(p, xd, wd, yd, args.plan_options());
@@ -111,17 +142,75 @@ int cmd_run(mt::LayerArgs& args, const std::string& input, const std::string& fi
     if (!ok) return 1;
   }
   if (!output.empty()) {
-    npy::save(output, storage_shape(yd), y.data());
+    npy::save(output, storage_shape(yd), y.data());  // whole or not at all
     std::cout << "wrote " << output << "\n";
   }
   return 0;
 }
 
+// Exit codes (documented in --help): 0 success; 1 a result failed its check; 2 bad input (a flag,
+// field or file content); 3 not enough memory; 4 a file could not be read or written; 5 no usable
+// device; 6 a CUDA error; 7 an internal error.
+int exit_code(mconv::Status s) {
+  switch (s) {
+    case mconv::Status::Success:
+      return 0;
+    case mconv::Status::BadParam:
+    case mconv::Status::Unsupported:
+    case mconv::Status::Overflow:
+    case mconv::Status::NullPointer:
+    case mconv::Status::Misaligned:
+      return 2;
+    case mconv::Status::OutOfMemory:
+      return 3;
+    case mconv::Status::IoError:
+      return 4;
+    case mconv::Status::NoDevice:
+      return 5;
+    case mconv::Status::CudaError:
+      return 6;
+    case mconv::Status::Internal:
+      return 7;
+  }
+  return 7;
+}
+
+constexpr const char* kFooter = R"(Examples:
+  mconv plan --n 1 --c 3 --h 3 --w 3 --k 2 --r 2 --s 2          the offset table of a small layer
+  mconv run --c 64 --h 56 --w 56 --k 64 --r 3 --s 3 --pad-h 1 --pad-w 1 --check
+  mconv run --c 8 --h 9 --w 9 --k 4 --r 3 --s 3 --save-inputs in --output y.npy
+  mconv run --input in_x.npy --filter in_w.npy --output y.npy --check
+  mconv bench --suite bench/suites/resnet50.csv --vs cudnn --out /tmp/resnet50
+  mconv device                                                   the hardware model of GPU 0
+Exit codes: 0 success, 1 a result failed its check, 2 bad input, 3 not enough memory,
+4 a file could not be read or written, 5 no usable device, 6 CUDA error, 7 internal error.)";
+
+int run_main(int argc, char** argv);
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"mconv: zero-workspace convolution (implicit GEMM through a precomputed offset table)"};
+  try {
+    return run_main(argc, argv);
+  } catch (const Error& e) {
+    std::cerr << "mconv: error (" << mconv::status_name(e.status()) << "): " << e.what() << "\n";
+    return exit_code(e.status());
+  } catch (const std::bad_alloc&) {
+    std::cerr << "mconv: error (out of memory): a host allocation failed\n";
+    return 3;
+  } catch (const std::exception& e) {
+    std::cerr << "mconv: error (internal error): " << e.what() << "\n";
+    return 7;
+  }
+}
+
+namespace {
+
+int run_main(int argc, char** argv) {
+  CLI::App app{"mconv: zero-workspace convolution on the GPU (and the CPU)"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("mconv ") + MCONV_VERSION_STRING);
+  app.footer(kFooter);
 
   mt::LayerArgs run_args;
   std::string input, filter, output;
@@ -131,7 +220,9 @@ int main(int argc, char** argv) {
   run_args.add_to(*run);
   run->add_option("--input", input, "x as a float32 .npy, in the x layout's order");
   run->add_option("--filter", filter, "w as a float32 .npy, in the w layout's order");
-  run->add_option("--output", output, "write y as a float32 .npy");
+  run->add_option("--output", output, "write y as a float32 .npy (written whole or not at all)");
+  std::string save_inputs;
+  run->add_option("--save-inputs", save_inputs, "write the x and w used as PREFIX_x.npy and PREFIX_w.npy");
   run->add_flag("--check", check, "compare with the double-accumulating reference");
   run->add_flag("--relu", relu, "fused ReLU");
   run->add_option("--seed", seed, "seed of the random inputs")->capture_default_str();
@@ -142,7 +233,9 @@ int main(int argc, char** argv) {
   auto* plan = app.add_subcommand("plan", "print the Plan of a layer: offset table, start-address rule, decisions");
   plan_args.add_to(*plan);
   plan->add_option("--format", plan_format)->check(CLI::IsMember({"text", "json"}))->capture_default_str();
-  plan->add_option("--max-rows", max_rows, "offset-table rows to print (-1: all)")->capture_default_str();
+  plan->add_option("--max-rows", max_rows, "offset-table rows to print (-1: all)")
+      ->check(CLI::Range(int64_t(-1), int64_t(1) << 40))
+      ->capture_default_str();
 
   std::string suite_path, format = "table", out_prefix, target = "auto", algo = "auto", tile;
   mt::BenchOptions bopt;
@@ -150,16 +243,20 @@ int main(int argc, char** argv) {
   auto* bench = app.add_subcommand("bench", "benchmark every layer of a suite (default: built-in resnet50)");
   bench->add_option("--suite", suite_path,
                     "suite CSV (name,n,c,h,w,k,r,s,pad_h,pad_w,stride_h,stride_w,dil_h,dil_w,groups)");
-  bench->add_option("--batch", bopt.batch, "override n of every layer");
+  bench->add_option("--batch", bopt.batch, "override n of every layer (0: keep the suite's)")
+      ->check(CLI::NonNegativeNumber);
   std::string bench_layout = "NCHW";
   bench->add_option("--layout", bench_layout, "layout of x, w and y: NCHW, NHWC or CNHW (cuDNN peer: NCHW, NHWC)")
       ->capture_default_str();
   bench->add_option("--format", format)->check(CLI::IsMember({"table", "csv", "json"}))->capture_default_str();
-  bench->add_option("--out", out_prefix, "also write PREFIX.csv and PREFIX.json");
+  bench->add_option("--out", out_prefix,
+                    "also write PREFIX.csv and PREFIX.json (whole or not at all) and PREFIX.rows.csv (row by row)");
   bench->add_option("--target", target)->check(CLI::IsMember({"auto", "cpu", "cuda"}))->capture_default_str();
-  bench->add_option("--algo", algo)->capture_default_str();
-  bench->add_option("--tile", tile, "force a CUDA tile");
-  bench->add_option("--split-k", bopt.plan.split_k, "CUDA row slices: 0 = planner, 1 = off, n = force");
+  bench->add_option("--algo", algo, "auto, reference, implicit_precomp, direct_block, single_channel, stride_fixed")
+      ->capture_default_str();
+  bench->add_option("--tile", tile, "force a CUDA tile, shape or variant (see `mconv plan`)");
+  bench->add_option("--split-k", bopt.plan.split_k, "CUDA row slices: 0 = planner, 1 = off, n = force")
+      ->check(CLI::NonNegativeNumber);
   bench->add_option("--vs", vs, "peer to time beside mconv: cudnn")->check(CLI::IsMember({"cudnn"}));
   bench->add_flag("--all-algos", bopt.all_algorithms, "also time every mconv algorithm that supports each layer");
   bench
@@ -174,8 +271,12 @@ int main(int argc, char** argv) {
                    "(and 1 ms); they are named in the row's note")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  bench->add_option("--launches", bopt.launches, "launches per timed loop (GPU)")->capture_default_str();
-  bench->add_option("--repeats", bopt.repeats, "timed loops, median reported")->capture_default_str();
+  bench->add_option("--launches", bopt.launches, "launches per timed loop (GPU)")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  bench->add_option("--repeats", bopt.repeats, "timed loops, median reported")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
   std::string timing = "graph";
   bench
       ->add_option("--timing", timing,
@@ -190,12 +291,25 @@ int main(int argc, char** argv) {
       app.add_subcommand("device", "the hardware model: device properties, measured latency and bandwidth, N_FMA, V_s");
   device->add_flag("--refresh", refresh, "measure again instead of reading the cache");
   device->add_flag("--json", device_json, "print JSON");
-  device->add_option("--index", device_index, "CUDA device")->capture_default_str();
+  device->add_option("--index", device_index, "CUDA device")->check(CLI::NonNegativeNumber)->capture_default_str();
 
-  CLI11_PARSE(app, argc, argv);
+  // An unknown subcommand is named as such (CLI11 alone would say that one is required).
+  const auto known = app.get_subcommands([](const CLI::App*) { return true; });
+  const bool is_subcommand =
+      argc > 1 && std::any_of(known.begin(), known.end(), [&](const CLI::App* c) { return c->get_name() == argv[1]; });
+  if (argc > 1 && argv[1][0] != '-' && !is_subcommand)
+    throw Error(mconv::Status::BadParam,
+                std::string("unknown subcommand '") + argv[1] + "' (expected run, plan, bench or device; see --help)");
   try {
-    if (*run) return cmd_run(run_args, input, filter, output, check, relu, seed);
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);  // prints help, the version, or the error
+    return rc == 0 ? 0 : 2;
+  }
+  {
+    if (*run) return cmd_run(run_args, *run, input, filter, output, save_inputs, check, relu, seed);
     if (*plan) {
+      plan_args.resolved_problem().validate();  // before any size is computed from the fields
       mconv::PlanOptions o = plan_args.plan_options();
       std::shared_ptr<const mconv::Plan> pl;
       if (o.target == mconv::Target::Cuda && !mconv::cuda_available()) {
@@ -213,6 +327,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*device) {
+      if (!mconv::built_with_cuda()) throw Error(mconv::Status::NoDevice, "device: this mconv was built without CUDA");
+      if (!mconv::cuda_available()) throw Error(mconv::Status::NoDevice, "device: no CUDA device is visible");
       std::string note;
       const mconv::HardwareModel m = mconv::hardware_model(device_index, refresh, &note);
       std::cout << (device_json ? m.to_json() + "\n" : m.to_text());
@@ -231,7 +347,13 @@ int main(int argc, char** argv) {
         if (suite_name.size() > 4 && suite_name.substr(suite_name.size() - 4) == ".csv")
           suite_name.resize(suite_name.size() - 4);
       }
+      if (!out_prefix.empty())
+        for (const char* ext : {".csv", ".json", ".rows.csv"})
+          refuse_overwriting(out_prefix + ext, {{"suite", suite_path}});
       mconv::Target t = mconv::parse_target(target);
+      if (t == mconv::Target::Cuda && !mconv::cuda_available())
+        throw Error(mconv::Status::NoDevice, mconv::built_with_cuda() ? "--target cuda: no CUDA device is visible"
+                                                                      : "--target cuda: mconv was built without CUDA");
       if (t == mconv::Target::Auto) t = mconv::cuda_available() ? mconv::Target::Cuda : mconv::Target::Cpu;
       bopt.plan.algorithm = mconv::parse_algorithm(algo);
       bopt.layout = mconv::parse_layout(bench_layout);
@@ -250,7 +372,7 @@ int main(int argc, char** argv) {
         rows_csv.flush();
         bopt.on_row = [&](const mt::LayerResult& r) {
           mt::print_csv_row(rows_csv, suite_name, r);
-          rows_csv.flush();
+          if (!rows_csv.flush()) throw Error(mconv::Status::IoError, out_prefix + ".rows.csv: write failed");
         };
       }
       if (t == mconv::Target::Cpu) {
@@ -268,18 +390,21 @@ int main(int argc, char** argv) {
       }
       mt::print_report(std::cout, format, suite_name, rows, peaks);
       if (!out_prefix.empty()) {
-        std::ofstream csv(out_prefix + ".csv"), json(out_prefix + ".json");
+        std::ostringstream csv, json;
         mt::print_report(csv, "csv", suite_name, rows, peaks);
         mt::print_report(json, "json", suite_name, rows, peaks);
-        std::cerr << "wrote " << out_prefix << ".csv and " << out_prefix << ".json\n";
+        mconv::file::write_atomically(out_prefix + ".csv", csv.str());
+        mconv::file::write_atomically(out_prefix + ".json", json.str());
+        rows_csv.close();
+        if (!rows_csv) throw Error(mconv::Status::IoError, out_prefix + ".rows.csv: write failed");
+        std::cerr << "wrote " << out_prefix << ".csv, " << out_prefix << ".json and " << out_prefix << ".rows.csv\n";
       }
       for (const auto& r : rows)
         if (!r.correct) return 1;
       return 0;
     }
-  } catch (const Error& e) {
-    std::cerr << "mconv: error (" << mconv::status_name(e.status()) << "): " << e.what() << "\n";
-    return 1;
   }
   return 0;
 }
+
+}  // namespace

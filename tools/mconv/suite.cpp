@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "mconv/file.hpp"
 #include "mconv/types.hpp"
 
 namespace mconv::tools {
@@ -69,15 +70,12 @@ std::vector<Layer> parse_suite(const std::string& text, const std::string& sourc
     layers.push_back(l);
   }
   if (!header_seen) throw Error(Status::IoError, source + ": empty suite (no header)");
+  if (layers.empty()) throw Error(Status::IoError, source + ": the suite has a header but no layers");
   return layers;
 }
 
 std::vector<Layer> load_suite(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw Error(Status::IoError, path + ": cannot open suite file");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return parse_suite(ss.str(), path);
+  return parse_suite(file::read(path), path);
 }
 
 }  // namespace mconv::tools
