@@ -16,25 +16,44 @@
 namespace mconv::file {
 namespace fs = std::filesystem;
 
+namespace {
+
+/// Writes, flushes and closes `f`; the errno of the first step that failed, or 0.
+int write_all(FILE* f, const std::string& bytes, bool sync) {
+  int err = 0;
+  if (std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size()) err = errno ? errno : EIO;
+  if (!err && std::fflush(f) != 0) err = errno ? errno : EIO;
+  if (!err && sync && ::fsync(::fileno(f)) != 0) err = errno;
+  if (std::fclose(f) != 0 && !err) err = errno ? errno : EIO;
+  return err;
+}
+
+}  // namespace
+
 void write_atomically(const std::string& path, const std::string& bytes) {
   if (path.empty()) throw Error(Status::IoError, "output: empty path");
   std::error_code ec;
-  if (fs::is_directory(path, ec)) throw Error(Status::IoError, path + ": is a directory");
+  const auto status = fs::status(path, ec);
+  if (fs::is_directory(status)) throw Error(Status::IoError, path + ": is a directory");
+  if (fs::exists(status) && !fs::is_regular_file(status)) {
+    // A device or pipe (/dev/null, /dev/stdout) is written in place: it cannot be replaced.
+    FILE* f = std::fopen(path.c_str(), "wb");
+    if (!f) throw Error(Status::IoError, path + ": cannot write (" + std::strerror(errno) + ")");
+    errno = 0;
+    if (const int err = write_all(f, bytes, false))
+      throw Error(Status::IoError, path + ": write failed (" + std::strerror(err) + ")");
+    return;
+  }
   const fs::path target(path);
-  const std::string tmp = (target.parent_path() / ("." + target.filename().string() + ".tmp" +
-                                                    std::to_string(static_cast<long>(::getpid()))))
+  const std::string tmp = (target.parent_path() /
+                           ("." + target.filename().string() + ".tmp" + std::to_string(static_cast<long>(::getpid()))))
                               .string();
   FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) throw Error(Status::IoError, path + ": cannot write (" + std::strerror(errno) + ")");
-  const bool written = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  const int write_errno = errno;
-  const bool flushed = written && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
-  const int flush_errno = errno;
-  const bool closed = std::fclose(f) == 0;
-  if (!written || !flushed || !closed) {
+  errno = 0;
+  if (const int err = write_all(f, bytes, true)) {
     std::remove(tmp.c_str());
-    throw Error(Status::IoError, path + ": write failed (" +
-                                     std::strerror(!written ? write_errno : !flushed ? flush_errno : errno) + ")");
+    throw Error(Status::IoError, path + ": write failed (" + std::strerror(err) + ")");
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int e = errno;

@@ -39,7 +39,8 @@ void LayerArgs::add_to(CLI::App& app) {
   app.add_option("--algo", algorithm, "auto, reference, implicit_precomp, direct_block, single_channel, stride_fixed")
       ->capture_default_str();
   app.add_option("--tile", tile, "force a CUDA tile (e.g. 128x128x8)");
-  app.add_option("--split-k", split_k, "CUDA row slices: 0 = planner, 1 = off (bitwise reproducible), n = force");
+  app.add_option("--split-k", split_k, "CUDA row slices: 0 = planner, 1 = off (bitwise reproducible), n = force")
+      ->check(CLI::Range(0, 1 << 20));
 }
 
 Problem LayerArgs::resolved_problem() const {

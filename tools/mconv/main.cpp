@@ -244,7 +244,7 @@ int run_main(int argc, char** argv) {
   bench->add_option("--suite", suite_path,
                     "suite CSV (name,n,c,h,w,k,r,s,pad_h,pad_w,stride_h,stride_w,dil_h,dil_w,groups)");
   bench->add_option("--batch", bopt.batch, "override n of every layer (0: keep the suite's)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 31));
   std::string bench_layout = "NCHW";
   bench->add_option("--layout", bench_layout, "layout of x, w and y: NCHW, NHWC or CNHW (cuDNN peer: NCHW, NHWC)")
       ->capture_default_str();
@@ -256,7 +256,7 @@ int run_main(int argc, char** argv) {
       ->capture_default_str();
   bench->add_option("--tile", tile, "force a CUDA tile, shape or variant (see `mconv plan`)");
   bench->add_option("--split-k", bopt.plan.split_k, "CUDA row slices: 0 = planner, 1 = off, n = force")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 20));
   bench->add_option("--vs", vs, "peer to time beside mconv: cudnn")->check(CLI::IsMember({"cudnn"}));
   bench->add_flag("--all-algos", bopt.all_algorithms, "also time every mconv algorithm that supports each layer");
   bench
@@ -291,7 +291,7 @@ int run_main(int argc, char** argv) {
       app.add_subcommand("device", "the hardware model: device properties, measured latency and bandwidth, N_FMA, V_s");
   device->add_flag("--refresh", refresh, "measure again instead of reading the cache");
   device->add_flag("--json", device_json, "print JSON");
-  device->add_option("--index", device_index, "CUDA device")->check(CLI::NonNegativeNumber)->capture_default_str();
+  device->add_option("--index", device_index, "CUDA device")->check(CLI::Range(0, 1 << 16))->capture_default_str();
 
   // An unknown subcommand is named as such (CLI11 alone would say that one is required).
   const auto known = app.get_subcommands([](const CLI::App*) { return true; });
@@ -399,8 +399,11 @@ int run_main(int argc, char** argv) {
         if (!rows_csv) throw Error(mconv::Status::IoError, out_prefix + ".rows.csv: write failed");
         std::cerr << "wrote " << out_prefix << ".csv, " << out_prefix << ".json and " << out_prefix << ".rows.csv\n";
       }
+      // 1: a layer gave a wrong result; 2: a layer could not be run (its row says why).
       for (const auto& r : rows)
-        if (!r.correct) return 1;
+        if (r.ran && !r.correct) return 1;
+      for (const auto& r : rows)
+        if (!r.ran) return 2;
       return 0;
     }
   }
