@@ -2,6 +2,7 @@
 // device before every run. Skipped (with a message) where no GPU is visible.
 #include <cuda_runtime.h>
 
+#include <cstring>
 #include <memory>
 #include <set>
 
@@ -506,9 +507,9 @@ TEST_F(CudaExecutor, HostPointersAreRefused) {
   Engine engine(Target::Cuda);
   Problem p = make(1, 2, 5, 5, 2, 3, 3);
   auto plan = engine.plan(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW));
-  std::vector<float> host(100, 0.0f);
+  std::vector<float> hx(50, 0.0f), hw(18, 0.0f), hy(18, 0.0f);
   try {
-    engine.conv2d_forward(*plan, host.data(), host.data(), host.data());
+    engine.conv2d_forward(*plan, hx.data(), hw.data(), hy.data());
     FAIL() << "expected an error for host pointers";
   } catch (const Error& e) {
     EXPECT_EQ(e.status(), Status::BadParam);
@@ -632,6 +633,74 @@ TEST_F(CudaExecutor, GraphCapturedSequenceReplays) {
     cudaGraphDestroy(graph);
   }
   cudaStreamDestroy(stream);
+}
+
+}  // namespace
+}  // namespace mconv::test
+
+namespace mconv::test {
+namespace {
+
+// Deterministic plans: every family twice on the same inputs gives bitwise the same y, and the
+// layers that split by default (small maps, many channels) are among them.
+TEST_F(CudaExecutor, DeterministicPlansAreBitwiseReproducible) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 70);
+  const std::vector<std::pair<Case, Algorithm>> cases = {
+      {Case{make(1, 512, 7, 7, 64, 3, 3, 1)}, Algorithm::ImplicitPrecomp},  // split-K by default
+      {Case{make(1, 256, 7, 7, 64, 3, 3, 1)}, Algorithm::StrideFixed},      // channel slices by default
+      {Case{make(2, 1, 28, 28, 32, 3, 3, 1)}, Algorithm::SingleChannel},
+      {Case{make(2, 24, 14, 14, 24, 3, 3, 1, 1, 1, 24)}, Algorithm::SingleChannel},
+      {Case{make(2, 8, 12, 12, 16, 3, 3, 1, 1, 1, 8)}, Algorithm::DirectBlock}};
+  for (const auto& [c, algo] : cases) {
+    HostTensors t(c, g, false);
+    std::vector<float> ref = t.y;
+    cpu::reference_forward(c.p, t.xd, t.x.data(), t.wd, t.w.data(), t.yd, ref.data(), Epilogue{});
+    PlanOptions o;
+    o.algorithm = algo;
+    o.deterministic = true;
+    auto plan = engine.plan(c.p, t.xd, t.wd, t.yd, o);
+    ASSERT_TRUE(plan->deterministic()) << c.name();
+    DeviceBuffer<float> dx(t.x.size()), dw(t.w.size()), dy(t.y.size());
+    CUDA_OK(cudaMemcpy(dx.ptr, t.x.data(), t.x.size() * 4, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(dw.ptr, t.w.data(), t.w.size() * 4, cudaMemcpyHostToDevice));
+    std::vector<std::vector<float>> runs;
+    for (int run = 0; run < 2; ++run) {
+      CUDA_OK(cudaMemcpy(dy.ptr, t.y.data(), t.y.size() * 4, cudaMemcpyHostToDevice));  // NaN poison
+      engine.conv2d_forward(*plan, dx.ptr, dw.ptr, dy.ptr);
+      engine.synchronize();
+      runs.emplace_back(t.y.size());
+      CUDA_OK(cudaMemcpy(runs.back().data(), dy.ptr, t.y.size() * 4, cudaMemcpyDeviceToHost));
+    }
+    EXPECT_EQ(std::memcmp(runs[0].data(), runs[1].data(), runs[0].size() * 4), 0)
+        << c.name() << " " << algorithm_name(algo) << ": two runs differ";
+    EXPECT_LT(rel_error(runs[0], ref), 1e-5) << c.name();
+  }
+}
+
+// Hundreds of random layers through an engine with a small plan cache: results right, and the device
+// memory the plans hold (offset tables) does not grow.
+TEST_F(CudaExecutor, RandomLayersInBoundedDeviceMemory) {
+  EngineOptions eo;
+  eo.plan_cache_capacity = 16;
+  Engine engine(Target::Cuda, 0, nullptr, eo);
+  std::mt19937_64 g(test_seed() + 80);
+  const int layers = random_case_count(300, 40);
+  size_t free_mid = 0, free_end = 0, total = 0;
+  for (int i = 0; i < layers; ++i) {
+    Case c = random_case(g);
+    c.p.n = 1;
+    try {
+      c.p.validate();
+    } catch (const Error&) {
+      continue;
+    }
+    run_case(engine, c, g, false);
+    if (i == layers / 2) CUDA_OK(cudaMemGetInfo(&free_mid, &total));
+  }
+  CUDA_OK(cudaMemGetInfo(&free_end, &total));
+  EXPECT_LE(engine.cached_plans(), 16u);
+  EXPECT_LT(std::abs(double(free_end) - double(free_mid)), double(8 << 20)) << "device memory moved";
 }
 
 }  // namespace

@@ -106,6 +106,15 @@ TEST(Validation, ErrorsLeaveTheOutputUntouched) {
   Epilogue ep;
   ep.bias = reinterpret_cast<const float*>(raw + 1);
   expect_error([&] { e.conv2d_forward(*plan, xs.data(), ws.data(), ys.data(), ep); }, Status::Misaligned, "bias");
+  // y sharing memory with x or w, alpha or beta not finite.
+  expect_error([&] { e.conv2d_forward(*plan, xs.data(), ws.data(), xs.data()); }, Status::BadParam, "overlaps x");
+  expect_error([&] { e.conv2d_forward(*plan, xs.data(), ws.data(), ws.data() + 1); }, Status::BadParam, "overlaps w");
+  ep = Epilogue{};
+  ep.alpha = NAN;
+  expect_error([&] { e.conv2d_forward(*plan, xs.data(), ws.data(), ys.data(), ep); }, Status::BadParam, "alpha");
+  ep = Epilogue{};
+  ep.beta = INFINITY;
+  expect_error([&] { e.conv2d_forward(*plan, xs.data(), ws.data(), ys.data(), ep); }, Status::BadParam, "beta");
   TensorDesc bad = x;
   bad.dims[0] = 3;
   expect_error([&] { cpu::reference_forward(p, bad, xs.data(), w, ws.data(), y, ys.data()); }, Status::BadParam,

@@ -2,6 +2,7 @@
 // plans and their device-side tables, and runs convolutions.
 #pragma once
 
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -32,6 +33,9 @@ struct EngineOptions {
   /// each): host memory or another device's is then a clear error instead of a fault in the kernel.
   /// Null and alignment checks are always made (they cost nothing).
   bool check_device_pointers = true;
+  /// Plans kept by plan(), least recently used dropped first (a dropped plan stays valid for as long
+  /// as the caller holds it; plan() then builds it again). At least 1.
+  size_t plan_cache_capacity = 1024;
 };
 
 /// One executor target plus its plan cache.
@@ -74,14 +78,19 @@ class Engine {
   /// Device bytes held for `plan` (its offset table), 0 on the CPU.
   int64_t plan_device_bytes(const Plan& plan) const;
 
+  /// Plans in the cache now (at most options().plan_cache_capacity).
+  size_t cached_plans() const;
+
  private:
   Target target_;
   int device_ = 0;
   void* stream_ = nullptr;
   EngineOptions options_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::unique_ptr<HardwareModel> hardware_;
-  std::unordered_map<std::string, std::shared_ptr<const Plan>> plans_;
+  // The plan cache: keys in use order (most recent first), and each key's plan and list position.
+  std::list<std::string> recent_;
+  std::unordered_map<std::string, std::pair<std::shared_ptr<const Plan>, std::list<std::string>::iterator>> plans_;
 };
 
 }  // namespace mconv

@@ -109,6 +109,9 @@ struct PlanOptions {
   Algorithm algorithm = Algorithm::Auto;
   std::string tile;  ///< CUDA tile, shape or variant name to force; empty = the planner's choice
   int split_k = 0;   ///< CUDA: 0 = planner's choice, 1 = off (bitwise reproducible), n = force n slices
+  /// No atomics in any family (split-K and channel slices off): the same inputs give bitwise the
+  /// same y on every run. Slower only where the planner would have split (small maps, many channels).
+  bool deterministic = false;
 };
 
 class Plan {
@@ -138,6 +141,8 @@ class Plan {
   const Division& division() const { return division_; }
   /// Split-K slices of the division (1 where the family has none).
   int split_k() const;
+  /// True when no kernel of the plan sums with atomics: y is bitwise the same on every run.
+  bool deterministic() const { return split_k() == 1; }
   /// The reasons behind the algorithm and tile choices, one line each.
   const std::vector<std::string>& decisions() const { return decisions_; }
 

@@ -22,10 +22,11 @@ struct Problem {
   int64_t groups = 1;
   Mode mode = Mode::CrossCorrelation;
 
-  int64_t p() const { return (h + 2 * pad_h - dil_h * (r - 1) - 1) / stride_h + 1; }
-  int64_t q() const { return (w + 2 * pad_w - dil_w * (s - 1) - 1) / stride_w + 1; }
-  int64_t c_per_group() const { return c / groups; }
-  int64_t k_per_group() const { return k / groups; }
+  /// Output height P and width Q; 0 for a problem whose fields are invalid (validate() says which).
+  int64_t p() const;
+  int64_t q() const;
+  int64_t c_per_group() const { return groups > 0 ? c / groups : 0; }
+  int64_t k_per_group() const { return groups > 0 ? k / groups : 0; }
   /// Multiply-adds counted twice: 2 * N*K*P*Q * C/G*R*S.
   double flops() const;
 
@@ -34,7 +35,7 @@ struct Problem {
   /// Also checks that the descriptors agree with the problem (dims, dtype, strides, sizes).
   void validate(const TensorDesc& x, const TensorDesc& w, const TensorDesc& y) const;
 
-  /// Descriptors of packed tensors in a named layout.
+  /// Descriptors of packed tensors in a named layout; validate() first (Error for an invalid problem).
   TensorDesc x_desc(Layout l, DType t = DType::Float32) const;
   TensorDesc w_desc(Layout l, DType t = DType::Float32) const;
   TensorDesc y_desc(Layout l, DType t = DType::Float32) const;

@@ -66,9 +66,11 @@ struct TensorDesc {
   static TensorDesc nhwc(int64_t n, int64_t c, int64_t h, int64_t w) { return packed(Layout::NHWC, n, c, h, w); }
   static TensorDesc cnhw(int64_t n, int64_t c, int64_t h, int64_t w) { return packed(Layout::CNHW, n, c, h, w); }
 
-  /// Number of elements of the smallest buffer that holds every addressed element.
+  /// Number of elements of the smallest buffer that holds every addressed element (Error(Overflow)
+  /// if it does not fit 64 bits).
   int64_t span_elements() const;
-  int64_t element_count() const { return dims[0] * dims[1] * dims[2] * dims[3]; }
+  /// n*c*h*w (Error(Overflow) if it does not fit 64 bits).
+  int64_t element_count() const;
   /// The named layout these strides are a packed instance of, or Custom.
   Layout layout() const;
   std::string to_string() const;

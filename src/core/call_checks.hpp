@@ -28,6 +28,20 @@ inline void check_call(const void* x, const void* w, const void* y, const Epilog
   if (!std::isfinite(e.beta)) throw Error(Status::BadParam, "beta: must be finite");
 }
 
+/// y must not share memory with x or w (the kernels read x and w while they write y): Error(BadParam)
+/// naming the two tensors. Spans in elements of `element_bytes`.
+inline void check_disjoint(const void* x, int64_t x_span, const void* w, int64_t w_span, const void* y, int64_t y_span,
+                           int element_bytes) {
+  auto overlaps = [&](const void* a, int64_t a_span, const void* b, int64_t b_span) {
+    const auto a0 = reinterpret_cast<uintptr_t>(a), b0 = reinterpret_cast<uintptr_t>(b);
+    return a0 < b0 + uintptr_t(b_span) * element_bytes && b0 < a0 + uintptr_t(a_span) * element_bytes;
+  };
+  if (overlaps(y, y_span, x, x_span))
+    throw Error(Status::BadParam, "y: overlaps x (the output must not alias the input)");
+  if (overlaps(y, y_span, w, w_span))
+    throw Error(Status::BadParam, "y: overlaps w (the output must not alias the filters)");
+}
+
 /// alpha*acc + beta*old + bias, then ReLU. beta == 0 never reads y (it may hold NaN).
 inline float apply_epilogue(const Epilogue& e, double acc, const float* y_old, const float* bias) {
   double v = e.alpha * acc;

@@ -5,6 +5,8 @@
 #include <limits>
 #include <sstream>
 
+#include "checked_math.hpp"
+
 namespace mconv {
 namespace {
 
@@ -14,12 +16,7 @@ void require(bool ok, Status s, const std::string& msg) {
   if (!ok) throw Error(s, msg);
 }
 
-// a*b, or an Overflow error naming `what` if it leaves int64.
-int64_t checked_mul(int64_t a, int64_t b, const std::string& what) {
-  int64_t r;
-  if (__builtin_mul_overflow(a, b, &r)) throw Error(Status::Overflow, what + ": element count overflows 64 bits");
-  return r;
-}
+using detail::checked_mul;
 
 void check_desc(const char* name, const TensorDesc& d, const std::array<int64_t, 4>& want, const char* dim_names) {
   std::string n(name);
@@ -59,7 +56,29 @@ void check_no_overlap(const TensorDesc& y) {
 
 }  // namespace
 
+namespace {
+
+// The output extent (in + 2 pad - dil (f - 1) - 1) / stride + 1, or 0 where the fields are invalid or
+// the arithmetic would overflow (validate() then says which field).
+int64_t output_extent(int64_t in, int64_t pad, int64_t dil, int64_t f, int64_t stride) {
+  if (stride <= 0 || dil <= 0 || f <= 0 || in <= 0 || pad < 0) return 0;
+  int64_t padded, span, rest;
+  if (__builtin_mul_overflow(pad, int64_t(2), &padded) || __builtin_add_overflow(in, padded, &padded)) return 0;
+  if (__builtin_mul_overflow(dil, f - 1, &span) || __builtin_sub_overflow(padded, span + 1, &rest)) return 0;
+  return rest < 0 ? 0 : rest / stride + 1;
+}
+
+}  // namespace
+
+int64_t Problem::p() const {
+  return output_extent(h, pad_h, dil_h, r, stride_h);
+}
+int64_t Problem::q() const {
+  return output_extent(w, pad_w, dil_w, s, stride_w);
+}
+
 double Problem::flops() const {
+  if (groups <= 0) return 0;
   return 2.0 * double(n) * double(k) * double(p()) * double(q()) * double(c / groups) * double(r) * double(s);
 }
 
@@ -124,12 +143,15 @@ void Problem::validate(const TensorDesc& x, const TensorDesc& wd, const TensorDe
 }
 
 TensorDesc Problem::x_desc(Layout l, DType t) const {
+  validate();
   return TensorDesc::packed(l, n, c, h, w, t);
 }
 TensorDesc Problem::w_desc(Layout l, DType t) const {
+  validate();
   return TensorDesc::packed(l, k, c / groups, r, s, t);
 }
 TensorDesc Problem::y_desc(Layout l, DType t) const {
+  validate();
   return TensorDesc::packed(l, n, k, p(), q(), t);
 }
 

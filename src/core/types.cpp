@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "checked_math.hpp"
+
 namespace mconv {
 
 const char* status_name(Status s) {
@@ -74,9 +76,14 @@ Layout parse_layout(const std::string& s) {
 }
 
 TensorDesc TensorDesc::packed(Layout layout, int64_t n, int64_t c, int64_t h, int64_t w, DType dtype) {
+  using detail::checked_mul;
   TensorDesc d;
   d.dtype = dtype;
   d.dims = {n, c, h, w};
+  for (int i = 0; i < 4; ++i)
+    if (d.dims[i] < 1)
+      throw Error(Status::BadParam, "dims[" + std::to_string(i) + "]: must be >= 1, got " + std::to_string(d.dims[i]));
+  checked_mul(checked_mul(checked_mul(n, c, "tensor"), h, "tensor"), w, "tensor");  // the element count fits
   switch (layout) {
     case Layout::NCHW:
       d.strides = {c * h * w, h * w, w, 1};
@@ -95,13 +102,24 @@ TensorDesc TensorDesc::packed(Layout layout, int64_t n, int64_t c, int64_t h, in
 
 int64_t TensorDesc::span_elements() const {
   int64_t span = 1;
-  for (int i = 0; i < 4; ++i) span += (dims[i] - 1) * strides[i];
+  for (int i = 0; i < 4; ++i)
+    span = detail::checked_add(span, detail::checked_mul(dims[i] - 1, strides[i], "span"), "span");
   return span;
+}
+
+int64_t TensorDesc::element_count() const {
+  using detail::checked_mul;
+  return checked_mul(checked_mul(checked_mul(dims[0], dims[1], "elements"), dims[2], "elements"), dims[3], "elements");
 }
 
 Layout TensorDesc::layout() const {
   for (Layout l : {Layout::NCHW, Layout::NHWC, Layout::CNHW}) {
-    TensorDesc p = packed(l, dims[0], dims[1], dims[2], dims[3], dtype);
+    TensorDesc p;
+    try {
+      p = packed(l, dims[0], dims[1], dims[2], dims[3], dtype);
+    } catch (const Error&) {
+      return Layout::Custom;  // no packed form: invalid or overflowing dims
+    }
     bool same = true;
     for (int i = 0; i < 4; ++i) same = same && (dims[i] == 1 || p.strides[i] == strides[i]);
     if (same) return l;

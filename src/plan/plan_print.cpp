@@ -67,6 +67,11 @@ std::string Plan::to_text(int64_t max_rows) const {
   for (int64_t b : cr.base) os << " " << b;
   os << "\n";
   for (const auto& d : decisions_) os << "decision  " << d << "\n";
+  if (target_ == Target::Cuda)
+    os << "deterministic "
+       << (deterministic() ? "yes (no atomics: bitwise the same y on every run)"
+                           : "no (split-K sums with atomics; --deterministic turns it off)")
+       << "\n";
   os << division_text(division_);
   if (target_ == Target::Cuda && algorithm_ != Algorithm::ImplicitPrecomp)
     os << "extra bytes: 0 (" << algorithm_name(algorithm_) << " reads no table; no workspace)\n";
@@ -82,6 +87,7 @@ std::string Plan::to_json(int64_t max_rows) const {
   j["target"] = target_name(target_);
   j["tile"] = division_name(division_);
   j["split_k"] = split_k();
+  j["deterministic"] = deterministic();
   j["problem"] = {{"n", p.n},
                   {"c", p.c},
                   {"h", p.h},

@@ -21,6 +21,7 @@ bool cuda_available() {
 
 Engine::Engine(Target target, int device, void* stream, EngineOptions options)
     : target_(target), device_(device), stream_(stream), options_(options) {
+  if (options_.plan_cache_capacity < 1) throw Error(Status::BadParam, "plan_cache_capacity: must be >= 1");
   if (target_ == Target::Auto) target_ = cuda_available() ? Target::Cuda : Target::Cpu;
   if (target_ == Target::Cuda) {
     if (!built_with_cuda()) throw Error(Status::NoDevice, "target: mconv was built without CUDA");
@@ -46,12 +47,15 @@ std::shared_ptr<const Plan> Engine::plan(const Problem& problem, const TensorDes
   options.target = target_;
   std::ostringstream key;
   key << problem.to_string() << " m" << int(problem.mode) << "|" << x.to_string() << "|" << w.to_string() << "|"
-      << y.to_string() << "|" << algorithm_name(options.algorithm) << "|" << options.tile << "|split"
-      << options.split_k;
+      << y.to_string() << "|" << algorithm_name(options.algorithm) << "|" << options.tile << "|split" << options.split_k
+      << (options.deterministic ? "|det" : "");
   const HardwareModel& hw = hardware();
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = plans_.find(key.str());
-  if (it != plans_.end()) return it->second;
+  if (it != plans_.end()) {
+    recent_.splice(recent_.begin(), recent_, it->second.second);  // now the most recently used
+    return it->second.first;
+  }
   auto plan = std::make_shared<Plan>(Plan::build(problem, x, w, y, hw, options));
   if (target_ == Target::Cuda) {
     detail::cuda_device::DeviceGuard guard(device_);
@@ -60,8 +64,18 @@ std::shared_ptr<const Plan> Engine::plan(const Problem& problem, const TensorDes
     if (plan->algorithm() == Algorithm::ImplicitPrecomp)
       plan->device_table_ = detail::cuda_device::upload_table(*plan, device_, stream_);
   }
-  plans_.emplace(key.str(), plan);
+  recent_.push_front(key.str());
+  plans_.emplace(key.str(), std::make_pair(plan, recent_.begin()));
+  while (plans_.size() > options_.plan_cache_capacity) {
+    plans_.erase(recent_.back());
+    recent_.pop_back();
+  }
   return plan;
+}
+
+size_t Engine::cached_plans() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return plans_.size();
 }
 
 int64_t Engine::plan_device_bytes(const Plan& plan) const {
@@ -73,6 +87,8 @@ void Engine::conv2d_forward(const Plan& plan, const void* x, const void* w, void
     throw Error(Status::BadParam, std::string("plan: built for ") + target_name(plan.target()) + ", engine runs on " +
                                       target_name(target_));
   detail::check_call(x, w, y, e);
+  detail::check_disjoint(x, plan.x_desc().span_elements(), w, plan.w_desc().span_elements(), y,
+                         plan.y_desc().span_elements(), dtype_size(plan.y_desc().dtype));
   const auto* xf = static_cast<const float*>(x);
   const auto* wf = static_cast<const float*>(w);
   auto* yf = static_cast<float*>(y);

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cuda_device.hpp"
+#include "mconv/file.hpp"
 #include "mconv/hardware.hpp"
 
 namespace mconv {
@@ -17,6 +18,9 @@ std::string hardware_cache_dir() {
 }
 
 HardwareModel hardware_model(int device, bool refresh, std::string* note) {
+  if (!detail::cuda_device::available())
+    throw Error(Status::NoDevice, detail::cuda_device::compiled() ? "device: no CUDA device is visible"
+                                                                  : "device: mconv was built without CUDA");
   HardwareModel reported = detail::cuda_device::reported_hardware(device);
   const std::string path =
       hardware_cache_dir() + "/hardware-" + (reported.uuid.empty() ? std::to_string(device) : reported.uuid) + ".json";
@@ -40,14 +44,17 @@ HardwareModel hardware_model(int device, bool refresh, std::string* note) {
   }
   HardwareModel m = reported;
   detail::cuda_device::measure_memory(device, m.latency_cycles, m.bandwidth);
+  // Written atomically: two processes measuring at once each rename a whole file into place, and a
+  // read-only cache folder only costs a measurement next time.
   std::error_code ec;
   std::filesystem::create_directories(hardware_cache_dir(), ec);
-  std::ofstream out(path);
-  if (out) out << m.to_json();
-  if (note && note->empty())
-    *note = out ? "measured; cached in " + path : "measured; cache not writable (" + path + ")";
-  else if (note)
-    *note += out ? "; cached in " + path : "";
+  std::string written = "cached in " + path;
+  try {
+    file::write_atomically(path, m.to_json());
+  } catch (const Error& e) {
+    written = std::string("cache not written: ") + e.what();
+  }
+  if (note) *note = note->empty() ? "measured; " + written : *note + "; " + written;
   return m;
 }
 

@@ -31,13 +31,14 @@ std::string one_of(const std::vector<std::string>& names) {
 /// The division of a direct family (direct_block, single_channel and its plane streams,
 /// stride_fixed). Throws Error when the family cannot run `pr`.
 Division direct_division(Algorithm algo, const Problem& pr, const TensorDesc& x, const TensorDesc& y,
-                         const HardwareModel& hw, const std::string& forced_tile, std::vector<std::string>& why) {
+                         const HardwareModel& hw, const std::string& forced_tile, bool deterministic,
+                         std::vector<std::string>& why) {
   if (algo == Algorithm::DirectBlock) return detail::plan_direct_block(pr, hw, why);
   if (algo == Algorithm::StrideFixed) {
     const int thread_pixels = forced_tile == detail::kStrideFixedTile4   ? 4
                               : forced_tile == detail::kStrideFixedTile8 ? 8
                                                                          : 0;
-    return detail::plan_stride_fixed(pr, hw, why, thread_pixels);
+    return detail::plan_stride_fixed(pr, hw, why, thread_pixels, !deterministic);
   }
   const bool bulk =
       forced_tile == detail::kPlaneBulkTile ||
@@ -89,7 +90,7 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
                       one_of(direct_variant_tiles(Algorithm::SingleChannel)) + "; stride_fixed " +
                       one_of(direct_variant_tiles(Algorithm::StrideFixed)) + ")");
     try {
-      plan.division_ = direct_division(algo, pr, x, y, hw, options.tile, plan.decisions_);
+      plan.division_ = direct_division(algo, pr, x, y, hw, options.tile, options.deterministic, plan.decisions_);
       return plan;
     } catch (const Error& e) {
       if (options.algorithm != Algorithm::Auto) throw;  // forced: say why it cannot run
@@ -98,9 +99,14 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
       plan.algorithm_ = Algorithm::ImplicitPrecomp;
     }
   }
+  if (options.deterministic && options.split_k > 1)
+    throw Error(Status::BadParam, "split_k: " + std::to_string(options.split_k) +
+                                      " slices sum with atomics, which a deterministic plan excludes");
   if (target == Target::Cuda) {
+    const int split_k = options.deterministic ? 1 : options.split_k;
+    if (options.deterministic) plan.decisions_.push_back("split_k 1: deterministic (no atomics)");
     plan.division_ = detail::plan_implicit_precomp(pr, plan.valid_rows_, plan.row_order_ == RowOrder::RSC, hw,
-                                                   options.tile, options.split_k, plan.decisions_);
+                                                   options.tile, split_k, plan.decisions_);
   } else if (!options.tile.empty() || options.split_k > 1) {
     throw Error(Status::BadParam, "tile: tiles and split_k apply to the cuda target only");
   }

@@ -41,6 +41,7 @@ void LayerArgs::add_to(CLI::App& app) {
   app.add_option("--tile", tile, "force a CUDA tile (e.g. 128x128x8)");
   app.add_option("--split-k", split_k, "CUDA row slices: 0 = planner, 1 = off (bitwise reproducible), n = force")
       ->check(CLI::Range(0, 1 << 20));
+  app.add_flag("--deterministic", deterministic, "no atomics (split-K off): bitwise the same y on every run");
 }
 
 Problem LayerArgs::resolved_problem() const {
@@ -65,6 +66,7 @@ PlanOptions LayerArgs::plan_options() const {
   o.algorithm = parse_algorithm(algorithm);
   o.tile = tile;
   o.split_k = split_k;
+  o.deterministic = deterministic;
   return o;
 }
 

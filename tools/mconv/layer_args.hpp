@@ -20,6 +20,7 @@ struct LayerArgs {
   std::string mode = "cross";
   std::string target = "auto", algorithm = "auto", tile;
   int split_k = 0;
+  bool deterministic = false;
 
   void add_to(CLI::App& app);
   /// Resolves the mode string into problem.mode; throws Error on a bad name.

@@ -258,6 +258,7 @@ int run_main(int argc, char** argv) {
   bench->add_option("--split-k", bopt.plan.split_k, "CUDA row slices: 0 = planner, 1 = off, n = force")
       ->check(CLI::Range(0, 1 << 20));
   bench->add_option("--vs", vs, "peer to time beside mconv: cudnn")->check(CLI::IsMember({"cudnn"}));
+  bench->add_flag("--deterministic", bopt.plan.deterministic, "plans without atomics (split-K off)");
   bench->add_flag("--all-algos", bopt.all_algorithms, "also time every mconv algorithm that supports each layer");
   bench
       ->add_option("--peer-candidates", bopt.peer_candidates,

@@ -57,7 +57,7 @@ void choose_block_lines(const Problem& p, int thread_pixels, StrideFixedDivision
 }  // namespace
 
 StrideFixedDivision plan_stride_fixed(const Problem& p, const HardwareModel& hw, std::vector<std::string>& why,
-                                      int thread_pixels) {
+                                      int thread_pixels, bool allow_splits) {
   StrideFixedDivision d;
   const int64_t sms = std::max(hw.sm_count, 1);
   // Note [stride-fixed thread pixels]: 4 pixels a thread where the 8-pixel blocks are fewer than
@@ -116,7 +116,7 @@ StrideFixedDivision plan_stride_fixed(const Problem& p, const HardwareModel& hw,
     throw Error(Status::Unsupported, "algorithm: stride_fixed: even one channel per round needs more than " +
                                          std::to_string(optin / 1024) + " KB of shared memory (filter " +
                                          std::to_string(p.r) + "x" + std::to_string(p.s) + ")");
-  d.splits = slices(seg);
+  d.splits = allow_splits ? slices(seg) : 1;
   if (tiles > 0x7fffffffLL || filter_blocks > 65535 || p.n * p.groups * d.splits > 65535)
     throw Error(Status::Unsupported, "n*groups: stride_fixed launches at most 65535 image x group x split blocks");
 

@@ -69,7 +69,8 @@ inline constexpr char kStrideFixedTile4[] = "stride_fixed_p4";
 inline constexpr char kStrideFixedTile8[] = "stride_fixed_p8";
 
 /// `thread_pixels`: 4 or 8 to force it, 0 for the planner's choice.
+/// `allow_splits`: false keeps the channels in one slice (no atomics: a deterministic plan).
 StrideFixedDivision plan_stride_fixed(const Problem& p, const HardwareModel& hw, std::vector<std::string>& why,
-                                      int thread_pixels = 0);
+                                      int thread_pixels = 0, bool allow_splits = true);
 
 }  // namespace mconv::detail
