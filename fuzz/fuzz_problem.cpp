@@ -38,8 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }();
   Reader r{data, size};
   mconv_problem_t p = mconv_problem_default();
-  int64_t* fields[] = {&p.n, &p.c, &p.h, &p.w, &p.k, &p.r, &p.s, &p.pad_h, &p.pad_w, &p.stride_h,
-                       &p.stride_w, &p.dil_h, &p.dil_w, &p.groups};
+  int64_t* fields[] = {&p.n,     &p.c,     &p.h,        &p.w,        &p.k,     &p.r,     &p.s,
+                       &p.pad_h, &p.pad_w, &p.stride_h, &p.stride_w, &p.dil_h, &p.dil_w, &p.groups};
   for (int64_t* f : fields) *f = r.next();
   p.mode = static_cast<int>(r.next() & 3);
   mconv_tensor_desc_t d[3];
@@ -90,8 +90,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         for (int64_t k = 0; k < d[2].dims[1]; ++k)
           for (int64_t h = 0; h < d[2].dims[2]; ++h)
             for (int64_t q = 0; q < d[2].dims[3]; ++q)
-              if (!std::isfinite(y[n * d[2].strides[0] + k * d[2].strides[1] + h * d[2].strides[2] +
-                                   q * d[2].strides[3]]))
+              if (!std::isfinite(
+                      y[n * d[2].strides[0] + k * d[2].strides[1] + h * d[2].strides[2] + q * d[2].strides[3]]))
                 std::abort();  // an output left unwritten
     }
   }

@@ -36,6 +36,10 @@ if [ "$part" = check ]; then
     "$B/mconv_gpu_tests" --gtest_filter='*EdgeCasesExactEveryTile*:*SplitK*:*DirectBlockEdge*:*SingleChannel*:*StrideFixed*' \
     > "$LOG/racecheck.log" 2>&1
   say "racecheck exit $?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$LOG/racecheck.log" | tail -1)"
+  MCONV_GPU_TEST_FEW=1 MCONV_GPU_TEST_RANDOM=3 timeout 200 compute-sanitizer --tool initcheck --error-exitcode 3 \
+    "$B/mconv_gpu_tests" --gtest_filter='*EdgeCasesFloat*:*SplitK*:*DirectBlockEdge*:*SingleChannel*:*StrideFixed*:*Graph*:*Deterministic*' \
+    > "$LOG/initcheck.log" 2>&1
+  say "initcheck exit $?: $(grep -E 'ERROR SUMMARY' "$LOG/initcheck.log" | tail -1)"
   say "== host cost of one conv2d_forward call (GPU busy)"
   "$B/mconv_host_overhead" "$LOG/host_overhead.csv" 2>&1 | tee -a "$S"
   if [ -x "${OLD_BUNDLE:-}/host_overhead_old" ]; then

@@ -46,6 +46,12 @@ struct EngineOptions {
 /// can be captured in a CUDA graph. Every call restores the caller's current device.
 /// plan() is thread-safe; conv2d_forward on one Engine from several threads is safe as long as they
 /// share its stream.
+///
+/// Errors: a bad argument is an Error before anything is launched, and y is untouched. A fault inside a
+/// kernel (memory the checks could not see, such as a tensor shorter than its descriptor) is a sticky
+/// CUDA error: it surfaces as Error(CudaError) from that call, a later one or synchronize(), and the
+/// device's CUDA context is then unusable for the whole process (the CUDA runtime's rule, not
+/// mconv's): destroy the Engines and their plans, and restart the process.
 class Engine {
  public:
   /// Target::Auto picks CUDA when a GPU is available, otherwise the CPU. `stream` is a cudaStream_t.

@@ -185,6 +185,8 @@ void print_report(std::ostream& os, const std::string& format, const std::string
     if (!r.note.empty()) os << "  (" << r.note << ")";
     os << "\n";
   }
+  os << "rel err: norm-relative error of sampled outputs against the double reference, in millionths (u); "
+        "ratio: cuDNN time / mconv time\n";
   os << "total mconv " << fmt(sum.mconv_total, 3) << " ms, geomean " << fmt(sum.geo_tflops, 3) << " TFLOP/s";
   if (peer)
     os << "; cuDNN fastest " << fmt(sum.fast_total, 3) << " ms (geomean ratio " << fmt(sum.geo_fast, 3)

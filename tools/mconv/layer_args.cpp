@@ -19,13 +19,13 @@ void LayerArgs::add_to(CLI::App& app) {
   app.add_option("--s", p.s, "filter width")->capture_default_str();
   app.add_option("--pad-h", p.pad_h, "zero padding, rows")->capture_default_str();
   app.add_option("--pad-w", p.pad_w, "zero padding, columns")->capture_default_str();
-  app.add_option("--stride-h", p.stride_h)->capture_default_str();
-  app.add_option("--stride-w", p.stride_w)->capture_default_str();
-  app.add_option("--dil-h", p.dil_h)->capture_default_str();
-  app.add_option("--dil-w", p.dil_w)->capture_default_str();
-  app.add_option("--groups,-g", p.groups)->capture_default_str();
+  app.add_option("--stride-h", p.stride_h, "stride, rows")->capture_default_str();
+  app.add_option("--stride-w", p.stride_w, "stride, columns")->capture_default_str();
+  app.add_option("--dil-h", p.dil_h, "dilation, rows")->capture_default_str();
+  app.add_option("--dil-w", p.dil_w, "dilation, columns")->capture_default_str();
+  app.add_option("--groups,-g", p.groups, "groups (c and k both divisible; = c for depthwise)")->capture_default_str();
   app.add_option("--alpha", alpha, "y = alpha*conv + beta*y (+ bias)")->capture_default_str();
-  app.add_option("--beta", beta)->capture_default_str();
+  app.add_option("--beta", beta, "0 never reads y")->capture_default_str();
   app.add_option("--mode", mode, "cross (cross-correlation, the CNN convention) or conv (flipped filter)")
       ->check(CLI::IsMember({"cross", "conv"}))
       ->capture_default_str();

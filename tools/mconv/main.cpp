@@ -232,7 +232,9 @@ int run_main(int argc, char** argv) {
   int64_t max_rows = 64;
   auto* plan = app.add_subcommand("plan", "print the Plan of a layer: offset table, start-address rule, decisions");
   plan_args.add_to(*plan);
-  plan->add_option("--format", plan_format)->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  plan->add_option("--format", plan_format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   plan->add_option("--max-rows", max_rows, "offset-table rows to print (-1: all)")
       ->check(CLI::Range(int64_t(-1), int64_t(1) << 40))
       ->capture_default_str();
@@ -248,10 +250,14 @@ int run_main(int argc, char** argv) {
   std::string bench_layout = "NCHW";
   bench->add_option("--layout", bench_layout, "layout of x, w and y: NCHW, NHWC or CNHW (cuDNN peer: NCHW, NHWC)")
       ->capture_default_str();
-  bench->add_option("--format", format)->check(CLI::IsMember({"table", "csv", "json"}))->capture_default_str();
+  bench->add_option("--format", format, "table, csv or json on stdout")
+      ->check(CLI::IsMember({"table", "csv", "json"}))
+      ->capture_default_str();
   bench->add_option("--out", out_prefix,
                     "also write PREFIX.csv and PREFIX.json (whole or not at all) and PREFIX.rows.csv (row by row)");
-  bench->add_option("--target", target)->check(CLI::IsMember({"auto", "cpu", "cuda"}))->capture_default_str();
+  bench->add_option("--target", target, "auto (the GPU if one is visible), cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
   bench->add_option("--algo", algo, "auto, reference, implicit_precomp, direct_block, single_channel, stride_fixed")
       ->capture_default_str();
   bench->add_option("--tile", tile, "force a CUDA tile, shape or variant (see `mconv plan`)");
