@@ -517,6 +517,32 @@ TEST_F(CudaExecutor, HostPointersAreRefused) {
   }
 }
 
+// A device buffer shorter than its descriptor: refused before the launch, y untouched.
+TEST_F(CudaExecutor, BuffersShorterThanTheirDescriptorsAreRefused) {
+  Engine engine(Target::Cuda);
+  Problem p = make(1, 4, 8, 8, 4, 3, 3, 1);
+  auto plan = engine.plan(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW));
+  DeviceBuffer<float> dx(256), dw(144), dy(256), short_x(100);
+  ASSERT_TRUE(dx.ptr && dw.ptr && dy.ptr && short_x.ptr);
+  CUDA_OK(cudaMemset(dy.ptr, 0, 256 * 4));
+  try {
+    engine.conv2d_forward(*plan, short_x.ptr, dw.ptr, dy.ptr);
+    FAIL() << "expected an error for a short x";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::BadParam);
+    EXPECT_NE(std::string(e.what()).find("x: the tensor spans 1024 bytes"), std::string::npos) << e.what();
+  }
+  try {
+    engine.conv2d_forward(*plan, dx.ptr, dw.ptr, dy.ptr + 1);  // y one element in: its last element past the end
+    FAIL() << "expected an error for y past the end of its allocation";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("y:"), std::string::npos) << e.what();
+  }
+  std::vector<float> y(256, 1.0f);
+  CUDA_OK(cudaMemcpy(y.data(), dy.ptr, 256 * 4, cudaMemcpyDeviceToHost));
+  for (float v : y) ASSERT_EQ(v, 0.0f);
+}
+
 // An input of more than 2^31 elements: start addresses must be 64-bit; every output is checked.
 
 TEST_F(CudaExecutor, InputBeyond2To31Elements) {

@@ -29,8 +29,10 @@ bool cuda_available();
 
 /// How an Engine checks the pointers of a call.
 struct EngineOptions {
-  /// Ask the CUDA driver where x, w, y and bias live (cudaPointerGetAttributes, about 0.1-0.3 us
-  /// each): host memory or another device's is then a clear error instead of a fault in the kernel.
+  /// Ask the CUDA driver where x, w, y and bias live and how far their allocations reach
+  /// (cudaPointerGetAttributes and cuMemGetAddressRange, about 1-3 us a call in all): host memory,
+  /// another device's, or a buffer shorter than its descriptor is then a clear error instead of a
+  /// fault in the kernel.
   /// Null and alignment checks are always made (they cost nothing).
   bool check_device_pointers = true;
   /// Plans kept by plan(), least recently used dropped first (a dropped plan stays valid for as long

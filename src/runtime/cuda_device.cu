@@ -1,4 +1,6 @@
 // Device discovery, the device guard, plan-table upload and pointer checks.
+#include <cuda.h>  // the driver API's types, for cuMemGetAddressRange (found at run time)
+
 #include "../algorithms/common/cuda_check.cuh"
 #include "cuda_device.hpp"
 
@@ -51,7 +53,29 @@ std::shared_ptr<const void> upload_table(const Plan& plan, int device, void* str
   return owned;
 }
 
-void check_device_pointer(const void* p, const char* field, int device) {
+namespace {
+
+using AddressRangeFn = CUresult(CUDAAPI*)(CUdeviceptr*, size_t*, CUdeviceptr);
+
+// cuMemGetAddressRange through the runtime's driver entry points (no link to libcuda); null where
+// the driver does not offer it.
+AddressRangeFn address_range() {
+  static const AddressRangeFn fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &f, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      return AddressRangeFn(nullptr);
+    }
+    return reinterpret_cast<AddressRangeFn>(f);
+  }();
+  return fn;
+}
+
+}  // namespace
+
+void check_device_pointer(const void* p, const char* field, int device, int64_t bytes) {
   cudaPointerAttributes attr{};
   if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -63,6 +87,14 @@ void check_device_pointer(const void* p, const char* field, int device) {
   if (attr.type == cudaMemoryTypeDevice && attr.device != device)
     throw Error(Status::BadParam, std::string(field) + ": memory of device " + std::to_string(attr.device) +
                                       " given to an engine on device " + std::to_string(device));
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  const auto ptr = reinterpret_cast<CUdeviceptr>(p);
+  if (attr.type == cudaMemoryTypeDevice && address_range() && address_range()(&base, &size, ptr) == CUDA_SUCCESS &&
+      ptr + static_cast<CUdeviceptr>(bytes) > base + size)
+    throw Error(Status::BadParam, std::string(field) + ": the tensor spans " + std::to_string(bytes) +
+                                      " bytes from this pointer, but its allocation ends " +
+                                      std::to_string(base + size - ptr) + " bytes after it");
 }
 
 void synchronize(void* stream) {

@@ -32,8 +32,10 @@ class DeviceGuard {
 /// keeps the host rows alive); the memory is freed, on `device`, with the last owner.
 std::shared_ptr<const void> upload_table(const Plan& plan, int device, void* stream);
 
-/// Throws BadParam if `p` is not memory of `device` (a driver query: cudaPointerGetAttributes).
-void check_device_pointer(const void* p, const char* field, int device);
+/// Throws BadParam if `p` is not memory of `device` (a driver query: cudaPointerGetAttributes), or if
+/// the allocation it points into ends before `bytes` past it (a second query, cuMemGetAddressRange,
+/// where the driver answers it: device memory from cudaMalloc and the stream-ordered allocators).
+void check_device_pointer(const void* p, const char* field, int device, int64_t bytes);
 
 void synchronize(void* stream);
 

@@ -105,10 +105,11 @@ void Engine::conv2d_forward(const Plan& plan, const void* x, const void* w, void
                                       std::to_string(device_));
   detail::cuda_device::DeviceGuard guard(device_);
   if (options_.check_device_pointers) {
-    detail::cuda_device::check_device_pointer(x, "x", device_);
-    detail::cuda_device::check_device_pointer(w, "w", device_);
-    detail::cuda_device::check_device_pointer(y, "y", device_);
-    if (e.bias) detail::cuda_device::check_device_pointer(e.bias, "bias", device_);
+    const int64_t esz = dtype_size(plan.y_desc().dtype);
+    detail::cuda_device::check_device_pointer(x, "x", device_, plan.x_desc().span_elements() * esz);
+    detail::cuda_device::check_device_pointer(w, "w", device_, plan.w_desc().span_elements() * esz);
+    detail::cuda_device::check_device_pointer(y, "y", device_, plan.y_desc().span_elements() * esz);
+    if (e.bias) detail::cuda_device::check_device_pointer(e.bias, "bias", device_, plan.problem().k * 4);
   }
   detail::launch_forward(plan, xf, wf, yf, e, stream_);
 }
