@@ -1,6 +1,11 @@
 // .npy round trips and malformed files.
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "problem_gen.hpp"
 
@@ -68,6 +73,31 @@ TEST(Npy, MalformedFilesGetClearErrors) {
   expect_io_error(with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (x,), }", 8), "shape");
   expect_io_error(with_header("{'descr': '<f4', 'fortran_order': False}", 8), "shape");
   EXPECT_THROW(npy::load(tmp_path("does_not_exist.npy")), Error);
+}
+
+// Several writers at once, each with its own content: the file is always one whole content, never a
+// mix or a truncation, and no temporary file is left behind.
+TEST(File, ConcurrentAtomicWritesLeaveOneWholeFile) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("mconv-file-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "out.bin").string();
+  std::vector<std::string> contents;
+  for (char c = 'a'; c < 'a' + 6; ++c) contents.emplace_back(size_t(200000 + 1000 * (c - 'a')), c);
+  std::vector<std::thread> writers;
+  for (const auto& content : contents)
+    writers.emplace_back([&] {
+      for (int i = 0; i < 20; ++i) file::write_atomically(path, content);
+    });
+  for (auto& t : writers) t.join();
+  const std::string got = file::read(path);
+  EXPECT_NE(std::find(contents.begin(), contents.end(), got), contents.end()) << "a mixed or truncated file";
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1) << "a temporary file was left";
+  // A directory in the way, or a folder that does not exist: an error naming the path, nothing written.
+  EXPECT_THROW(file::write_atomically(dir.string(), "x"), Error);
+  EXPECT_THROW(file::write_atomically((dir / "no" / "such").string(), "x"), Error);
+  EXPECT_THROW(file::read(dir.string()), Error);
+  fs::remove_all(dir);
 }
 
 }  // namespace

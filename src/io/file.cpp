@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <system_error>
+#include <thread>
 
 #include "mconv/types.hpp"
 
@@ -44,10 +46,14 @@ void write_atomically(const std::string& path, const std::string& bytes) {
       throw Error(Status::IoError, path + ": write failed (" + std::strerror(err) + ")");
     return;
   }
+  // A name no other writer uses (process, thread, call), so concurrent writers each rename a whole file.
+  static std::atomic<unsigned> calls{0};
   const fs::path target(path);
-  const std::string tmp = (target.parent_path() /
-                           ("." + target.filename().string() + ".tmp" + std::to_string(static_cast<long>(::getpid()))))
-                              .string();
+  const std::string tmp =
+      (target.parent_path() / ("." + target.filename().string() + ".tmp" + std::to_string(long(::getpid())) + "." +
+                               std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 1000000) +
+                               "." + std::to_string(calls++)))
+          .string();
   FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) throw Error(Status::IoError, path + ": cannot write (" + std::strerror(errno) + ")");
   errno = 0;
