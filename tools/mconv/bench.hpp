@@ -2,6 +2,8 @@
 #pragma once
 
 #include <functional>
+#include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,6 +38,29 @@ struct BenchOptions {
   /// Called with each layer's row as soon as it is finished (rows written as they come).
   std::function<void(const LayerResult&)> on_row;
 };
+
+/// The plan of one suite layer on `engine`, with `row` started (name, problem, target); or, where mconv
+/// cannot run the layer, null with `row` marked not run (and why), handed to opt.on_row and appended to
+/// `out`, so that the suite goes on.
+inline std::shared_ptr<const Plan> plan_layer(Engine& engine, const Layer& layer, const Problem& p, PlanOptions po,
+                                              const BenchOptions& opt, LayerResult& row,
+                                              std::vector<LayerResult>& out) {
+  row.name = layer.name;
+  row.problem = p;
+  row.target = target_name(engine.target());
+  po.target = engine.target();
+  try {
+    p.validate();  // before any size is computed from the fields
+    return engine.plan(p, p.x_desc(opt.layout), p.w_desc(opt.layout), p.y_desc(opt.layout), po);
+  } catch (const Error& e) {
+    row.ran = false;
+    row.note = std::string("mconv: ") + e.what();
+    std::cerr << "  not run: " << e.what() << "\n";
+    if (opt.on_row) opt.on_row(row);
+    out.push_back(row);
+    return nullptr;
+  }
+}
 
 std::vector<LayerResult> bench_cpu(const std::vector<Layer>& layers, const BenchOptions& opt);
 

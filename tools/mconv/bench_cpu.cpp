@@ -20,25 +20,9 @@ std::vector<LayerResult> bench_cpu(const std::vector<Layer>& layers, const Bench
     if (opt.batch > 0) p.n = opt.batch;
     std::cerr << "[" << i + 1 << "/" << layers.size() << "] " << layers[i].name << " (" << p.to_string() << ")"
               << std::flush;
-    PlanOptions po = opt.plan;
-    po.target = Target::Cpu;
     LayerResult r;
-    r.name = layers[i].name;
-    r.problem = p;
-    r.target = "cpu";
-    std::shared_ptr<const Plan> plan;
-    try {
-      p.validate();
-      plan = engine.plan(p, p.x_desc(opt.layout), p.w_desc(opt.layout), p.y_desc(opt.layout), po);
-    } catch (const Error& e) {
-      // A layer mconv cannot run is reported as such, and the suite goes on.
-      r.ran = false;
-      r.note = std::string("mconv: ") + e.what();
-      std::cerr << "  not run: " << e.what() << "\n";
-      if (opt.on_row) opt.on_row(r);
-      out.push_back(r);
-      continue;
-    }
+    const auto plan = plan_layer(engine, layers[i], p, opt.plan, opt, r, out);
+    if (!plan) continue;
     const TensorDesc xd = plan->x_desc(), wd = plan->w_desc(), yd = plan->y_desc();
     std::vector<float> x = host_tensor("x", xd.span_elements()), w = host_tensor("w", wd.span_elements()),
                        y = host_tensor("y", yd.span_elements());

@@ -76,25 +76,9 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
     if (opt.batch > 0) p.n = opt.batch;
     std::cerr << "[" << li + 1 << "/" << layers.size() << "] " << layers[li].name << " (" << p.to_string() << ")"
               << std::flush;
-    PlanOptions po = opt.plan;
-    po.target = Target::Cuda;
     LayerResult r;
-    r.name = layers[li].name;
-    r.problem = p;
-    r.target = "cuda";
-    std::shared_ptr<const Plan> plan;
-    try {
-      p.validate();  // before any size is computed from the fields
-      plan = engine.plan(p, p.x_desc(opt.layout), p.w_desc(opt.layout), p.y_desc(opt.layout), po);
-    } catch (const Error& e) {
-      // A layer mconv cannot run is reported as such, and the suite goes on.
-      r.ran = false;
-      r.note = std::string("mconv: ") + e.what();
-      std::cerr << "  not run: " << e.what() << "\n";
-      if (opt.on_row) opt.on_row(r);
-      out.push_back(r);
-      continue;
-    }
+    const auto plan = plan_layer(engine, layers[li], p, opt.plan, opt, r, out);
+    if (!plan) continue;
     const TensorDesc xd = plan->x_desc(), wd = plan->w_desc(), yd = plan->y_desc();
 
     std::vector<float> hx = host_tensor("x", xd.span_elements()), hw = host_tensor("w", wd.span_elements());
@@ -135,7 +119,8 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
     if (opt.all_algorithms) {
       for (Algorithm a :
            {Algorithm::ImplicitPrecomp, Algorithm::DirectBlock, Algorithm::SingleChannel, Algorithm::StrideFixed}) {
-        PlanOptions ao = po;
+        PlanOptions ao = opt.plan;
+        ao.target = Target::Cuda;
         ao.algorithm = a;
         std::shared_ptr<const Plan> alt;
         try {
