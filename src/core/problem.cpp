@@ -37,7 +37,7 @@ void check_desc(const char* name, const TensorDesc& d, const std::array<int64_t,
     }
   }
   int64_t span = 1;
-  for (int i = 0; i < 4; ++i) span += checked_mul(d.dims[i] - 1, d.strides[i], n);
+  for (int i = 0; i < 4; ++i) span = detail::checked_add(span, checked_mul(d.dims[i] - 1, d.strides[i], n), n);
   checked_mul(span, dtype_size(d.dtype), n + " bytes");
 }
 
@@ -50,7 +50,7 @@ void check_no_overlap(const TensorDesc& y) {
     if (y.dims[i] == 1) continue;
     if (y.strides[i] < covered)
       throw Error(Status::BadParam, "y.strides: overlapping output strides (two outputs would share memory)");
-    covered = y.strides[i] * y.dims[i];
+    covered = checked_mul(y.strides[i], y.dims[i], "y");
   }
 }
 
@@ -129,6 +129,11 @@ void Problem::validate() const {
   require(cols <= kInt32Max, Status::Overflow, "n*p*q: " + std::to_string(cols) + " output pixels exceed 2^31-1");
   int64_t rows = checked_mul(checked_mul(c / groups, r, "c*r"), s, "c/g*r*s");
   require(rows <= kInt32Max / 2, Status::Overflow, "c/g*r*s: " + std::to_string(rows) + " rows exceed 2^30");
+  // The Plan stores one 16-byte offset-table row per (c, r, s): cap it at 256 MB (2^24 rows, 80x the
+  // largest layer of the benchmark suites) rather than let a plan take gigabytes.
+  require(rows <= (int64_t(1) << 24), Status::Unsupported,
+          "c/g*r*s: " + std::to_string(rows) + " rows would make an offset table of " +
+              std::to_string(rows * 16 / (1 << 20)) + " MB (at most 2^24 rows, 256 MB)");
   checked_mul(checked_mul(checked_mul(n, c, "x"), h, "x"), w, "x");
   checked_mul(checked_mul(checked_mul(k, c / groups, "w"), r, "w"), s, "w");
   checked_mul(cols, k, "y");
@@ -140,6 +145,13 @@ void Problem::validate(const TensorDesc& x, const TensorDesc& wd, const TensorDe
   check_desc("w", wd, {k, c / groups, r, s}, "kcrs");
   check_desc("y", y, {n, k, p(), q()}, "nkpq");
   check_no_overlap(y);
+  // Every address a window forms, padding included (start + offset, negative in the padding), must
+  // stay far inside 64 bits: the executors add these terms without further checks.
+  const int64_t reach_h = checked_mul(h + 2 * pad_h, x.strides[2], "x (rows with padding)");
+  const int64_t reach_w = checked_mul(w + 2 * pad_w, x.strides[3], "x (columns with padding)");
+  int64_t reach = checked_mul(n, x.strides[0], "x") / 2 + checked_mul(c, x.strides[1], "x") / 2;
+  reach = detail::checked_add(reach, reach_h / 2 + reach_w / 2, "x");
+  require(reach <= (int64_t(1) << 60), Status::Overflow, "x: its strides with the padding reach beyond 2^61 elements");
 }
 
 TensorDesc Problem::x_desc(Layout l, DType t) const {

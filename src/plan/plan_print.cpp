@@ -62,9 +62,9 @@ std::string Plan::to_text(int64_t max_rows) const {
   }
   if (max_rows >= 0 && valid_rows_ > max_rows) os << "   ... " << valid_rows_ - max_rows << " more rows\n";
   const int64_t show = std::min<int64_t>(8, p.n * p.p() * p.q());
-  CompiledRepresentation cr = compile(show, 0);
   os << "start addresses of the first " << show << " columns (elements):";
-  for (int64_t b : cr.base) os << " " << b;
+  const int64_t pq = p.p() * p.q();
+  for (int64_t col = 0; col < show; ++col) os << " " << start_.start(col / pq, (col % pq) / p.q(), col % p.q());
   os << "\n";
   for (const auto& d : decisions_) os << "decision  " << d << "\n";
   if (target_ == Target::Cuda)
