@@ -50,6 +50,8 @@ done <<'CASES'
 4|/no/such/dir/res|bench --target cpu --suite ok.csv --out /no/such/dir/res
 4|/dev/full: write failed|run --target cpu --c 4 --h 8 --w 8 --k 4 --output /dev/full
 4|is a directory|run --target cpu --c 4 --h 8 --w 8 --k 4 --output .
+4|--output: .*does not exist|run --target cpu --c 4 --h 8 --w 8 --k 4 --output /no/such/dir/y.npy
+4|--save-inputs: .*does not exist|run --target cpu --c 4 --h 8 --w 8 --k 4 --save-inputs /no/such/dir/in
 0|mconv [0-9]+\.[0-9]+|--version
 CASES
 if [ "$(md5sum ok.csv in_x.npy in_w.npy)" != "$before" ]; then

@@ -1,5 +1,8 @@
 // The `mconv` command: run one layer, print its plan, benchmark a suite, describe the device.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -52,6 +55,22 @@ void require_flags_agree(const CLI::App& cmd, const std::string& file,
                                                " (" + std::to_string(from_file) + "); the file sets it: drop the flag");
 }
 
+/// An output that cannot be written is an error before any work: a directory, or a folder that does
+/// not exist or is not writable.
+void require_writable(const std::string& output, const char* flag) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(output, ec))
+    throw Error(mconv::Status::IoError, std::string(flag) + ": " + output + " is a directory");
+  const fs::path parent = fs::absolute(output, ec).parent_path();
+  if (!fs::is_directory(parent, ec))
+    throw Error(mconv::Status::IoError,
+                std::string(flag) + ": " + output + ": folder " + parent.string() + " does not exist");
+  if (!fs::exists(output, ec) && ::access(parent.c_str(), W_OK) != 0)
+    throw Error(mconv::Status::IoError,
+                std::string(flag) + ": " + output + ": folder " + parent.string() + " is not writable");
+}
+
 void refuse_overwriting(const std::string& output, std::initializer_list<std::pair<const char*, std::string>> inputs) {
   for (const auto& [what, path] : inputs)
     if (!path.empty() && mconv::file::same_file(output, path))
@@ -62,7 +81,11 @@ void refuse_overwriting(const std::string& output, std::initializer_list<std::pa
 int cmd_run(mt::LayerArgs& args, const CLI::App& cmd, const std::string& input, const std::string& filter,
             const std::string& output, const std::string& save_inputs, bool check, bool relu, uint64_t seed) {
   using namespace mconv;
-  if (!output.empty()) refuse_overwriting(output, {{"--input", input}, {"--filter", filter}});
+  if (!output.empty()) {
+    refuse_overwriting(output, {{"--input", input}, {"--filter", filter}});
+    require_writable(output, "--output");
+  }
+  if (!save_inputs.empty()) require_writable(save_inputs + "_x.npy", "--save-inputs");
   for (const char* suffix : {"_x.npy", "_w.npy"})
     if (!save_inputs.empty() && !output.empty() && file::same_file(save_inputs + suffix, output))
       throw Error(Status::BadParam, "--save-inputs: " + save_inputs + suffix + " is also the --output file");
