@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "mconv/mconv.h"
+#include "mconv/numeric.hpp"
 
 namespace {
 
@@ -62,8 +63,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   mconv_plan_t plan = nullptr;
-  const int algo = static_cast<int>(r.next() % 7);
-  const mconv_status_t s = mconv_plan_create(engine, &p, &d[0], &d[1], &d[2], algo, nullptr, &plan);
+  const int algo = static_cast<int>(r.next() % 8);
+  const mconv_status_t s = mconv_plan_create(engine, &p, &d[0], &d[1], &d[2], algo, nullptr, static_cast<int>(r.next() & 1), &plan);
   if (s != MCONV_STATUS_SUCCESS) {
     if (plan != nullptr || mconv_last_error_message()[0] == '\0') std::abort();  // an error says why
     return 0;
@@ -83,17 +84,33 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     small = small && span[t] <= (1 << 14);
   }
   if (small && double(p.n) * p.k * p.c * p.r * p.s <= double(1 << 16)) {
-    std::vector<float> x(span[0], 0.5f), w(span[1], -0.25f), y(span[2], NAN);
-    if (mconv_conv2d_forward(engine, plan, x.data(), w.data(), y.data(), 1.0f, 0.0f, nullptr, 0) ==
-        MCONV_STATUS_SUCCESS) {
+    // Buffers of the descriptors' dtype (one for all three once the plan exists); y poisoned with NaN.
+    const auto t = static_cast<mconv::DType>(d[2].dtype);
+    auto run = [&](auto zero) {
+      using E = decltype(zero);
+      auto value = [&](float v) {
+        if constexpr (sizeof(E) == 4) return v;
+        else return mconv::float_to_bits(v, t);
+      };
+      std::vector<E> x(span[0], value(0.5f)), w(span[1], value(-0.25f)), y(span[2], value(NAN));
+      if (mconv_conv2d_forward(engine, plan, x.data(), w.data(), y.data(), 1.0f, 0.0f, nullptr, 0) !=
+          MCONV_STATUS_SUCCESS)
+        return;
       for (int64_t n = 0; n < d[2].dims[0]; ++n)
         for (int64_t k = 0; k < d[2].dims[1]; ++k)
           for (int64_t h = 0; h < d[2].dims[2]; ++h)
-            for (int64_t q = 0; q < d[2].dims[3]; ++q)
-              if (!std::isfinite(
-                      y[n * d[2].strides[0] + k * d[2].strides[1] + h * d[2].strides[2] + q * d[2].strides[3]]))
-                std::abort();  // an output left unwritten
-    }
+            for (int64_t q = 0; q < d[2].dims[3]; ++q) {
+              const E v = y[n * d[2].strides[0] + k * d[2].strides[1] + h * d[2].strides[2] + q * d[2].strides[3]];
+              float f;
+              if constexpr (sizeof(E) == 4) f = v;
+              else f = mconv::bits_to_float(v, t);
+              if (!std::isfinite(f)) std::abort();  // an output left unwritten
+            }
+    };
+    if (t == mconv::DType::Float32)
+      run(0.0f);
+    else
+      run(uint16_t(0));
   }
   mconv_plan_destroy(plan);
   return 0;

@@ -4,7 +4,8 @@
 #   scripts/gpu_run.sh check            GPU tests (a CUDA-graph replay among them), compute-sanitizer
 #                                       memcheck and racecheck, the host cost of a call, the hardware model
 #   scripts/gpu_run.sh bench [suite..]  every suite against cuDNN (default: the five of the benchmark
-#                                       and efficientnet_dw5, convnext_dw7), plots
+#                                       and efficientnet_dw5, convnext_dw7), plots; PRECISIONS (default
+#                                       "fp32:NCHW") lists dtype:layout pairs, each suite runs in each
 # Logs and results go to $OUT (packed into results.tar.gz); a summary is printed last.
 set -u
 cd "$(dirname "$0")/.."
@@ -29,11 +30,11 @@ if [ "$part" = check ]; then
   grep -E "MCONV_TEST_SEED|PASSED|FAILED|SKIPPED" "$LOG/gpu_tests.log" | head -20 | tee -a "$S"
   say "== compute-sanitizer"
   MCONV_GPU_TEST_FEW=1 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 3 "$B/mconv_gpu_tests" \
-    --gtest_filter='*RandomProblems*:*EdgeCasesFloat*:*HostPointers*:*SplitK*:*DirectBlock*:*SingleChannel*:*StrideFixed*:*Graph*' \
+    --gtest_filter='*RandomProblems*:*EdgeCasesFloat*:*HostPointers*:*SplitK*:*DirectBlock*:*SingleChannel*:*StrideFixed*:*Graph*:TensorCores.*' \
     > "$LOG/memcheck.log" 2>&1
   say "memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$LOG/memcheck.log" | tail -1)"
   MCONV_GPU_TEST_FEW=1 MCONV_GPU_TEST_RANDOM=3 timeout 200 compute-sanitizer --tool racecheck --error-exitcode 3 \
-    "$B/mconv_gpu_tests" --gtest_filter='*EdgeCasesExactEveryTile*:*SplitK*:*DirectBlockEdge*:*SingleChannel*:*StrideFixed*' \
+    "$B/mconv_gpu_tests" --gtest_filter='*EdgeCasesExactEveryTile*:*SplitK*:*DirectBlockEdge*:*SingleChannel*:*StrideFixed*:TensorCores.VectorAndElement*:TensorCores.LargeReduction*' \
     > "$LOG/racecheck.log" 2>&1
   say "racecheck exit $?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$LOG/racecheck.log" | tail -1)"
   MCONV_GPU_TEST_FEW=1 MCONV_GPU_TEST_RANDOM=3 timeout 200 compute-sanitizer --tool initcheck --error-exitcode 3 \
@@ -49,11 +50,17 @@ if [ "$part" = check ]; then
 else
   suites=("$@")
   [ ${#suites[@]} -eq 0 ] && suites=(resnet50 vgg16 multi_channel single_channel depthwise efficientnet_dw5 convnext_dw7)
-  for s in "${suites[@]}"; do
-    say "== bench $s"
-    timeout "${SUITE_TIMEOUT:-150}" "$B/mconv" bench --suite "bench/suites/$s.csv" --vs cudnn --out "$LOG/$s" \
-      > "$LOG/$s.txt" 2> "$LOG/$s.err"
-    say "exit $? $(tail -1 "$LOG/$s.txt")"
+  for prec in ${PRECISIONS:-fp32:NCHW}; do
+    dtype=${prec%%:*} layout=${prec##*:}
+    tag=""
+    [ "$layout" != NCHW ] && tag="_$layout"
+    [ "$dtype" != fp32 ] && tag="${tag}_$dtype"
+    for s in "${suites[@]}"; do
+      say "== bench $s $dtype $layout"
+      timeout "${SUITE_TIMEOUT:-150}" "$B/mconv" bench --suite "bench/suites/$s.csv" --vs cudnn --dtype "$dtype" \
+        --layout "$layout" --out "$LOG/$s$tag" > "$LOG/$s$tag.txt" 2> "$LOG/$s$tag.err"
+      say "exit $? $(tail -1 "$LOG/$s$tag.txt")"
+    done
   done
   if [[ " ${suites[*]} " == *" convnext_dw7 "* ]]; then
     say "== bench convnext_dw7, cuDNN peers = Find's picks"

@@ -22,6 +22,11 @@ double reference_point(const Problem& problem, const TensorDesc& xd, const float
 void implicit_precomp_forward(const Plan& plan, const float* x, const float* w, float* y,
                               const Epilogue& epilogue = {});
 
+/// Runs a cpu plan on tensors of the plan's dtype: fp32 directly; fp16/bf16 converted to fp32 (exact),
+/// computed by the plan's algorithm (reference or implicit_precomp) and rounded once to the dtype
+/// when stored. Allocates fp32 copies of x, w and y for 16-bit dtypes. y is untouched on error.
+void forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& epilogue = {});
+
 /// Bytes of scratch one call of implicit_precomp_forward uses per thread (bounded by the tile
 /// sizes, independent of N*P*Q*C*R*S).
 int64_t implicit_precomp_scratch_bytes_per_thread();

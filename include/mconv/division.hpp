@@ -32,6 +32,22 @@ struct ImplicitPrecompDivision {
   LaunchShape launch;      ///< with split_k slices (grid_z = groups * split_k)
 };
 
+/// implicit_mma (src/algorithms/implicit_mma): one tile of its tile table on tensor cores.
+struct ImplicitMmaDivision {
+  int tile = 0;           ///< index into the family's tile table
+  std::string tile_name;  ///< e.g. "mma_128x128x32"
+  int block_m = 0, block_n = 0;
+  int block_k = 0;  ///< rows (elements of the reduction) per pipeline stage
+  int stages = 0;
+  int k_tiles = 0;  ///< row tiles of block_k rows
+  /// The gather moves 16-byte vectors (8 fp16/bf16 or 4 fp32 channels of one row chunk) when the
+  /// channels are contiguous in x and w and C/G, the strides and the group offsets are multiples of
+  /// a vector (Note [mma vector gather]); else it moves single elements. The launcher also needs
+  /// 16-byte aligned x and w pointers for the vector form.
+  bool vector_gather = false;
+  LaunchShape launch;
+};
+
 /// direct_block (src/algorithms/direct_block): one of its thread-group shapes.
 struct DirectBlockDivision {
   int shape = 0;                                ///< index into the family's shape table
@@ -117,7 +133,7 @@ struct StrideFixedDivision {
 
 /// The division of a Plan: none on the CPU target, else the one its family's planner made.
 using Division = std::variant<std::monostate, ImplicitPrecompDivision, DirectBlockDivision, SingleChannelDivision,
-                              PlaneStreamDivision, PlaneBulkDivision, StrideFixedDivision>;
+                              PlaneStreamDivision, PlaneBulkDivision, StrideFixedDivision, ImplicitMmaDivision>;
 
 /// The division's name as `mconv plan` and the benchmark print it (a tile or shape name; empty on the CPU).
 std::string division_name(const Division& d);

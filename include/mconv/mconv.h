@@ -26,14 +26,18 @@ typedef enum {
 
 typedef enum { MCONV_TARGET_AUTO = 0, MCONV_TARGET_CPU = 1, MCONV_TARGET_CUDA = 2 } mconv_target_t;
 typedef enum { MCONV_LAYOUT_NCHW = 0, MCONV_LAYOUT_NHWC = 1, MCONV_LAYOUT_CNHW = 2 } mconv_layout_t;
-typedef enum { MCONV_DTYPE_FLOAT32 = 0 } mconv_dtype_t;
+typedef enum { MCONV_DTYPE_FLOAT32 = 0, MCONV_DTYPE_FLOAT16 = 1, MCONV_DTYPE_BFLOAT16 = 2 } mconv_dtype_t;
+/* fp32 tensors: EXACT (fp32 FFMA, the default) or TF32 (tensor cores, fp32 accumulation). fp16/bf16
+ * tensors always run on tensor cores with fp32 accumulation. */
+typedef enum { MCONV_MATH_EXACT = 0, MCONV_MATH_TF32 = 1 } mconv_math_t;
 typedef enum {
   MCONV_ALGO_AUTO = 0,
   MCONV_ALGO_REFERENCE = 1,
   MCONV_ALGO_IMPLICIT_PRECOMP = 2,
   MCONV_ALGO_DIRECT_BLOCK = 3,
   MCONV_ALGO_SINGLE_CHANNEL = 4,
-  MCONV_ALGO_STRIDE_FIXED = 5
+  MCONV_ALGO_STRIDE_FIXED = 5,
+  MCONV_ALGO_IMPLICIT_MMA = 6
 } mconv_algorithm_t;
 typedef enum { MCONV_MODE_CROSS_CORRELATION = 0, MCONV_MODE_CONVOLUTION = 1 } mconv_mode_t;
 
@@ -64,16 +68,18 @@ mconv_status_t mconv_engine_create(int target, int device, void* stream, mconv_e
 mconv_status_t mconv_engine_destroy(mconv_engine_t engine);
 mconv_status_t mconv_engine_synchronize(mconv_engine_t engine);
 
-/* tile may be NULL (planner's choice). The plan is owned by the caller; destroy it when done. */
+/* tile may be NULL (planner's choice); math is an mconv_math_t. x, w and y share one dtype. The plan is
+ * owned by the caller; destroy it when done. */
 mconv_status_t mconv_plan_create(mconv_engine_t engine, const mconv_problem_t* problem, const mconv_tensor_desc_t* x,
                                  const mconv_tensor_desc_t* w, const mconv_tensor_desc_t* y, int algorithm,
-                                 const char* tile, mconv_plan_t* out);
+                                 const char* tile, int math, mconv_plan_t* out);
 mconv_status_t mconv_plan_destroy(mconv_plan_t plan);
 mconv_status_t mconv_plan_table_bytes(mconv_plan_t plan, int64_t* bytes);
 /* Writes the plan's text form into buf (truncated to size, always NUL-terminated); *needed gets the full length + 1. */
 mconv_status_t mconv_plan_describe(mconv_plan_t plan, char* buf, int64_t size, int64_t* needed);
 
-/* y = alpha*conv(x, w) + beta*y (+ bias[k], ReLU). bias may be NULL; beta = 0 never reads y. Asynchronous
+/* y = alpha*conv(x, w) + beta*y (+ bias[k], ReLU), computed in fp32 and rounded once to y's dtype. bias
+ * (fp32, K values) may be NULL; beta = 0 never reads y. Asynchronous
  * on the engine's stream on the cuda target, with no allocation or synchronisation (graph-capturable). */
 mconv_status_t mconv_conv2d_forward(mconv_engine_t engine, mconv_plan_t plan, const void* x, const void* w, void* y,
                                     float alpha, float beta, const float* bias, int relu);

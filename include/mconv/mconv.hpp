@@ -6,6 +6,7 @@
 #include "mconv/file.hpp"
 #include "mconv/hardware.hpp"
 #include "mconv/npy.hpp"
+#include "mconv/numeric.hpp"
 #include "mconv/plan.hpp"
 #include "mconv/problem.hpp"
 #include "mconv/types.hpp"

@@ -36,9 +36,19 @@ enum class Algorithm : int {
   DirectBlock = 3,      ///< CUDA: direct convolution on shared-memory blocks with halos (depthwise)
   SingleChannel = 4,    ///< CUDA: single-channel kernel driven by the paper's P/Q planner (C/G = 1)
   StrideFixed = 5,      ///< CUDA: multi-channel stride-fixed block kernel (paper section 3.2)
+  ImplicitMma = 6,      ///< CUDA: implicit GEMM through the offset table on tensor cores (fp16, bf16, tf32)
 };
 const char* algorithm_name(Algorithm a);
 Algorithm parse_algorithm(const std::string& s);
+
+/// How fp32 tensors may be multiplied (cuDNN's math type). Exact is the default: fp32 products on
+/// the FFMA units, results within fp32 rounding of the exact sum. TF32 lets the tensor cores round
+/// x and w to TF32 (10 mantissa bits, relative error ~5e-4 per product) and accumulate in fp32, as
+/// PyTorch's default for convolutions does. fp16 and bf16 tensors always run on tensor cores with
+/// fp32 accumulation; the math mode does not apply to them.
+enum class MathMode : int { Exact = 0, TF32 = 1 };
+const char* math_mode_name(MathMode m);
+MathMode parse_math_mode(const std::string& s);
 
 /// Order of the virtual-matrix rows. The planner picks the order in which consecutive rows are
 /// closest in memory (neighbouring threads touch neighbouring addresses): CRS for NCHW/CNHW, RSC
@@ -112,6 +122,8 @@ struct PlanOptions {
   /// No atomics in any family (split-K and channel slices off): the same inputs give bitwise the
   /// same y on every run. Slower only where the planner would have split (small maps, many channels).
   bool deterministic = false;
+  /// fp32 tensors: Exact (FFMA) or TF32 (tensor cores). Ignored for fp16/bf16 tensors.
+  MathMode math = MathMode::Exact;
 };
 
 class Plan {
@@ -130,6 +142,10 @@ class Plan {
   const TensorDesc& y_desc() const { return y_; }
   Target target() const { return target_; }
   Algorithm algorithm() const { return algorithm_; }
+  /// The dtype of x, w and y (one dtype for all three).
+  DType dtype() const { return x_.dtype; }
+  /// The math mode the plan runs in: TF32 only for fp32 tensors planned with it.
+  MathMode math() const { return math_; }
   RowOrder row_order() const { return row_order_; }
   const std::vector<OffsetRow>& offset_table() const { return rows_; }
   /// Number of real rows (C/G*R*S); offset_table() holds padded rows past it.
@@ -167,6 +183,7 @@ class Plan {
   TensorDesc x_, w_, y_;
   Target target_ = Target::Cpu;
   Algorithm algorithm_ = Algorithm::ImplicitPrecomp;
+  MathMode math_ = MathMode::Exact;
   RowOrder row_order_ = RowOrder::CRS;
   std::vector<OffsetRow> rows_;
   int64_t valid_rows_ = 0;

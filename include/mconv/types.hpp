@@ -45,8 +45,9 @@ class Error : public std::runtime_error {
 };
 
 enum class DType : int { Float32 = 0, Float16 = 1, BFloat16 = 2 };
-const char* dtype_name(DType t);
+const char* dtype_name(DType t);  // "fp32", "fp16", "bf16"
 int dtype_size(DType t);
+DType parse_dtype(const std::string& s);  // throws Error(BadParam) on an unknown name
 
 /// Named memory orders. Any other order is expressed through explicit strides (Layout::Custom).
 enum class Layout : int { NCHW = 0, NHWC = 1, CNHW = 2, Custom = 3 };

@@ -6,26 +6,36 @@
 
 namespace mconv::detail {
 
-void launch_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e, void* stream) {
+void launch_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& e, void* stream) {
+  // Every family but implicit_mma runs fp32 only (Plan::build refuses other dtypes for them).
+  const auto* xf = static_cast<const float*>(x);
+  const auto* wf = static_cast<const float*>(w);
+  auto* yf = static_cast<float*>(y);
   std::visit(
       [&](const auto& d) {
         using D = std::decay_t<decltype(d)>;
         if constexpr (std::is_same_v<D, std::monostate>)
           throw Error(Status::BadParam, "plan: a cpu plan given to the cuda target");
+        else if constexpr (std::is_same_v<D, ImplicitMmaDivision>)
+          implicit_mma_forward(plan, d, x, w, y, e, stream);
         else if constexpr (std::is_same_v<D, ImplicitPrecompDivision>)
-          implicit_precomp_forward(plan, d, x, w, y, e, stream);
+          implicit_precomp_forward(plan, d, xf, wf, yf, e, stream);
         else if constexpr (std::is_same_v<D, DirectBlockDivision>)
-          direct_block_forward(plan, d, x, w, y, e, stream);
+          direct_block_forward(plan, d, xf, wf, yf, e, stream);
         else if constexpr (std::is_same_v<D, SingleChannelDivision>)
-          single_channel_strip_forward(plan, d, x, w, y, e, stream);
+          single_channel_strip_forward(plan, d, xf, wf, yf, e, stream);
         else if constexpr (std::is_same_v<D, PlaneStreamDivision>)
-          plane_stream_forward(plan, d, x, w, y, e, stream);
+          plane_stream_forward(plan, d, xf, wf, yf, e, stream);
         else if constexpr (std::is_same_v<D, PlaneBulkDivision>)
-          plane_bulk_forward(plan, d, x, w, y, e, stream);
+          plane_bulk_forward(plan, d, xf, wf, yf, e, stream);
         else
-          stride_fixed_forward(plan, d, x, w, y, e, stream);
+          stride_fixed_forward(plan, d, xf, wf, yf, e, stream);
       },
       plan.division());
+}
+
+void prepare_launch(const Plan& plan) {
+  if (const auto* d = std::get_if<ImplicitMmaDivision>(&plan.division())) implicit_mma_prepare(plan, *d);
 }
 
 }  // namespace mconv::detail

@@ -9,11 +9,19 @@
 namespace mconv::detail {
 
 /// Launches `plan` (a cuda plan with its device table where its family reads one) on `stream`.
-/// Asynchronous; checks the launch. Pointers are device pointers checked by the caller.
-void launch_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e, void* stream);
+/// Asynchronous; checks the launch. Pointers are device pointers of the plan's dtype, checked by the
+/// caller.
+void launch_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& e, void* stream);
+
+/// What a plan's kernels need set once before their first launch (the dynamic shared-memory limit
+/// of the tensor-core tiles), done when the plan is made so that a launch stays graph-capturable.
+void prepare_launch(const Plan& plan);
 
 // The families' launchers (src/algorithms/<family>/launch.cu): each reads its division and only
 // decides what depends on the call (pointer alignment for vector copies; ReLU forbids split-K).
+void implicit_mma_prepare(const Plan& plan, const ImplicitMmaDivision& d);
+void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const void* x, const void* w, void* y,
+                          const Epilogue& e, void* stream);
 void implicit_precomp_forward(const Plan& plan, const ImplicitPrecompDivision& d, const float* x, const float* w,
                               float* y, const Epilogue& e, void* stream);
 void direct_block_forward(const Plan& plan, const DirectBlockDivision& d, const float* x, const float* w, float* y,

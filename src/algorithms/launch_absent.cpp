@@ -3,7 +3,11 @@
 
 namespace mconv::detail {
 
-void launch_forward(const Plan&, const float*, const float*, float*, const Epilogue&, void*) {
+void launch_forward(const Plan&, const void*, const void*, void*, const Epilogue&, void*) {
+  throw Error(Status::NoDevice, "target: mconv was built without CUDA");
+}
+
+void prepare_launch(const Plan&) {
   throw Error(Status::NoDevice, "target: mconv was built without CUDA");
 }
 

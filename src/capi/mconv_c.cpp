@@ -37,9 +37,10 @@ void require(const void* p, const char* what) {
 }
 
 mconv::TensorDesc to_cpp(const mconv_tensor_desc_t& d) {
-  if (d.dtype != MCONV_DTYPE_FLOAT32)
-    throw mconv::Error(mconv::Status::Unsupported, "dtype: only MCONV_DTYPE_FLOAT32 is implemented");
+  if (d.dtype < MCONV_DTYPE_FLOAT32 || d.dtype > MCONV_DTYPE_BFLOAT16)
+    throw mconv::Error(mconv::Status::BadParam, "dtype: unknown value " + std::to_string(d.dtype));
   mconv::TensorDesc t;
+  t.dtype = static_cast<mconv::DType>(d.dtype);
   for (int i = 0; i < 4; ++i) {
     t.dims[i] = d.dims[i];
     t.strides[i] = d.strides[i];
@@ -127,7 +128,7 @@ mconv_status_t mconv_engine_synchronize(mconv_engine_t engine) {
 
 mconv_status_t mconv_plan_create(mconv_engine_t engine, const mconv_problem_t* problem, const mconv_tensor_desc_t* x,
                                  const mconv_tensor_desc_t* w, const mconv_tensor_desc_t* y, int algorithm,
-                                 const char* tile, mconv_plan_t* out) {
+                                 const char* tile, int math, mconv_plan_t* out) {
   return guarded([&] {
     require(engine, "engine");
     require(problem, "problem");
@@ -135,9 +136,12 @@ mconv_status_t mconv_plan_create(mconv_engine_t engine, const mconv_problem_t* p
     require(w, "w");
     require(y, "y");
     require(out, "out");
-    if (algorithm < MCONV_ALGO_AUTO || algorithm > MCONV_ALGO_STRIDE_FIXED)
+    if (algorithm < MCONV_ALGO_AUTO || algorithm > MCONV_ALGO_IMPLICIT_MMA)
       throw mconv::Error(mconv::Status::BadParam, "algorithm: unknown value " + std::to_string(algorithm));
+    if (math != MCONV_MATH_EXACT && math != MCONV_MATH_TF32)
+      throw mconv::Error(mconv::Status::BadParam, "math: unknown value " + std::to_string(math));
     mconv::PlanOptions opt;
+    opt.math = static_cast<mconv::MathMode>(math);
     opt.algorithm = static_cast<mconv::Algorithm>(algorithm);
     if (tile) opt.tile = tile;
     auto p = std::make_unique<mconv_plan_s>();

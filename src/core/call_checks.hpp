@@ -17,12 +17,12 @@ inline void check_pointer(const void* p, const char* field, int alignment) {
                 std::string(field) + ": pointer is not " + std::to_string(alignment) + "-byte aligned");
 }
 
-/// The checks every executor makes before it writes: pointers (null, alignment) and the epilogue's
-/// scalars (finite alpha and beta).
-inline void check_call(const void* x, const void* w, const void* y, const Epilogue& e) {
-  check_pointer(x, "x", 4);
-  check_pointer(w, "w", 4);
-  check_pointer(y, "y", 4);
+/// The checks every executor makes before it writes: pointers (null, alignment to the element size;
+/// bias is fp32) and the epilogue's scalars (finite alpha and beta).
+inline void check_call(const void* x, const void* w, const void* y, const Epilogue& e, int element_bytes) {
+  check_pointer(x, "x", element_bytes);
+  check_pointer(w, "w", element_bytes);
+  check_pointer(y, "y", element_bytes);
   if (e.bias) check_pointer(e.bias, "bias", 4);
   if (!std::isfinite(e.alpha)) throw Error(Status::BadParam, "alpha: must be finite");
   if (!std::isfinite(e.beta)) throw Error(Status::BadParam, "beta: must be finite");

@@ -20,8 +20,8 @@ using detail::checked_mul;
 
 void check_desc(const char* name, const TensorDesc& d, const std::array<int64_t, 4>& want, const char* dim_names) {
   std::string n(name);
-  if (d.dtype != DType::Float32)
-    throw Error(Status::Unsupported, n + ".dtype: " + dtype_name(d.dtype) + " is not implemented yet (fp32 only)");
+  if (d.dtype != DType::Float32 && d.dtype != DType::Float16 && d.dtype != DType::BFloat16)
+    throw Error(Status::BadParam, n + ".dtype: " + std::to_string(int(d.dtype)) + " is not a dtype");
   for (int i = 0; i < 4; ++i) {
     if (d.dims[i] != want[i]) {
       std::ostringstream os;
@@ -142,6 +142,11 @@ void Problem::validate() const {
 void Problem::validate(const TensorDesc& x, const TensorDesc& wd, const TensorDesc& y) const {
   validate();
   check_desc("x", x, {n, c, h, w}, "nchw");
+  // One storage type for all three tensors (bias stays fp32); mixed dtypes are a cast the caller makes.
+  for (auto [d, name] : {std::pair{&wd, "w"}, {&y, "y"}})
+    require(d->dtype == x.dtype, Status::Unsupported,
+            std::string(name) + ".dtype: " + dtype_name(d->dtype) + " differs from x.dtype " + dtype_name(x.dtype) +
+                " (x, w and y share one dtype)");
   check_desc("w", wd, {k, c / groups, r, s}, "kcrs");
   check_desc("y", y, {n, k, p(), q()}, "nkpq");
   check_no_overlap(y);

@@ -52,6 +52,12 @@ int dtype_size(DType t) {
   return t == DType::Float32 ? 4 : 2;
 }
 
+DType parse_dtype(const std::string& s) {
+  for (DType t : {DType::Float32, DType::Float16, DType::BFloat16})
+    if (s == dtype_name(t)) return t;
+  throw Error(Status::BadParam, "dtype: unknown name '" + s + "' (expected fp32, fp16 or bf16)");
+}
+
 const char* layout_name(Layout l) {
   switch (l) {
     case Layout::NCHW:

@@ -72,7 +72,7 @@ int64_t implicit_precomp_scratch_bytes_per_thread() {
 }
 
 void implicit_precomp_forward(const Plan& plan, const float* x, const float* w, float* y, const Epilogue& e) {
-  detail::check_call(x, w, y, e);
+  detail::check_call(x, w, y, e, 4);
   const Problem& pr = plan.problem();
   const auto& rows = plan.offset_table();
   const auto& sr = plan.start_rule();

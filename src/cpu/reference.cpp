@@ -30,7 +30,7 @@ double reference_point(const Problem& pr, const TensorDesc& xd, const float* x, 
 void reference_forward(const Problem& pr, const TensorDesc& xd, const float* x, const TensorDesc& wd, const float* w,
                        const TensorDesc& yd, float* y, const Epilogue& e) {
   pr.validate(xd, wd, yd);
-  detail::check_call(x, w, y, e);
+  detail::check_call(x, w, y, e, 4);
   const int64_t P = pr.p(), Q = pr.q();
 #pragma omp parallel for collapse(2) schedule(dynamic)
   for (int64_t n = 0; n < pr.n; ++n)

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "mconv/file.hpp"
+#include "mconv/numeric.hpp"
 #include "mconv/types.hpp"
 
 namespace mconv::npy {
@@ -57,8 +58,15 @@ Array parse(const std::string& bytes, const std::string& name) {
   if (bytes.size() < offset + header_len) fail(name, "truncated header");
   const std::string header = bytes.substr(offset, header_len);
   std::string descr = dict_value(header, "descr", name);
-  if (descr != "'<f4'" && descr != "'f4'" && descr != "'=f4'")
-    fail(name, "dtype " + descr + " is not little-endian float32 ('<f4'); convert with .astype(np.float32)");
+  DType dtype;
+  if (descr == "'<f4'" || descr == "'=f4'" || descr == "'f4'")
+    dtype = DType::Float32;
+  else if (descr == "'<f2'" || descr == "'=f2'")
+    dtype = DType::Float16;
+  else
+    fail(name, "dtype " + descr +
+                   " is not little-endian float32 ('<f4') or float16 ('<f2'); convert with .astype(np.float32)");
+  const size_t esz = dtype == DType::Float32 ? 4 : 2;
   if (dict_value(header, "fortran_order", name) != "False") fail(name, "fortran_order arrays are not supported");
   const std::string shape_text = dict_value(header, "shape", name);
   if (shape_text.size() < 2 || shape_text.front() != '(' || shape_text.back() != ')')
@@ -86,11 +94,12 @@ Array parse(const std::string& bytes, const std::string& name) {
     count *= v;
   }
   const size_t data_off = offset + header_len;
-  if (bytes.size() - data_off != static_cast<size_t>(count) * 4)
-    fail(name,
-         "data holds " + std::to_string(bytes.size() - data_off) + " bytes, shape needs " + std::to_string(count * 4));
+  if (bytes.size() - data_off != static_cast<size_t>(count) * esz)
+    fail(name, "data holds " + std::to_string(bytes.size() - data_off) + " bytes, shape needs " +
+                   std::to_string(count * int64_t(esz)));
+  a.dtype = dtype;
   a.data.resize(count);
-  if (count) std::memcpy(a.data.data(), bytes.data() + data_off, count * 4);
+  if (count) to_float(dtype, bytes.data() + data_off, a.data.data(), count);
   return a;
 }
 
@@ -98,7 +107,8 @@ Array load(const std::string& path) {
   return parse(file::read(path), path);
 }
 
-void save(const std::string& path, const std::vector<int64_t>& shape, const float* data) {
+void save(const std::string& path, const std::vector<int64_t>& shape, const float* data, DType dtype) {
+  const bool half = dtype == DType::Float16;
   std::string shape_text = "(";
   int64_t count = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -107,7 +117,7 @@ void save(const std::string& path, const std::vector<int64_t>& shape, const floa
     count *= shape[i];
   }
   shape_text += ")";
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape_text + ", }";
+  std::string header = std::string("{'descr': '") + (half ? "<f2" : "<f4") + "', 'fortran_order': False, 'shape': " + shape_text + ", }";
   const size_t unpadded = 10 + header.size() + 1;  // magic+version+len, header, '\n'
   header.append((64 - unpadded % 64) % 64, ' ');
   header += '\n';
@@ -116,7 +126,13 @@ void save(const std::string& path, const std::vector<int64_t>& shape, const floa
   bytes += static_cast<char>(len & 0xff);
   bytes += static_cast<char>(len >> 8);
   bytes += header;
-  bytes.append(reinterpret_cast<const char*>(data), static_cast<size_t>(count) * 4);
+  if (half) {
+    std::vector<uint16_t> h(static_cast<size_t>(count));
+    from_float(DType::Float16, data, h.data(), count);
+    bytes.append(reinterpret_cast<const char*>(h.data()), h.size() * 2);
+  } else {
+    bytes.append(reinterpret_cast<const char*>(data), static_cast<size_t>(count) * 4);
+  }
   file::write_atomically(path, bytes);
 }
 

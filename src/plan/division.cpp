@@ -16,6 +16,7 @@ std::string launch_text(const LaunchShape& l) {
 struct NameOf {
   std::string operator()(const std::monostate&) const { return ""; }
   std::string operator()(const ImplicitPrecompDivision& d) const { return d.tile_name; }
+  std::string operator()(const ImplicitMmaDivision& d) const { return d.tile_name; }
   std::string operator()(const DirectBlockDivision& d) const { return d.shape_name; }
   std::string operator()(const SingleChannelDivision& d) const {
     return "single_channel_m" + std::to_string(d.method) + (d.shaped ? "_shaped" : "");
@@ -35,6 +36,13 @@ struct TextOf {
     os << "division  tile " << d.tile_name << " (" << d.block_m << " pixels x " << d.block_n << " filters x "
        << d.block_k << " rows per stage), " << d.k_tiles << " row tiles, split_k " << d.split_k << " ("
        << d.k_tiles_per_split << " row tiles a slice)\n";
+    return os.str() + launch_text(d.launch);
+  }
+  std::string operator()(const ImplicitMmaDivision& d) const {
+    std::ostringstream os;
+    os << "division  tile " << d.tile_name << " (" << d.block_m << " pixels x " << d.block_n << " filters x "
+       << d.block_k << " rows per stage, " << d.stages << " stages), " << d.k_tiles << " row tiles, "
+       << (d.vector_gather ? "16-byte vector gather" : "element gather") << "\n";
     return os.str() + launch_text(d.launch);
   }
   std::string operator()(const DirectBlockDivision& d) const {

@@ -42,17 +42,29 @@ const char* algorithm_name(Algorithm a) {
       return "single_channel";
     case Algorithm::StrideFixed:
       return "stride_fixed";
+    case Algorithm::ImplicitMma:
+      return "implicit_mma";
   }
   return "?";
 }
 
 Algorithm parse_algorithm(const std::string& s) {
   for (Algorithm a : {Algorithm::Auto, Algorithm::Reference, Algorithm::ImplicitPrecomp, Algorithm::DirectBlock,
-                      Algorithm::SingleChannel, Algorithm::StrideFixed})
+                      Algorithm::SingleChannel, Algorithm::StrideFixed, Algorithm::ImplicitMma})
     if (s == algorithm_name(a)) return a;
   throw Error(Status::BadParam, "algorithm: unknown name '" + s +
                                     "' (expected auto, reference, implicit_precomp, direct_block, "
-                                    "single_channel or stride_fixed)");
+                                    "single_channel, stride_fixed or implicit_mma)");
+}
+
+const char* math_mode_name(MathMode m) {
+  return m == MathMode::TF32 ? "tf32" : "exact";
+}
+
+MathMode parse_math_mode(const std::string& s) {
+  if (s == "exact") return MathMode::Exact;
+  if (s == "tf32") return MathMode::TF32;
+  throw Error(Status::BadParam, "math: unknown mode '" + s + "' (expected exact or tf32)");
 }
 
 namespace {
@@ -147,7 +159,7 @@ std::string Plan::key() const {
   std::ostringstream os;
   os << problem_.to_string() << " mode" << int(problem_.mode) << " | x " << x_.to_string() << " | w " << w_.to_string()
      << " | y " << y_.to_string() << " | " << target_name(target_) << " " << algorithm_name(algorithm_) << " "
-     << division_name(division_) << " split" << split_k();
+     << division_name(division_) << " split" << split_k() << " math " << math_mode_name(math_);
   return os.str();
 }
 

@@ -27,6 +27,11 @@ std::string Plan::to_text(int64_t max_rows) const {
      << (std::holds_alternative<std::monostate>(division_) ? "" : " tile " + division_name(division_)) << "\n";
   os << "problem   " << p.to_string() << "  ->  P=" << p.p() << " Q=" << p.q() << "  FLOPs=" << std::setprecision(4)
      << p.flops() << "\n";
+  os << "dtype     " << dtype_name(x_.dtype) << " x, w, y; "
+     << (x_.dtype != DType::Float32 ? "tensor cores, fp32 accumulation"
+         : math_ == MathMode::TF32  ? "math tf32 (tensor cores round x and w to tf32, fp32 accumulation)"
+                                    : "math exact (fp32 products and sums)")
+     << "\n";
   os << "x         " << x_.to_string() << "\n";
   os << "w         " << w_.to_string() << "\n";
   os << "y         " << y_.to_string() << "\n";
@@ -73,7 +78,7 @@ std::string Plan::to_text(int64_t max_rows) const {
                            : "no (split-K sums with atomics; --deterministic turns it off)")
        << "\n";
   os << division_text(division_);
-  if (target_ == Target::Cuda && algorithm_ != Algorithm::ImplicitPrecomp)
+  if (target_ == Target::Cuda && algorithm_ != Algorithm::ImplicitPrecomp && algorithm_ != Algorithm::ImplicitMma)
     os << "extra bytes: 0 (" << algorithm_name(algorithm_) << " reads no table; no workspace)\n";
   else
     os << "extra bytes: " << table_bytes() << " (offset table; no im2col, no workspace)\n";
@@ -88,6 +93,8 @@ std::string Plan::to_json(int64_t max_rows) const {
   j["tile"] = division_name(division_);
   j["split_k"] = split_k();
   j["deterministic"] = deterministic();
+  j["dtype"] = dtype_name(x_.dtype);
+  j["math"] = math_mode_name(math_);
   j["problem"] = {{"n", p.n},
                   {"c", p.c},
                   {"h", p.h},

@@ -48,7 +48,7 @@ std::shared_ptr<const Plan> Engine::plan(const Problem& problem, const TensorDes
   std::ostringstream key;
   key << problem.to_string() << " m" << int(problem.mode) << "|" << x.to_string() << "|" << w.to_string() << "|"
       << y.to_string() << "|" << algorithm_name(options.algorithm) << "|" << options.tile << "|split" << options.split_k
-      << (options.deterministic ? "|det" : "");
+      << (options.deterministic ? "|det" : "") << "|math" << int(options.math);
   const HardwareModel& hw = hardware();
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = plans_.find(key.str());
@@ -60,9 +60,10 @@ std::shared_ptr<const Plan> Engine::plan(const Problem& problem, const TensorDes
   if (target_ == Target::Cuda) {
     detail::cuda_device::DeviceGuard guard(device_);
     plan->device_ = device_;
-    // Only the implicit GEMM reads the offset table; the direct kernels need no device bytes at all.
-    if (plan->algorithm() == Algorithm::ImplicitPrecomp)
+    // Only the implicit GEMMs read the offset table; the direct kernels need no device bytes at all.
+    if (plan->algorithm() == Algorithm::ImplicitPrecomp || plan->algorithm() == Algorithm::ImplicitMma)
       plan->device_table_ = detail::cuda_device::upload_table(*plan, device_, stream_);
+    detail::prepare_launch(*plan);
   }
   recent_.push_front(key.str());
   plans_.emplace(key.str(), std::make_pair(plan, recent_.begin()));
@@ -86,17 +87,11 @@ void Engine::conv2d_forward(const Plan& plan, const void* x, const void* w, void
   if (plan.target() != target_)
     throw Error(Status::BadParam, std::string("plan: built for ") + target_name(plan.target()) + ", engine runs on " +
                                       target_name(target_));
-  detail::check_call(x, w, y, e);
+  detail::check_call(x, w, y, e, dtype_size(plan.dtype()));
   detail::check_disjoint(x, plan.x_desc().span_elements(), w, plan.w_desc().span_elements(), y,
                          plan.y_desc().span_elements(), dtype_size(plan.y_desc().dtype));
-  const auto* xf = static_cast<const float*>(x);
-  const auto* wf = static_cast<const float*>(w);
-  auto* yf = static_cast<float*>(y);
   if (target_ == Target::Cpu) {
-    if (plan.algorithm() == Algorithm::Reference)
-      cpu::reference_forward(plan.problem(), plan.x_desc(), xf, plan.w_desc(), wf, plan.y_desc(), yf, e);
-    else
-      cpu::implicit_precomp_forward(plan, xf, wf, yf, e);
+    cpu::forward(plan, x, w, y, e);
     return;
   }
   if (plan.device() != device_)
@@ -111,7 +106,7 @@ void Engine::conv2d_forward(const Plan& plan, const void* x, const void* w, void
     detail::cuda_device::check_device_pointer(y, "y", device_, plan.y_desc().span_elements() * esz);
     if (e.bias) detail::cuda_device::check_device_pointer(e.bias, "bias", device_, plan.problem().k * 4);
   }
-  detail::launch_forward(plan, xf, wf, yf, e, stream_);
+  detail::launch_forward(plan, x, w, y, e, stream_);
 }
 
 void Engine::synchronize() {

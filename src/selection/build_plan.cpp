@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "../algorithms/direct_block/planner.hpp"
+#include "../algorithms/implicit_mma/planner.hpp"
 #include "../algorithms/implicit_precomp/planner.hpp"
 #include "../algorithms/single_channel/planner.hpp"
 #include "../algorithms/stride_fixed/planner.hpp"
@@ -61,6 +62,36 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
   if (target == Target::Cuda && hw.sm_count <= 0)
     throw Error(Status::BadParam, "target: a cuda plan needs the hardware model of a GPU (sm_count is 0)");
   plan.target_ = target;
+
+  // fp16/bf16 tensors, and fp32 ones in TF32 math, run on the tensor cores (implicit_mma) on the GPU;
+  // the CPU converts them and computes in fp32.
+  const bool half = x.dtype != DType::Float32;
+  plan.math_ = half ? MathMode::Exact : options.math;
+  if (half || options.math == MathMode::TF32) {
+    const std::string what = half ? std::string(dtype_name(x.dtype)) + " tensors" : "math tf32";
+    if (target == Target::Cpu) {
+      if (options.algorithm == Algorithm::ImplicitMma)
+        throw Error(Status::Unsupported, "algorithm: implicit_mma runs on the cuda target only");
+      if (!half) plan.decisions_.push_back("math tf32: the CPU executor computes in exact fp32 (tf32 only allows less)");
+    } else {
+      if (options.algorithm != Algorithm::Auto && options.algorithm != Algorithm::ImplicitMma)
+        throw Error(Status::Unsupported, std::string("algorithm: ") + algorithm_name(options.algorithm) +
+                                             " has fp32 FFMA kernels only; " + what + " run on implicit_mma");
+      if (options.split_k > 1)
+        throw Error(Status::BadParam, "split_k: implicit_mma does not split the reduction");
+      plan.decisions_.push_back(options.algorithm == Algorithm::Auto
+                                    ? "algorithm implicit_mma: " + what + " run on the tensor cores"
+                                    : "algorithm implicit_mma: forced");
+      plan.algorithm_ = Algorithm::ImplicitMma;
+      plan.division_ = detail::plan_implicit_mma(pr, x, w, plan.valid_rows_, plan.row_order_ == RowOrder::RSC, hw,
+                                                 options.tile, plan.decisions_);
+      return plan;
+    }
+  } else if (options.algorithm == Algorithm::ImplicitMma) {
+    throw Error(Status::Unsupported,
+                "algorithm: implicit_mma runs fp16 or bf16 tensors, or fp32 tensors with math tf32 (fp32 exact runs "
+                "on the FFMA families)");
+  }
 
   Algorithm algo = options.algorithm;
   if (algo == Algorithm::Auto && target == Target::Cuda && (!options.tile.empty() || options.split_k > 0)) {

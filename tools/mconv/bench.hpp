@@ -17,6 +17,7 @@ namespace mconv::tools {
 struct BenchOptions {
   int64_t batch = 0;             ///< overrides n when > 0
   Layout layout = Layout::NCHW;  ///< of x, w (KCRS/KRSC/CKRS) and y
+  DType dtype = DType::Float32;  ///< of x, w and y (plan.math says whether fp32 may use TF32)
   PlanOptions plan;              ///< algorithm / tile overrides
   bool vs_cudnn = false;         ///< time the two cuDNN peers too (CUDA builds with cuDNN)
   /// cuDNN peers: how many of Find's candidates of each class (any workspace, within 64 KiB) are
@@ -51,7 +52,8 @@ inline std::shared_ptr<const Plan> plan_layer(Engine& engine, const Layer& layer
   po.target = engine.target();
   try {
     p.validate();  // before any size is computed from the fields
-    return engine.plan(p, p.x_desc(opt.layout), p.w_desc(opt.layout), p.y_desc(opt.layout), po);
+    return engine.plan(p, p.x_desc(opt.layout, opt.dtype), p.w_desc(opt.layout, opt.dtype),
+                       p.y_desc(opt.layout, opt.dtype), po);
   } catch (const Error& e) {
     row.ran = false;
     row.note = std::string("mconv: ") + e.what();
@@ -69,7 +71,7 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
 
 /// `mconv run` on a CUDA engine: copies x, w and y (beta reads it) to the device, runs `plan` once,
 /// and copies y back. Defined in bench_cuda.cpp (CUDA builds).
-void run_on_cuda(Engine& engine, const Plan& plan, const std::vector<float>& x, const std::vector<float>& w,
-                 std::vector<float>& y, const Epilogue& e);
+void run_on_cuda(Engine& engine, const Plan& plan, const std::vector<unsigned char>& x,
+                 const std::vector<unsigned char>& w, std::vector<unsigned char>& y, const Epilogue& e);
 
 }  // namespace mconv::tools

@@ -11,6 +11,7 @@
 #include "gpu_timing.hpp"
 #include "layer_args.hpp"
 #include "mconv/engine.hpp"
+#include "mconv/numeric.hpp"
 #ifdef MCONV_HAVE_CUDNN
 #include "cudnn_peer.hpp"
 #endif
@@ -18,8 +19,9 @@
 namespace mconv::tools {
 namespace {
 
-// Copy bandwidth (bytes read + written) and cuBLAS SGEMM rate without tensor cores.
-void measure_peaks(Peaks& peaks) {
+// Copy bandwidth (bytes read + written) and a large cuBLAS GEMM in the suite's precision: SGEMM on
+// the FFMA units for exact fp32, else the tensor cores in fp16, bf16 or TF32 with fp32 accumulation.
+void measure_peaks(Peaks& peaks, DType dtype, MathMode math) {
   cudaDeviceProp prop{};
   cuda_ok(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
   peaks.device = prop.name;
@@ -38,12 +40,23 @@ void measure_peaks(Peaks& peaks) {
     cudaMemset(b.ptr, 0, size_t(m) * m * 4);
     cublasHandle_t h;
     if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasCreate failed");
-    cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH);  // FFMA only: no TF32
     const float one = 1.0f, zero = 0.0f;
+    const bool exact = dtype == DType::Float32 && math == MathMode::Exact;
+    const cudaDataType_t t = dtype == DType::Float16    ? CUDA_R_16F
+                             : dtype == DType::BFloat16 ? CUDA_R_16BF
+                                                        : CUDA_R_32F;
+    const cublasComputeType_t compute = exact                      ? CUBLAS_COMPUTE_32F_PEDANTIC
+                                        : dtype == DType::Float32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                                   : CUBLAS_COMPUTE_32F;
+    peaks.gemm_name = exact ? "SGEMM (FFMA)" : std::string(dtype == DType::Float32 ? "tf32" : dtype_name(dtype)) +
+                                                   " GEMM (tensor cores)";
     const double ms = median_ms_per_launch(
-        [&](int) { cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &one, a.ptr, m, b.ptr, m, &zero, c.ptr, m); },
+        [&](int) {
+          cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &one, a.ptr, t, m, b.ptr, t, m, &zero, c.ptr, t, m,
+                       compute, CUBLAS_GEMM_DEFAULT);
+        },
         {5, 3});
-    peaks.fp32_flops = 2.0 * m * m * double(m) / (ms * 1e-3);
+    peaks.gemm_flops = 2.0 * m * m * double(m) / (ms * 1e-3);
     cublasDestroy(h);
   }
 }
@@ -64,10 +77,15 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
     peaks.timing += opt.peer_candidates == 1 ? "; cuDNN peers: Find's picks"
                                              : "; cuDNN peers: the fastest of Find's first " +
                                                    std::to_string(opt.peer_candidates) + " candidates, each timed so";
-  std::cerr << "measuring peaks (copy bandwidth, SGEMM)...\n";
-  measure_peaks(peaks);
-  std::cerr << peaks.device << ": copy " << peaks.bytes_per_s / 1e9 << " GB/s, SGEMM " << peaks.fp32_flops / 1e12
-            << " TFLOP/s\n";
+  std::cerr << "measuring peaks (copy bandwidth, GEMM)...\n";
+  measure_peaks(peaks, opt.dtype, opt.plan.math);
+  std::cerr << peaks.device << ": copy " << peaks.bytes_per_s / 1e9 << " GB/s, " << peaks.gemm_name << " "
+            << peaks.gemm_flops / 1e12 << " TFLOP/s\n";
+  const int esz = dtype_size(opt.dtype);
+  auto fp32 = [](TensorDesc d) {
+    d.dtype = DType::Float32;  // host copies hold the stored values widened to float
+    return d;
+  };
   int l2 = 0;
   cuda_ok(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0), "L2 size");
   std::vector<LayerResult> out;
@@ -84,41 +102,51 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
     std::vector<float> hx = host_tensor("x", xd.span_elements()), hw = host_tensor("w", wd.span_elements());
     fill_uniform(hx, opt.seed + 2 * li);
     fill_uniform(hw, opt.seed + 2 * li + 1);
+    for (auto* v : {&hx, &hw})
+      for (float& e : *v) e = round_to_dtype(e, opt.dtype);  // the reference multiplies what is stored
+    const auto sx = to_storage(hx, opt.dtype), sw = to_storage(hw, opt.dtype);
     // Rotate through enough copies that the timed loop does not run from L2 (docs/BENCHMARKING.md).
-    const double set_bytes = 4.0 * (hx.size() + hw.size() + yd.span_elements());
+    const double set_bytes = double(esz) * (hx.size() + hw.size() + yd.span_elements());
     const int copies = int(std::min(16.0, std::max(1.0, std::ceil(3.0 * l2 / set_bytes))));
+    const size_t y_bytes = size_t(yd.span_elements()) * esz;
     std::vector<DeviceArray> bx, bw, by;
-    std::vector<float*> xs, ws, ys;
+    std::vector<float*> xs, ws, ys;  // device buffers of the suite's dtype
     for (int c = 0; c < copies; ++c) {
-      bx.emplace_back(hx.size());
-      bw.emplace_back(hw.size());
-      by.emplace_back(yd.span_elements());
-      cuda_ok(cudaMemcpy(bx.back().ptr, hx.data(), hx.size() * 4, cudaMemcpyHostToDevice), "copy x");
-      cuda_ok(cudaMemcpy(bw.back().ptr, hw.data(), hw.size() * 4, cudaMemcpyHostToDevice), "copy w");
+      bx.emplace_back((sx.size() + 3) / 4);
+      bw.emplace_back((sw.size() + 3) / 4);
+      by.emplace_back((y_bytes + 3) / 4);
+      cuda_ok(cudaMemcpy(bx.back().ptr, sx.data(), sx.size(), cudaMemcpyHostToDevice), "copy x");
+      cuda_ok(cudaMemcpy(bw.back().ptr, sw.data(), sw.size(), cudaMemcpyHostToDevice), "copy w");
       xs.push_back(bx.back().ptr);
       ws.push_back(bw.back().ptr);
       ys.push_back(by.back().ptr);
     }
-    std::vector<float> hy = host_tensor("y", yd.span_elements());
+    std::vector<unsigned char> hy(y_bytes);
     auto error_of = [&](const float* dy) {
-      cuda_ok(cudaMemcpy(hy.data(), dy, hy.size() * 4, cudaMemcpyDeviceToHost), "copy y");
-      return sampled_error(p, xd, hx.data(), wd, hw.data(), yd, hy.data(), opt.check_samples, opt.seed + li);
+      cuda_ok(cudaMemcpy(hy.data(), dy, hy.size(), cudaMemcpyDeviceToHost), "copy y");
+      const std::vector<float> y = from_storage(hy, opt.dtype);
+      return sampled_error(p, fp32(xd), hx.data(), fp32(wd), hw.data(), fp32(yd), y.data(), opt.check_samples,
+                           opt.seed + li);
     };
+    // fp32 exact is held to 2e-5 (sampled), the tensor-core precisions to their tolerance.
+    const double tolerance =
+        opt.dtype == DType::Float32 && opt.plan.math == MathMode::Exact ? 2e-5 : precision_tolerance(opt.dtype, opt.plan.math);
 
     r.algorithm = algorithm_name(plan->algorithm());
     r.tile = division_name(plan->division()) + (plan->split_k() > 1 ? " sk" + std::to_string(plan->split_k()) : "");
     // The checked result: y poisoned with NaN first, so an unwritten element fails.
-    cuda_ok(cudaMemset(ys[0], 0xff, hy.size() * 4), "poison y");
+    cuda_ok(cudaMemset(ys[0], 0xff, hy.size()), "poison y");  // NaN in every dtype
     engine.conv2d_forward(*plan, xs[0], ws[0], ys[0]);
     engine.synchronize();
     r.rel_err = error_of(ys[0]);
-    r.correct = r.rel_err < 2e-5;
+    r.correct = r.rel_err < tolerance;
     r.ms = median_ms_per_launch(
         [&](int i) { engine.conv2d_forward(*plan, xs[i % copies], ws[i % copies], ys[i % copies]); }, timing);
     r.extra_bytes = engine.plan_device_bytes(*plan);
     if (opt.all_algorithms) {
       for (Algorithm a :
-           {Algorithm::ImplicitPrecomp, Algorithm::DirectBlock, Algorithm::SingleChannel, Algorithm::StrideFixed}) {
+           {Algorithm::ImplicitPrecomp, Algorithm::DirectBlock, Algorithm::SingleChannel, Algorithm::StrideFixed,
+            Algorithm::ImplicitMma}) {
         PlanOptions ao = opt.plan;
         ao.target = Target::Cuda;
         ao.algorithm = a;
@@ -128,21 +156,21 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
         } catch (const Error&) {
           continue;  // the algorithm does not support this layer
         }
-        cuda_ok(cudaMemset(ys[0], 0xff, hy.size() * 4), "poison y");
+        cuda_ok(cudaMemset(ys[0], 0xff, hy.size()), "poison y");
         engine.conv2d_forward(*alt, xs[0], ws[0], ys[0]);
         engine.synchronize();
-        const bool ok = error_of(ys[0]) < 2e-5;
+        const bool ok = error_of(ys[0]) < tolerance;
         const double ms = median_ms_per_launch(
             [&](int i) { engine.conv2d_forward(*alt, xs[i % copies], ws[i % copies], ys[i % copies]); }, timing);
         r.alternatives.emplace_back(algorithm_name(a), ok ? ms : -1.0);
       }
     }
-    if (peaks.fp32_flops > 0)
-      r.floor_ms = 1e3 * std::max(p.flops() / peaks.fp32_flops, min_bytes(p) / peaks.bytes_per_s);
+    if (peaks.gemm_flops > 0)
+      r.floor_ms = 1e3 * std::max(p.flops() / peaks.gemm_flops, min_bytes(p, esz) / peaks.bytes_per_s);
 #ifdef MCONV_HAVE_CUDNN
     if (opt.vs_cudnn) {
       try {
-        time_cudnn_peers(p, opt.layout, xs, ws, ys, timing, error_of, opt.peer_candidates, opt.peer_cap_factor,
+        time_cudnn_peers(p, opt.layout, opt.dtype, opt.plan.math, xs, ws, ys, timing, error_of, opt.peer_candidates, opt.peer_cap_factor,
                          r.fastest, r.matched, r.note);
       } catch (const std::exception& e) {
         r.note += (r.note.empty() ? "" : "; ") + std::string("cuDNN: ") + e.what();
@@ -163,15 +191,16 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
   return out;
 }
 
-void run_on_cuda(Engine& engine, const Plan& plan, const std::vector<float>& x, const std::vector<float>& w,
-                 std::vector<float>& y, const Epilogue& e) {
-  DeviceArray dx(x.size()), dw(w.size()), dy(y.size());
-  cuda_ok(cudaMemcpy(dx.ptr, x.data(), x.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy x");
-  cuda_ok(cudaMemcpy(dw.ptr, w.data(), w.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy w");
-  cuda_ok(cudaMemcpy(dy.ptr, y.data(), y.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy y");  // beta reads it
+void run_on_cuda(Engine& engine, const Plan& plan, const std::vector<unsigned char>& x,
+                 const std::vector<unsigned char>& w, std::vector<unsigned char>& y, const Epilogue& e) {
+  auto floats = [](size_t bytes) { return (bytes + 3) / 4; };
+  DeviceArray dx(floats(x.size())), dw(floats(w.size())), dy(floats(y.size()));
+  cuda_ok(cudaMemcpy(dx.ptr, x.data(), x.size(), cudaMemcpyHostToDevice), "cudaMemcpy x");
+  cuda_ok(cudaMemcpy(dw.ptr, w.data(), w.size(), cudaMemcpyHostToDevice), "cudaMemcpy w");
+  cuda_ok(cudaMemcpy(dy.ptr, y.data(), y.size(), cudaMemcpyHostToDevice), "cudaMemcpy y");  // beta reads it
   engine.conv2d_forward(plan, dx.ptr, dw.ptr, dy.ptr, e);
   engine.synchronize();
-  cuda_ok(cudaMemcpy(y.data(), dy.ptr, y.size() * 4, cudaMemcpyDeviceToHost), "cudaMemcpy y back");
+  cuda_ok(cudaMemcpy(y.data(), dy.ptr, y.size(), cudaMemcpyDeviceToHost), "cudaMemcpy y back");
 }
 
 }  // namespace mconv::tools

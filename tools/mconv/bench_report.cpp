@@ -84,8 +84,8 @@ void print_csv_row(std::ostream& os, const std::string& suite, const LayerResult
   os << "," << note << "\n";
 }
 
-double min_bytes(const Problem& p) {
-  return 4.0 * (double(p.n) * p.c * p.h * p.w + double(p.k) * (p.c / p.groups) * p.r * p.s +
+double min_bytes(const Problem& p, int element_bytes) {
+  return double(element_bytes) * (double(p.n) * p.c * p.h * p.w + double(p.k) * (p.c / p.groups) * p.r * p.s +
                 double(p.n) * p.k * p.p() * p.q());
 }
 
@@ -97,7 +97,8 @@ void print_report(std::ostream& os, const std::string& format, const std::string
     nlohmann::json j;
     j["suite"] = suite;
     j["device"] = peaks.device;
-    j["peak_fp32_tflops"] = peaks.fp32_flops / 1e12;
+    j["peak_gemm_tflops"] = peaks.gemm_flops / 1e12;
+    j["peak_gemm"] = peaks.gemm_name;
     j["peak_bandwidth_gbs"] = peaks.bytes_per_s / 1e9;
     j["timing"] = peaks.timing;
     for (const auto& r : rows) {
@@ -145,8 +146,8 @@ void print_report(std::ostream& os, const std::string& format, const std::string
   }
   // table
   os << "suite " << suite << (peaks.device.empty() ? "" : " on " + peaks.device);
-  if (peaks.fp32_flops > 0)
-    os << "  (measured peaks: SGEMM " << fmt(peaks.fp32_flops / 1e12, 1) << " TFLOP/s, copy "
+  if (peaks.gemm_flops > 0)
+    os << "  (measured peaks: " << peaks.gemm_name << " " << fmt(peaks.gemm_flops / 1e12, 1) << " TFLOP/s, copy "
        << fmt(peaks.bytes_per_s / 1e9, 0) << " GB/s)";
   if (!peaks.timing.empty()) os << "\ntimed as " << peaks.timing;
   os << "\n";

@@ -39,13 +39,14 @@ struct LayerResult {
 /// Peaks measured in the same run (GPU); zero where not measured.
 struct Peaks {
   std::string device;
-  double fp32_flops = 0;   ///< FLOP/s (cuBLAS SGEMM, no tensor cores)
+  double gemm_flops = 0;   ///< FLOP/s of a large cuBLAS GEMM in the suite's precision
+  std::string gemm_name;   ///< which GEMM, e.g. "SGEMM (FFMA)" or "bf16 GEMM (tensor cores)"
   double bytes_per_s = 0;  ///< device copy, bytes read + written
   std::string timing;      ///< how the layers were timed (host loop or CUDA graph), for the report
 };
 
-/// Minimum bytes a layer must move: x and w read once, y written once (fp32).
-double min_bytes(const Problem& p);
+/// Minimum bytes a layer must move: x and w read once, y written once, `element_bytes` each.
+double min_bytes(const Problem& p, int element_bytes = 4);
 
 /// The CSV header and one layer's row (print_report's "csv" format), so that rows can be written as
 /// they finish.

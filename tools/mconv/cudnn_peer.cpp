@@ -45,7 +45,10 @@ struct Descriptors {
   cudnnTensorDescriptor_t x{}, y{};
   cudnnFilterDescriptor_t w{};
   cudnnConvolutionDescriptor_t conv{};
-  Descriptors(const Problem& p, Layout layout) {
+  Descriptors(const Problem& p, Layout layout, DType dtype, MathMode math) {
+    const cudnnDataType_t t = dtype == DType::Float16    ? CUDNN_DATA_HALF
+                              : dtype == DType::BFloat16 ? CUDNN_DATA_BFLOAT16
+                                                         : CUDNN_DATA_FLOAT;
     if (layout != Layout::NCHW && layout != Layout::NHWC)
       throw std::runtime_error("the cuDNN peer takes NCHW or NHWC, not " + std::string(layout_name(layout)));
     const cudnnTensorFormat_t fmt = layout == Layout::NHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
@@ -53,16 +56,17 @@ struct Descriptors {
     ok(cudnnCreateTensorDescriptor(&y), "y desc");
     ok(cudnnCreateFilterDescriptor(&w), "w desc");
     ok(cudnnCreateConvolutionDescriptor(&conv), "conv desc");
-    ok(cudnnSetTensor4dDescriptor(x, fmt, CUDNN_DATA_FLOAT, int(p.n), int(p.c), int(p.h), int(p.w)), "x desc");
-    ok(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, fmt, int(p.k), int(p.c / p.groups), int(p.r), int(p.s)),
+    ok(cudnnSetTensor4dDescriptor(x, fmt, t, int(p.n), int(p.c), int(p.h), int(p.w)), "x desc");
+    ok(cudnnSetFilter4dDescriptor(w, t, fmt, int(p.k), int(p.c / p.groups), int(p.r), int(p.s)),
        "w desc");
     ok(cudnnSetConvolution2dDescriptor(
            conv, int(p.pad_h), int(p.pad_w), int(p.stride_h), int(p.stride_w), int(p.dil_h), int(p.dil_w),
            p.mode == Mode::Convolution ? CUDNN_CONVOLUTION : CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
        "conv desc");
     ok(cudnnSetConvolutionGroupCount(conv, int(p.groups)), "group count");
-    ok(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH), "math type");
-    ok(cudnnSetTensor4dDescriptor(y, fmt, CUDNN_DATA_FLOAT, int(p.n), int(p.k), int(p.p()), int(p.q())), "y desc");
+    const bool exact = dtype == DType::Float32 && math == MathMode::Exact;
+    ok(cudnnSetConvolutionMathType(conv, exact ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH), "math type");
+    ok(cudnnSetTensor4dDescriptor(y, fmt, t, int(p.n), int(p.k), int(p.p()), int(p.q())), "y desc");
   }
   ~Descriptors() {
     cudnnDestroyTensorDescriptor(x);
@@ -83,11 +87,12 @@ cudnnHandle_t handle() {
 
 }  // namespace
 
-void time_cudnn_peers(const Problem& p, Layout layout, const std::vector<float*>& xs, const std::vector<float*>& ws,
+void time_cudnn_peers(const Problem& p, Layout layout, DType dtype, MathMode math, const std::vector<float*>& xs, const std::vector<float*>& ws,
                       const std::vector<float*>& ys, const LoopTiming& timing,
                       const std::function<double(const float*)>& error_of, int candidates, double cap_factor,
                       PeerTime& fastest, PeerTime& matched, std::string& note) {
-  Descriptors d(p, layout);
+  Descriptors d(p, layout, dtype, math);
+  const bool exact = dtype == DType::Float32 && math == MathMode::Exact;
   ok(cudnnSetStream(handle(), timing.stream), "cudnnSetStream");
   // "A few GB of workspace to choose from" (docs/BENCHMARKING.md), bounded by what is free.
   size_t free_b = 0, total_b = 0;
@@ -123,8 +128,9 @@ void time_cudnn_peers(const Problem& p, Layout layout, const std::vector<float*>
   // the fastest of all of them ("whatever its workspace": never slower than the memory-matched one),
   // the memory-matched peer the fastest within 64 KiB.
   auto usable = [&](const cudnnConvolutionFwdAlgoPerf_t& a) {
-    return a.status == CUDNN_STATUS_SUCCESS && a.mathType != CUDNN_TENSOR_OP_MATH &&
-           a.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+    // Exact fp32 takes no tensor-core algorithm; the other precisions take any (as mconv does).
+    return a.status == CUDNN_STATUS_SUCCESS &&
+           (!exact || (a.mathType != CUDNN_TENSOR_OP_MATH && a.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION));
   };
   // The cap of each class: cap_factor times its best Find time, at least 1 ms.
   float best_any = 1e30f, best_matched = 1e30f;

@@ -1,7 +1,8 @@
 // The cuDNN peer of the benchmark (legacy C API, same process, same tensors): one
 // cudnnFindConvolutionForwardAlgorithmEx call, then its candidates are timed like mconv and the
 // fastest (any workspace) and the fastest whose workspace is at most 64 KiB (memory-matched) are the
-// peers. fp32 with CUDNN_FMA_MATH: no tensor cores, the same math as mconv's FFMA kernels.
+// peers, in the suite's precision: fp32 exact with CUDNN_FMA_MATH (no tensor cores, mconv's FFMA
+// math); TF32, fp16 and bf16 with CUDNN_TENSOR_OP_MATH and fp32 accumulation, like mconv's implicit_mma.
 #pragma once
 
 #include <functional>
@@ -9,7 +10,7 @@
 
 #include "bench_report.hpp"
 #include "gpu_timing.hpp"
-#include "mconv/types.hpp"
+#include "mconv/plan.hpp"
 
 namespace mconv::tools {
 
@@ -21,7 +22,7 @@ inline constexpr size_t kMemoryMatchedWorkspace = 64 * 1024;
 /// everything timed, the memory-matched peer the fastest of those within 64 KiB of workspace. A candidate
 /// whose Find time exceeds `cap_factor` times the best Find time of its class (and 1 ms) is skipped and named
 /// in `note`, as is a candidate that fails.
-void time_cudnn_peers(const Problem& p, Layout layout, const std::vector<float*>& xs, const std::vector<float*>& ws,
+void time_cudnn_peers(const Problem& p, Layout layout, DType dtype, MathMode math, const std::vector<float*>& xs, const std::vector<float*>& ws,
                       const std::vector<float*>& ys, const LoopTiming& timing,
                       const std::function<double(const float*)>& error_of, int candidates, double cap_factor,
                       PeerTime& fastest, PeerTime& matched, std::string& note);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "mconv/cpu.hpp"
+#include "mconv/numeric.hpp"
 
 namespace mconv::tools {
 
@@ -36,11 +37,16 @@ void LayerArgs::add_to(CLI::App& app) {
   app.add_option("--target", target, "auto, cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
-  app.add_option("--algo", algorithm, "auto, reference, implicit_precomp, direct_block, single_channel, stride_fixed")
+  app.add_option("--algo", algorithm,
+                 "auto, reference, implicit_precomp, direct_block, single_channel, stride_fixed, implicit_mma")
       ->capture_default_str();
   app.add_option("--tile", tile, "force a CUDA tile (e.g. 128x128x8)");
   app.add_option("--split-k", split_k, "CUDA row slices: 0 = planner, 1 = off (bitwise reproducible), n = force")
       ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--dtype", dtype,
+                 "fp32 (exact), tf32 (fp32 tensors on tensor cores), fp16 or bf16 (storage; fp32 accumulation)")
+      ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}))
+      ->capture_default_str();
   app.add_flag("--deterministic", deterministic, "no atomics (split-K off): bitwise the same y on every run");
 }
 
@@ -51,13 +57,39 @@ Problem LayerArgs::resolved_problem() const {
 }
 
 TensorDesc LayerArgs::x_desc() const {
-  return resolved_problem().x_desc(parse_layout(x_layout.empty() ? layout : x_layout));
+  return resolved_problem().x_desc(parse_layout(x_layout.empty() ? layout : x_layout), storage_dtype());
 }
 TensorDesc LayerArgs::w_desc() const {
-  return resolved_problem().w_desc(parse_layout(w_layout.empty() ? layout : w_layout));
+  return resolved_problem().w_desc(parse_layout(w_layout.empty() ? layout : w_layout), storage_dtype());
 }
 TensorDesc LayerArgs::y_desc() const {
-  return resolved_problem().y_desc(parse_layout(y_layout.empty() ? layout : y_layout));
+  return resolved_problem().y_desc(parse_layout(y_layout.empty() ? layout : y_layout), storage_dtype());
+}
+
+DType LayerArgs::storage_dtype() const {
+  return parse_precision(dtype).first;
+}
+
+std::pair<DType, MathMode> parse_precision(const std::string& s) {
+  if (s == "tf32") return {DType::Float32, MathMode::TF32};
+  return {parse_dtype(s), MathMode::Exact};
+}
+
+double precision_tolerance(DType t, MathMode m) {
+  if (t != DType::Float32) return 1e-2;
+  return m == MathMode::TF32 ? 1e-3 : 1e-5;
+}
+
+std::vector<unsigned char> to_storage(const std::vector<float>& v, DType t) {
+  std::vector<unsigned char> b(v.size() * size_t(dtype_size(t)));
+  from_float(t, v.data(), b.data(), int64_t(v.size()));
+  return b;
+}
+
+std::vector<float> from_storage(const std::vector<unsigned char>& b, DType t) {
+  std::vector<float> v(b.size() / size_t(dtype_size(t)));
+  to_float(t, b.data(), v.data(), int64_t(v.size()));
+  return v;
 }
 
 PlanOptions LayerArgs::plan_options() const {
@@ -67,6 +99,7 @@ PlanOptions LayerArgs::plan_options() const {
   o.tile = tile;
   o.split_k = split_k;
   o.deterministic = deterministic;
+  o.math = parse_precision(dtype).second;
   return o;
 }
 

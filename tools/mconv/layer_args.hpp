@@ -19,6 +19,7 @@ struct LayerArgs {
   std::string x_layout, w_layout, y_layout;
   std::string mode = "cross";
   std::string target = "auto", algorithm = "auto", tile;
+  std::string dtype = "fp32";  // fp32, tf32 (fp32 tensors, TF32 math), fp16 or bf16
   int split_k = 0;
   bool deterministic = false;
 
@@ -29,7 +30,19 @@ struct LayerArgs {
   TensorDesc w_desc() const;
   TensorDesc y_desc() const;
   PlanOptions plan_options() const;
+  /// The tensors' storage type (tf32 stores fp32).
+  DType storage_dtype() const;
 };
+
+/// "fp32", "tf32", "fp16", "bf16" -> storage dtype and math mode; Error(BadParam) otherwise.
+std::pair<DType, MathMode> parse_precision(const std::string& s);
+/// The norm-relative error a result of this precision is held to against the double reference:
+/// fp32 1e-5, tf32 1e-3, fp16/bf16 1e-2.
+double precision_tolerance(DType t, MathMode m);
+
+/// Values in the storage bytes of dtype `t` (rounded to nearest even), and back.
+std::vector<unsigned char> to_storage(const std::vector<float>& v, DType t);
+std::vector<float> from_storage(const std::vector<unsigned char>& b, DType t);
 
 /// A host buffer of `count` floats for tensor `what`, or Error(OutOfMemory) naming it and its size.
 std::vector<float> host_tensor(const char* what, int64_t count, float value = 0.0f);

@@ -126,12 +126,17 @@ int cmd_run(mt::LayerArgs& args, const CLI::App& cmd, const std::string& input, 
     w = wa.data;
   } else
     mt::fill_uniform(w, seed + 1);
+  if (args.beta != 0.0f) mt::fill_uniform(y, seed + 2);
+  // Values as the dtype stores them (a bf16 layer rounds a float32 file on load): the reference then
+  // sees exactly the inputs the executor multiplies.
+  const DType dtype = xd.dtype;
+  for (auto* v : {&x, &w, &y})
+    for (float& e : *v) e = round_to_dtype(e, dtype);
   if (!save_inputs.empty()) {
-    npy::save(save_inputs + "_x.npy", storage_shape(xd), x.data());
-    npy::save(save_inputs + "_w.npy", storage_shape(wd), w.data());
+    npy::save(save_inputs + "_x.npy", storage_shape(xd), x.data(), dtype);
+    npy::save(save_inputs + "_w.npy", storage_shape(wd), w.data(), dtype);
     std::cout << "wrote " << save_inputs << "_x.npy and " << save_inputs << "_w.npy\n";
   }
-  if (args.beta != 0.0f) mt::fill_uniform(y, seed + 2);
   std::vector<float> y0 = check ? y : std::vector<float>();
 
   Engine engine(parse_target(args.target));
@@ -142,30 +147,41 @@ int cmd_run(mt::LayerArgs& args, const CLI::App& cmd, const std::string& input, 
   e.beta = args.beta;
   std::cerr << "mconv run: " << p.to_string() << " on " << target_name(engine.target()) << ", "
             << algorithm_name(plan->algorithm()) << " " << division_name(plan->division()) << "\n";
-  if (engine.target() == Target::Cpu) {
-    engine.conv2d_forward(*plan, x.data(), w.data(), y.data(), e);
-  } else {
+  {
+    const auto xs = mt::to_storage(x, dtype), ws = mt::to_storage(w, dtype);
+    auto ys = mt::to_storage(y, dtype);
+    if (engine.target() == Target::Cpu) {
+      engine.conv2d_forward(*plan, xs.data(), ws.data(), ys.data(), e);
+    } else {
 #ifdef MCONV_HAVE_CUDA
-    mt::run_on_cuda(engine, *plan, x, w, y, e);
+      mt::run_on_cuda(engine, *plan, xs, ws, ys, e);
 #else
-    throw Error(Status::NoDevice, "target: this mconv was built without CUDA");
+      throw Error(Status::NoDevice, "target: this mconv was built without CUDA");
 #endif
+    }
+    y = mt::from_storage(ys, dtype);
   }
   if (check) {
     std::vector<float> ref = y0;
-    cpu::reference_forward(p, xd, x.data(), wd, w.data(), yd, ref.data(), e);
+    auto fp32 = [](TensorDesc d) {
+      d.dtype = DType::Float32;  // the rounded values, held in float
+      return d;
+    };
+    cpu::reference_forward(p, fp32(xd), x.data(), fp32(wd), w.data(), fp32(yd), ref.data(), e);
     double e2 = 0, r2 = 0;
     for (size_t i = 0; i < ref.size(); ++i) {
       e2 += double(y[i] - ref[i]) * (y[i] - ref[i]);
       r2 += double(ref[i]) * ref[i];
     }
     const double rel = r2 > 0 ? std::sqrt(e2 / r2) : std::sqrt(e2);
-    const bool ok = rel < 1e-5 && std::isfinite(rel);
-    std::cout << "check: relative error " << rel << " against the double reference: " << (ok ? "PASS" : "FAIL") << "\n";
+    const double tolerance = mt::precision_tolerance(dtype, plan->math());
+    const bool ok = rel < tolerance && std::isfinite(rel);
+    std::cout << "check: relative error " << rel << " against the double reference (" << args.dtype << " tolerance "
+              << tolerance << "): " << (ok ? "PASS" : "FAIL") << "\n";
     if (!ok) return 1;
   }
   if (!output.empty()) {
-    npy::save(output, storage_shape(yd), y.data());  // whole or not at all
+    npy::save(output, storage_shape(yd), y.data(), dtype);  // whole or not at all
     std::cout << "wrote " << output << "\n";
   }
   return 0;
@@ -241,9 +257,11 @@ int run_main(int argc, char** argv) {
   uint64_t seed = 1;
   auto* run = app.add_subcommand("run", "run one layer given by flags (or .npy files)");
   run_args.add_to(*run);
-  run->add_option("--input", input, "x as a float32 .npy, in the x layout's order");
-  run->add_option("--filter", filter, "w as a float32 .npy, in the w layout's order");
-  run->add_option("--output", output, "write y as a float32 .npy (written whole or not at all)");
+  run->add_option("--input", input,
+                  "x as a float32 or float16 .npy, in the x layout's order (rounded to --dtype on load)");
+  run->add_option("--filter", filter, "w as a float32 or float16 .npy, in the w layout's order");
+  run->add_option("--output", output,
+                  "write y as a .npy, whole or not at all (float16 for --dtype fp16, else float32)");
   std::string save_inputs;
   run->add_option("--save-inputs", save_inputs, "write the x and w used as PREFIX_x.npy and PREFIX_w.npy");
   run->add_flag("--check", check, "compare with the double-accumulating reference");
@@ -281,13 +299,20 @@ int run_main(int argc, char** argv) {
   bench->add_option("--target", target, "auto (the GPU if one is visible), cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
-  bench->add_option("--algo", algo, "auto, reference, implicit_precomp, direct_block, single_channel, stride_fixed")
+  bench->add_option("--algo", algo,
+                    "auto, reference, implicit_precomp, direct_block, single_channel, stride_fixed, implicit_mma")
       ->capture_default_str();
   bench->add_option("--tile", tile, "force a CUDA tile, shape or variant (see `mconv plan`)");
   bench->add_option("--split-k", bopt.plan.split_k, "CUDA row slices: 0 = planner, 1 = off, n = force")
       ->check(CLI::Range(0, 1 << 20));
   bench->add_option("--vs", vs, "peer to time beside mconv: cudnn")->check(CLI::IsMember({"cudnn"}));
   bench->add_flag("--deterministic", bopt.plan.deterministic, "plans without atomics (split-K off)");
+  std::string bench_dtype = "fp32";
+  bench
+      ->add_option("--dtype", bench_dtype,
+                   "fp32 (exact), tf32 (fp32 tensors on tensor cores), fp16 or bf16; cuDNN runs the same precision")
+      ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}))
+      ->capture_default_str();
   bench->add_flag("--all-algos", bopt.all_algorithms, "also time every mconv algorithm that supports each layer");
   bench
       ->add_option("--peer-candidates", bopt.peer_candidates,
@@ -388,6 +413,8 @@ int run_main(int argc, char** argv) {
       bopt.plan.algorithm = mconv::parse_algorithm(algo);
       bopt.layout = mconv::parse_layout(bench_layout);
       if (bopt.layout != mconv::Layout::NCHW) suite_name += std::string("_") + mconv::layout_name(bopt.layout);
+      std::tie(bopt.dtype, bopt.plan.math) = mt::parse_precision(bench_dtype);
+      if (bench_dtype != "fp32") suite_name += "_" + bench_dtype;
       bopt.plan.tile = tile;
       bopt.vs_cudnn = vs == "cudnn";
       bopt.graph = timing == "graph";

@@ -1,0 +1,309 @@
+// The tensor-core implicit-GEMM kernel (technique 1 with mma.sync): fp16 and bf16 storage, or fp32
+// storage in TF32 math, all accumulating in fp32.
+//
+// Block (blockIdx.x, blockIdx.y, blockIdx.z) computes block_m output pixels x block_n filters of group
+// z. Each pipeline stage gathers 64 bytes of reduction rows for every pixel and filter of the block:
+//   sImage[pixel][kk] = x[start[pixel] + offset[k0 + kk]]   (zero where the padding predicate fails)
+//   sFilter[f][kk]    = w[f * w.stride_k + w_offset[k0 + kk]]
+// through cp.async, Stages deep, then every warp multiplies its fragments with mma.sync. Start
+// addresses are formed once per block; the main loop only reads the offset table and adds.
+//
+// Note [mma shared layout]: both tiles are stored reduction-fastest ([pixel][kk], [filter][kk]),
+// which is the row-major A and column-major B that mma.sync's .row.col form takes, so fragments load
+// with ldmatrix and need no transpose. Rows are 64 data bytes padded to 80: the eight 16-byte rows an
+// ldmatrix phase reads then start 20 words apart, in eight distinct 4-bank groups (no conflict).
+// ldmatrix moves 16-bit pairs, so in bytes its fragments are the same for 4-byte TF32 elements: an
+// 8x8 b16 matrix is 8 rows of 4 fp32, exactly the m16n8k8 TF32 fragment layout.
+//
+// Note [mma vector gather]: see planner.cpp. The element form moves one element per copy (cp.async
+// of 4 bytes for fp32; a predicated load and store for 16-bit types, which cp.async cannot copy) with
+// consecutive threads on consecutive pixels, so NCHW/CNHW inputs read along their contiguous axis.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "../common/cp_async.cuh"
+#include "mconv/plan.hpp"
+
+namespace mconv::cuda {
+
+struct ImplicitMmaParams {
+  const void* x;
+  const void* w;
+  void* y;
+  const int4* table;  // OffsetRow {x_offset, dh, dw, w_offset}, rows padded to a multiple of 32
+  const float* bias;  // K values or null
+  long long x_group, w_group, y_group;
+  long long x_sn, x_sh, x_sw;
+  long long w_sk;
+  long long y_sn, y_sk, y_sp, y_sq;
+  int npq, pq, q;  // columns, P*Q, Q
+  int kg;          // filters per group
+  int rows;        // valid rows C/G*R*S
+  int H, W;
+  int stride_h, stride_w, pad_h, pad_w;
+  float alpha, beta;
+  int relu;
+  int pair_store;  // y.stride_k == 1 and every filter pair 2t, 2t+1 aligned for one paired store
+};
+
+/// The element types: storage, the MMA instruction and conversions.
+struct MmaFp16 {
+  using Storage = __half;
+  static constexpr int kBytes = 2;
+  static __device__ __forceinline__ float to_float(Storage v) { return __half2float(v); }
+  static __device__ __forceinline__ Storage from_float(float v) { return __float2half_rn(v); }
+  static __device__ __forceinline__ void convert_fragment(uint32_t&) {}
+  // 32 bytes of reduction per call: m16n8k16.
+  static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+
+struct MmaBf16 {
+  using Storage = __nv_bfloat16;
+  static constexpr int kBytes = 2;
+  static __device__ __forceinline__ float to_float(Storage v) { return __bfloat162float(v); }
+  static __device__ __forceinline__ Storage from_float(float v) { return __float2bfloat16_rn(v); }
+  static __device__ __forceinline__ void convert_fragment(uint32_t&) {}
+  static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+
+struct MmaTf32 {
+  using Storage = float;
+  static constexpr int kBytes = 4;
+  static __device__ __forceinline__ float to_float(Storage v) { return v; }
+  static __device__ __forceinline__ Storage from_float(float v) { return v; }
+  // Round to nearest (ties away), as cuBLAS and cuDNN do, rather than let the MMA truncate.
+  static __device__ __forceinline__ void convert_fragment(uint32_t& r) {
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(r)));
+  }
+  // 32 bytes of reduction per call: m16n8k8.
+  static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+
+namespace detail {
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t smem_addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr));
+}
+
+__device__ __forceinline__ void cp_async_16(uint32_t smem_addr, const void* gmem, bool pred) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr), "l"(gmem), "r"(pred ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_4(uint32_t smem_addr, const void* gmem, bool pred) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr), "l"(gmem), "r"(pred ? 4 : 0));
+}
+
+}  // namespace detail
+
+template <class Tile, class Math, bool kVector>
+__global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma_kernel(const ImplicitMmaParams prm) {
+  using T = typename Math::Storage;
+  constexpr int BM = Tile::kBlockM, BN = Tile::kBlockN, NT = Tile::kThreads, S = Tile::kStages;
+  constexpr int kPitch = Tile::kRowPitch;  // bytes per shared row
+  constexpr int EB = Math::kBytes;
+  constexpr int BK = 64 / EB;  // reduction rows per stage
+  constexpr int V = 16 / EB;   // rows per 16-byte vector
+  constexpr int FM = Tile::kFragsM, FN = Tile::kFragsN;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  auto image_row = [&](int stage, int pixel) { return smem_base + stage * Tile::kStageBytes + pixel * kPitch; };
+  auto filter_row = [&](int stage, int f) {
+    return smem_base + stage * Tile::kStageBytes + BM * kPitch + f * kPitch;
+  };
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const long long block_m = static_cast<long long>(blockIdx.x) * BM;
+  const int block_n = blockIdx.y * BN;
+  const int group = blockIdx.z;
+  const T* __restrict__ gX = static_cast<const T*>(prm.x) + group * prm.x_group;
+  const T* __restrict__ gW = static_cast<const T*>(prm.w) + group * prm.w_group;
+
+  // The pixels this thread gathers: vector form, chunk c = tid + i*NT is (pixel c/4, vector c%4);
+  // element form, pixel tid % BM for every row it copies.
+  constexpr int kPix = kVector ? BM * 4 / NT : 1;
+  long long rStart[kPix];
+  int rH0[kPix], rW0[kPix];
+#pragma unroll
+  for (int i = 0; i < kPix; ++i) {
+    const int pixel = kVector ? (tid + i * NT) / 4 : tid % BM;
+    const long long m = block_m + pixel;
+    if (m < prm.npq) {
+      const int n = static_cast<int>(m / prm.pq), rem = static_cast<int>(m - static_cast<long long>(n) * prm.pq);
+      const int p = rem / prm.q, q = rem - p * prm.q;
+      rH0[i] = window_origin(p, prm.stride_h, prm.pad_h);
+      rW0[i] = window_origin(q, prm.stride_w, prm.pad_w);
+      rStart[i] = n * prm.x_sn + rH0[i] * prm.x_sh + rW0[i] * prm.x_sw;
+    } else {
+      rH0[i] = rW0[i] = -(1 << 30);  // Note [padding predicates] (implicit_precomp/kernel.cuh)
+      rStart[i] = 0;
+    }
+  }
+  auto inside = [&](int i, const int4& row) {
+    return static_cast<unsigned>(rH0[i] + row.y) < static_cast<unsigned>(prm.H) &&
+           static_cast<unsigned>(rW0[i] + row.z) < static_cast<unsigned>(prm.W);
+  };
+
+  auto load_stage = [&](int stage, int k0) {
+    if constexpr (kVector) {
+      const int vec = tid % 4;  // the same vector of rows for every chunk of this thread
+      const int4 row = __ldg(prm.table + k0 + vec * V);
+#pragma unroll
+      for (int i = 0; i < kPix; ++i) {
+        const int pixel = (tid + i * NT) / 4;
+        const bool ok = inside(i, row);
+        detail::cp_async_16(image_row(stage, pixel) + vec * 16, ok ? gX + rStart[i] + row.x : gX, ok);
+      }
+      const bool row_ok = k0 + vec * V < prm.rows;
+#pragma unroll
+      for (int i = 0; i < BN * 4 / NT; ++i) {
+        const int f = (tid + i * NT) / 4;
+        const bool ok = row_ok && block_n + f < prm.kg;
+        detail::cp_async_16(filter_row(stage, f) + vec * 16, ok ? gW + (block_n + f) * prm.w_sk + row.w : gW, ok);
+      }
+    } else {
+      const int pixel = tid % BM;
+#pragma unroll
+      for (int i = 0; i < BM * BK / NT; ++i) {
+        const int kk = tid / BM + i * (NT / BM);
+        const int4 row = __ldg(prm.table + k0 + kk);
+        const bool ok = inside(0, row);
+        const uint32_t dst = image_row(stage, pixel) + kk * EB;
+        if constexpr (EB == 4) {
+          detail::cp_async_4(dst, ok ? gX + rStart[0] + row.x : gX, ok);
+        } else {
+          const unsigned short v = ok ? __ldg(reinterpret_cast<const unsigned short*>(gX + rStart[0] + row.x)) : 0;
+          asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(dst), "h"(v));
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < BN * BK / NT; ++i) {
+        const int e = tid + i * NT, kk = e % BK, f = e / BK;
+        const int w_offset = __ldg(&prm.table[k0 + kk].w);
+        const bool ok = k0 + kk < prm.rows && block_n + f < prm.kg;
+        const uint32_t dst = filter_row(stage, f) + kk * EB;
+        if constexpr (EB == 4) {
+          detail::cp_async_4(dst, ok ? gW + (block_n + f) * prm.w_sk + w_offset : gW, ok);
+        } else {
+          const unsigned short v =
+              ok ? __ldg(reinterpret_cast<const unsigned short*>(gW + (block_n + f) * prm.w_sk + w_offset)) : 0;
+          asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(dst), "h"(v));
+        }
+      }
+    }
+  };
+
+  float acc[FM][FN][4];
+#pragma unroll
+  for (int i = 0; i < FM; ++i)
+#pragma unroll
+    for (int j = 0; j < FN; ++j)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
+
+  const int k_tiles = (prm.rows + BK - 1) / BK;
+#pragma unroll
+  for (int s = 0; s < S - 1; ++s) {
+    if (s < k_tiles) load_stage(s, s * BK);
+    detail::cp_async_commit();
+  }
+  const int wm = warp % Tile::kWarpsM, wn = warp / Tile::kWarpsM;
+  // ldmatrix lane addresses (Note [mma shared layout]): A, lanes 0-15 rows 0-15 at byte 0, lanes
+  // 16-31 the same rows at byte 16; B, lane l reads filter (l & 7) + 8 (l >> 4) at byte 16 ((l >> 3) & 1).
+  const int a_row = wm * Tile::kWarpM + (lane & 15), a_byte = (lane >> 4) * 16;
+  const int b_row = wn * Tile::kWarpN + (lane & 7) + ((lane >> 4) << 3), b_byte = ((lane >> 3) & 1) * 16;
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    detail::cp_async_wait<S - 2>();
+    __syncthreads();  // stage kt visible to all; stage kt-1 no longer read by anyone
+    const int next = kt + S - 1;
+    if (next < k_tiles) load_stage(next % S, next * BK);
+    detail::cp_async_commit();
+    const int st = kt % S;
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks) {  // two MMA steps of 32 bytes per stage
+      uint32_t a[FM][4], b[FN / 2][4];
+#pragma unroll
+      for (int i = 0; i < FM; ++i) {
+        detail::ldmatrix_x4(a[i], image_row(st, a_row + i * 16) + ks * 32 + a_byte);
+#pragma unroll
+        for (int r = 0; r < 4; ++r) Math::convert_fragment(a[i][r]);
+      }
+#pragma unroll
+      for (int j = 0; j < FN / 2; ++j) {
+        detail::ldmatrix_x4(b[j], filter_row(st, b_row + j * 16) + ks * 32 + b_byte);
+#pragma unroll
+        for (int r = 0; r < 4; ++r) Math::convert_fragment(b[j][r]);
+      }
+#pragma unroll
+      for (int i = 0; i < FM; ++i)
+#pragma unroll
+        for (int j = 0; j < FN; ++j) Math::mma(acc[i][j], a[i], b[j / 2][(j % 2) * 2], b[j / 2][(j % 2) * 2 + 1]);
+    }
+  }
+  detail::cp_async_wait<0>();
+
+  // Epilogue: fragment c0,c1 is (pixel g, filters 2t, 2t+1), c2,c3 the pixel g + 8; alpha, beta (never
+  // reading y when 0), bias and ReLU in fp32, one rounding to the storage type at the store.
+  T* __restrict__ gY = static_cast<T*>(prm.y) + group * prm.y_group;
+  const float* gBias = prm.bias ? prm.bias + static_cast<long long>(group) * prm.kg : nullptr;
+  const int g = lane >> 2, t4 = lane & 3;
+  auto finish = [&](float v, int f, const T* old) {
+    v *= prm.alpha;
+    if (prm.beta != 0.0f) v = fmaf(prm.beta, Math::to_float(*old), v);
+    if (gBias) v += __ldg(gBias + f);
+    return prm.relu ? fmaxf(v, 0.0f) : v;
+  };
+#pragma unroll
+  for (int i = 0; i < FM; ++i) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const long long m = block_m + wm * Tile::kWarpM + i * 16 + g + half * 8;
+      if (m >= prm.npq) continue;
+      const int n = static_cast<int>(m / prm.pq), rem = static_cast<int>(m - static_cast<long long>(n) * prm.pq);
+      const int p = rem / prm.q, q = rem - p * prm.q;
+      T* yPix = gY + n * prm.y_sn + p * prm.y_sp + q * prm.y_sq;
+#pragma unroll
+      for (int j = 0; j < FN; ++j) {
+        const int f = block_n + wn * Tile::kWarpN + j * 8 + t4 * 2;
+        if (f >= prm.kg) continue;
+        T* dst = yPix + f * prm.y_sk;
+        const float v0 = acc[i][j][half * 2], v1 = acc[i][j][half * 2 + 1];
+        if (prm.pair_store && f + 1 < prm.kg) {
+          if constexpr (EB == 2) {
+            __align__(4) T out[2] = {Math::from_float(finish(v0, f, dst)), Math::from_float(finish(v1, f + 1, dst + 1))};
+            *reinterpret_cast<uint32_t*>(dst) = *reinterpret_cast<const uint32_t*>(out);
+          } else {
+            *reinterpret_cast<float2*>(dst) = make_float2(finish(v0, f, dst), finish(v1, f + 1, dst + 1));
+          }
+        } else {
+          *dst = Math::from_float(finish(v0, f, dst));
+          if (f + 1 < prm.kg) dst[prm.y_sk] = Math::from_float(finish(v1, f + 1, dst + prm.y_sk));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace mconv::cuda

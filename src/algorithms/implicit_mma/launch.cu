@@ -1,0 +1,115 @@
+// Launcher of the tensor-core implicit-GEMM family: fills the parameters from the Plan and its
+// division, picks the vector gather when the pointers allow it, and launches the tile in the plan's
+// dtype and math mode.
+#include <cstdint>
+
+#include "../common/cuda_check.cuh"
+#include "../launch.hpp"
+#include "kernel.cuh"
+#include "tiles.hpp"
+
+namespace mconv::detail {
+namespace {
+
+using cuda::ImplicitMmaParams;
+
+template <class Tile, class Math, bool kVector>
+void launch(const ImplicitMmaParams& prm, dim3 grid, cudaStream_t stream) {
+  cuda::implicit_mma_kernel<Tile, Math, kVector><<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(prm);
+  MCONV_CUDA_CHECK(cudaGetLastError());
+}
+
+template <class Tile, class Math, bool kVector>
+void allow_shared_memory() {
+  MCONV_CUDA_CHECK(cudaFuncSetAttribute(cuda::implicit_mma_kernel<Tile, Math, kVector>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
+}
+
+/// Calls f(Math{}) for the plan's element type and math mode.
+template <class F>
+void visit_math(const Plan& plan, F&& f) {
+  switch (plan.dtype()) {
+    case DType::Float16:
+      return f(cuda::MmaFp16{});
+    case DType::BFloat16:
+      return f(cuda::MmaBf16{});
+    case DType::Float32:
+      if (plan.math() == MathMode::TF32) return f(cuda::MmaTf32{});
+      break;
+  }
+  throw Error(Status::Internal, "implicit_mma: a plan in fp32 exact math reached the tensor-core launcher");
+}
+
+}  // namespace
+
+void implicit_mma_prepare(const Plan& plan, const ImplicitMmaDivision& d) {
+  visit_math(plan, [&](auto math) {
+    using Math = decltype(math);
+    if (!visit_mma_tile(d.tile, [&](auto tile) {
+          allow_shared_memory<decltype(tile), Math, true>();
+          allow_shared_memory<decltype(tile), Math, false>();
+        }))
+      throw Error(Status::Internal, "tile: plan names implicit_mma tile " + std::to_string(d.tile) + " that has no instantiation");
+  });
+}
+
+void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const void* x, const void* w, void* y,
+                          const Epilogue& e, void* stream) {
+  const Problem& pr = plan.problem();
+  const auto& sr = plan.start_rule();
+  const auto& out = plan.output_rule();
+  ImplicitMmaParams prm{};
+  prm.x = x;
+  prm.w = w;
+  prm.y = y;
+  prm.table = static_cast<const int4*>(plan.device_table());
+  if (!prm.table)
+    throw Error(Status::BadParam, "plan: implicit_mma needs the plan's device table (make the plan with Engine::plan)");
+  prm.bias = e.bias;
+  prm.x_group = plan.group_strides().x;
+  prm.w_group = plan.group_strides().w;
+  prm.y_group = plan.group_strides().y;
+  prm.x_sn = sr.stride_n;
+  prm.x_sh = sr.stride_h;
+  prm.x_sw = sr.stride_w;
+  prm.w_sk = plan.w_desc().strides[0];
+  prm.y_sn = out.stride_n;
+  prm.y_sk = out.stride_k;
+  prm.y_sp = out.stride_p;
+  prm.y_sq = out.stride_q;
+  prm.npq = static_cast<int>(pr.n * pr.p() * pr.q());  // < 2^31: Problem::validate
+  prm.pq = static_cast<int>(pr.p() * pr.q());
+  prm.q = static_cast<int>(pr.q());
+  prm.kg = static_cast<int>(pr.k_per_group());
+  prm.rows = static_cast<int>(plan.rows());
+  prm.H = static_cast<int>(pr.h);
+  prm.W = static_cast<int>(pr.w);
+  prm.stride_h = static_cast<int>(pr.stride_h);
+  prm.stride_w = static_cast<int>(pr.stride_w);
+  prm.pad_h = static_cast<int>(pr.pad_h);
+  prm.pad_w = static_cast<int>(pr.pad_w);
+  prm.alpha = e.alpha;
+  prm.beta = e.beta;
+  prm.relu = e.relu ? 1 : 0;
+  // Filters 2t and 2t+1 adjacent, and every pair's first element aligned to two elements.
+  const int esz = dtype_size(plan.dtype());
+  prm.pair_store = out.stride_k == 1 && reinterpret_cast<uintptr_t>(y) % (2 * esz) == 0 && out.stride_n % 2 == 0 &&
+                   out.stride_p % 2 == 0 && out.stride_q % 2 == 0 && prm.y_group % 2 == 0;
+  // Note [mma vector gather]: the division says the strides allow it; the pointers must too.
+  const bool vector = d.vector_gather && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
+                      reinterpret_cast<uintptr_t>(w) % 16 == 0;
+  const dim3 grid = cuda::grid_of(d.launch);
+  const auto s = static_cast<cudaStream_t>(stream);
+  visit_math(plan, [&](auto math) {
+    using Math = decltype(math);
+    if (!visit_mma_tile(d.tile, [&](auto tile) {
+          if (vector)
+            launch<decltype(tile), Math, true>(prm, grid, s);
+          else
+            launch<decltype(tile), Math, false>(prm, grid, s);
+        }))
+      throw Error(Status::Internal, "tile: plan names implicit_mma tile " + std::to_string(d.tile) + " that has no instantiation");
+  });
+}
+
+}  // namespace mconv::detail

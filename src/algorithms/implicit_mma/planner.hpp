@@ -1,0 +1,23 @@
+// The tensor-core implicit-GEMM planner (host side): tile and gather form for a problem on a device.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "mconv/division.hpp"
+#include "mconv/hardware.hpp"
+#include "mconv/problem.hpp"
+
+namespace mconv::detail {
+
+/// The division of the tensor-core implicit GEMM for `p` with these descriptors (their dtype fixes
+/// the rows per stage), `rows_order_rsc`: the plan's rows run channels fastest. A non-empty
+/// `forced_tile` overrides the choice. Appends one line per decision to `why`.
+ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, const TensorDesc& w, int64_t rows,
+                                      bool rows_order_rsc, const HardwareModel& hw, const std::string& forced_tile,
+                                      std::vector<std::string>& why);
+
+/// The tile names of the family, "a, b, c".
+std::string implicit_mma_tile_names();
+
+}  // namespace mconv::detail

@@ -1,0 +1,52 @@
+// Host tensors of a case in a storage dtype: values rounded to the dtype (so the double reference
+// multiplies exactly what the executor does) and their storage bytes, y poisoned with NaN.
+#pragma once
+
+#include "mconv/numeric.hpp"
+#include "problem_gen.hpp"
+
+namespace mconv::test {
+
+struct DtypeTensors {
+  HostTensors f;  // the rounded values, fp32 descriptors
+  DType dtype;
+  TensorDesc xd, wd, yd;  // the same descriptors in `dtype`
+  std::vector<unsigned char> x, w, y;
+
+  DtypeTensors(const Case& c, std::mt19937_64& g, DType t) : f(c, g, false), dtype(t) {
+    for (auto* v : {&f.x, &f.w, &f.y})
+      for (float& e : *v) e = round_to_dtype(e, t);
+    xd = f.xd;
+    wd = f.wd;
+    yd = f.yd;
+    xd.dtype = wd.dtype = yd.dtype = t;
+    x = bytes(f.x);
+    w = bytes(f.w);
+    y = bytes(f.y);  // NaN stays NaN in every dtype
+  }
+  std::vector<unsigned char> bytes(const std::vector<float>& v) const {
+    std::vector<unsigned char> b(v.size() * size_t(dtype_size(dtype)));
+    from_float(dtype, v.data(), b.data(), int64_t(v.size()));
+    return b;
+  }
+  std::vector<float> values(const std::vector<unsigned char>& b) const {
+    std::vector<float> v(b.size() / size_t(dtype_size(dtype)));
+    to_float(dtype, b.data(), v.data(), int64_t(v.size()));
+    return v;
+  }
+  /// The double reference of the case on the rounded inputs, rounded to the dtype like a stored y.
+  std::vector<float> reference(const Case& c) const {
+    std::vector<float> ref = f.y;
+    Epilogue e{c.alpha, c.beta, f.bias.empty() ? nullptr : f.bias.data(), c.relu};
+    cpu::reference_forward(c.p, f.xd, f.x.data(), f.wd, f.w.data(), f.yd, ref.data(), e);
+    return ref;
+  }
+};
+
+/// The norm-relative tolerance of a precision against the double reference.
+inline double tolerance(DType t, MathMode m) {
+  if (t != DType::Float32) return 1e-2;
+  return m == MathMode::TF32 ? 1e-3 : 1e-5;
+}
+
+}  // namespace mconv::test

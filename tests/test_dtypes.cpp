@@ -1,0 +1,178 @@
+// The 16-bit dtypes and the TF32 math mode on the host: conversions, planning, the CPU executor and
+// .npy float16 files.
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "dtype_tensors.hpp"
+#include "mconv/npy.hpp"
+
+namespace mconv::test {
+namespace {
+
+TEST(Numeric, HalfConversionsRoundToNearestEven) {
+  EXPECT_EQ(float_to_half_bits(1.0f), 0x3c00);
+  EXPECT_EQ(float_to_half_bits(-2.0f), 0xc000);
+  EXPECT_EQ(float_to_half_bits(65504.0f), 0x7bff);
+  EXPECT_EQ(float_to_half_bits(65519.0f), 0x7bff);  // below the halfway point to 65536
+  EXPECT_EQ(float_to_half_bits(65520.0f), 0x7c00);  // the tie rounds to even: infinity
+  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -24)), 0x0001);
+  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -25)), 0x0000);         // tie to even: zero
+  EXPECT_EQ(float_to_half_bits(std::ldexp(3.0f, -26)), 0x0001);         // 0.75 units: up
+  EXPECT_EQ(float_to_half_bits(std::ldexp(3.0f, -25)), 0x0002);         // 1.5 units: tie to even 2
+  EXPECT_EQ(float_to_half_bits(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie to even
+  EXPECT_EQ(float_to_half_bits(1.0f + std::ldexp(3.0f, -11)), 0x3c02);  // tie to even (up)
+  EXPECT_TRUE(std::isnan(half_bits_to_float(float_to_half_bits(NAN))));
+  EXPECT_EQ(float_to_half_bits(INFINITY), 0x7c00);
+  // Every finite half survives float and back.
+  for (uint32_t b = 0; b < 0x10000; ++b) {
+    if ((b & 0x7c00) == 0x7c00) continue;
+    ASSERT_EQ(float_to_half_bits(half_bits_to_float(uint16_t(b))), b) << std::hex << b;
+  }
+}
+
+TEST(Numeric, Bfloat16AndTf32Rounding) {
+  EXPECT_EQ(float_to_bfloat16_bits(1.0f), 0x3f80);
+  EXPECT_EQ(float_to_bfloat16_bits(1.0f + std::ldexp(1.0f, -8)), 0x3f80);  // tie to even
+  EXPECT_EQ(float_to_bfloat16_bits(1.0f + std::ldexp(3.0f, -8)), 0x3f82);  // tie to even (up)
+  EXPECT_EQ(float_to_bfloat16_bits(1.0f + std::ldexp(1.5f, -8)), 0x3f81);  // 0.75 of a unit: up
+  EXPECT_TRUE(std::isnan(bfloat16_bits_to_float(float_to_bfloat16_bits(NAN))));
+  for (uint32_t b = 0; b < 0x10000; ++b) {
+    if ((b & 0x7f80) == 0x7f80) continue;
+    ASSERT_EQ(float_to_bfloat16_bits(bfloat16_bits_to_float(uint16_t(b))), b) << std::hex << b;
+  }
+  EXPECT_EQ(round_to_tf32(1.0f + std::ldexp(1.0f, -11)), 1.0f + std::ldexp(1.0f, -10));  // tie: away from zero
+  EXPECT_EQ(round_to_tf32(1.0f + std::ldexp(1.0f, -12)), 1.0f);
+  EXPECT_EQ(round_to_tf32(-1.0f - std::ldexp(1.0f, -11)), -1.0f - std::ldexp(1.0f, -10));
+}
+
+Plan plan_for(const Problem& p, Layout l, DType t, PlanOptions o = {}) {
+  if (o.target == Target::Auto) o.target = Target::Cuda;
+  return Plan::build(p, p.x_desc(l, t), p.w_desc(l, t), p.y_desc(l, t), HardwareModel::reference_h100(), o);
+}
+
+TEST(PlanDtypes, HalfAndTf32RunOnTensorCores) {
+  const Problem p = make(32, 64, 56, 56, 64, 3, 3, 1);
+  for (DType t : {DType::Float16, DType::BFloat16}) {
+    const Plan nhwc = plan_for(p, Layout::NHWC, t);
+    EXPECT_EQ(nhwc.algorithm(), Algorithm::ImplicitMma);
+    const auto& d = std::get<ImplicitMmaDivision>(nhwc.division());
+    EXPECT_TRUE(d.vector_gather);
+    EXPECT_EQ(d.block_k, 32);
+    EXPECT_EQ(d.launch.grid_z, 1);
+    EXPECT_NE(nhwc.to_text(0).find("tensor cores, fp32 accumulation"), std::string::npos);
+    EXPECT_FALSE(std::get<ImplicitMmaDivision>(plan_for(p, Layout::NCHW, t).division()).vector_gather);
+    EXPECT_TRUE(nhwc.deterministic());
+  }
+  PlanOptions tf32;
+  tf32.math = MathMode::TF32;
+  const Plan t = plan_for(p, Layout::NHWC, DType::Float32, tf32);
+  EXPECT_EQ(t.algorithm(), Algorithm::ImplicitMma);
+  EXPECT_EQ(t.math(), MathMode::TF32);
+  EXPECT_EQ(std::get<ImplicitMmaDivision>(t.division()).block_k, 16);
+  // fp32 stays exact unless asked: the FFMA families.
+  EXPECT_NE(plan_for(p, Layout::NHWC, DType::Float32).algorithm(), Algorithm::ImplicitMma);
+  EXPECT_NE(t.key(), plan_for(p, Layout::NHWC, DType::Float32).key());
+}
+
+TEST(PlanDtypes, VectorGatherNeedsWholeVectorsOfChannels) {
+  for (auto [c, groups, vector] : {std::tuple{64, 1, true}, {12, 1, false}, {3, 1, false}, {64, 8, true},
+                                   {48, 8, false}}) {
+    const Problem p = make(2, c, 9, 9, 16, 3, 3, 1, 1, 1, groups);
+    const Plan plan = plan_for(p, Layout::NHWC, DType::Float16);
+    EXPECT_EQ(std::get<ImplicitMmaDivision>(plan.division()).vector_gather, vector) << p.to_string();
+  }
+}
+
+TEST(PlanDtypes, UnsupportedCombinationsAreClearErrors) {
+  const Problem p = make(1, 16, 8, 8, 16, 3, 3, 1);
+  auto status_of = [&](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.status();
+    }
+    return Status::Success;
+  };
+  PlanOptions direct;
+  direct.algorithm = Algorithm::DirectBlock;
+  EXPECT_EQ(status_of([&] { plan_for(p, Layout::NHWC, DType::Float16, direct); }), Status::Unsupported);
+  PlanOptions mma;
+  mma.algorithm = Algorithm::ImplicitMma;
+  EXPECT_EQ(status_of([&] { plan_for(p, Layout::NHWC, DType::Float32, mma); }), Status::Unsupported);
+  mma.target = Target::Cpu;
+  EXPECT_EQ(status_of([&] { plan_for(p, Layout::NHWC, DType::Float16, mma); }), Status::Unsupported);
+  PlanOptions split;
+  split.split_k = 2;
+  EXPECT_EQ(status_of([&] { plan_for(p, Layout::NHWC, DType::BFloat16, split); }), Status::BadParam);
+  PlanOptions bad_tile;
+  bad_tile.tile = "128x128x8";
+  EXPECT_EQ(status_of([&] { plan_for(p, Layout::NHWC, DType::BFloat16, bad_tile); }), Status::BadParam);
+  // One dtype for x, w and y.
+  EXPECT_EQ(status_of([&] {
+              Plan::build(p, p.x_desc(Layout::NHWC, DType::Float16), p.w_desc(Layout::NHWC, DType::BFloat16),
+                          p.y_desc(Layout::NHWC, DType::Float16), HardwareModel::reference_h100());
+            }),
+            Status::Unsupported);
+  TensorDesc bogus = p.x_desc(Layout::NHWC);
+  bogus.dtype = static_cast<DType>(7);
+  EXPECT_EQ(status_of([&] {
+              Plan::build(p, bogus, p.w_desc(Layout::NHWC), p.y_desc(Layout::NHWC), HardwareModel::reference_h100());
+            }),
+            Status::BadParam);
+}
+
+TEST(CpuDtypes, HalfPrecisionMatchesTheReference) {
+  Engine engine(Target::Cpu);
+  std::mt19937_64 g(test_seed() + 200);
+  for (DType t : {DType::Float16, DType::BFloat16}) {
+    for (int i = 0; i < 40; ++i) {
+      const Case c = random_case(g, 200000);
+      DtypeTensors d(c, g, t);
+      const std::vector<float> ref = d.reference(c);
+      auto plan = engine.plan(c.p, d.xd, d.wd, d.yd);
+      std::vector<unsigned char> y = d.y;
+      Epilogue e{c.alpha, c.beta, d.f.bias.empty() ? nullptr : d.f.bias.data(), c.relu};
+      engine.conv2d_forward(*plan, d.x.data(), d.w.data(), y.data(), e);
+      EXPECT_LT(rel_error(d.values(y), ref), 1e-2) << dtype_name(t) << " " << c.name();
+    }
+  }
+}
+
+TEST(CpuDtypes, StridedHalfOutputLeavesTheGapsAlone) {
+  Engine engine(Target::Cpu);
+  const Problem p = make(1, 4, 5, 5, 3, 3, 3, 1);
+  const TensorDesc xd = p.x_desc(Layout::NCHW, DType::Float16), wd = p.w_desc(Layout::NCHW, DType::Float16);
+  TensorDesc yd = p.y_desc(Layout::NCHW, DType::Float16);
+  yd.strides = {200, 60, 12, 2};  // every other element of every row is not y's
+  std::vector<uint16_t> x(xd.span_elements(), float_to_half_bits(1.0f)), w(wd.span_elements(), float_to_half_bits(0.5f));
+  std::vector<uint16_t> y(yd.span_elements() + 1, 0x7e00);  // NaN; one past the span for the last gap
+  auto plan = engine.plan(p, xd, wd, yd);
+  engine.conv2d_forward(*plan, x.data(), w.data(), y.data());
+  for (int64_t k = 0; k < 3; ++k)
+    for (int64_t i = 0; i < 5; ++i)
+      for (int64_t j = 0; j < 5; ++j) {
+        const int64_t at = k * 60 + i * 12 + j * 2;
+        EXPECT_FALSE(std::isnan(half_bits_to_float(y[at])));
+        EXPECT_EQ(y[at + 1], 0x7e00) << "a gap element was written";
+      }
+  EXPECT_EQ(half_bits_to_float(y[60 + 12 + 2]), 18.0f);  // interior: 4 channels x 9 taps x 0.5
+}
+
+TEST(NpyDtypes, Float16FilesRoundTrip) {
+  const std::string path = (std::filesystem::temp_directory_path() / "mconv_test_f2.npy").string();
+  const std::vector<float> v{1.0f, -0.5f, 65504.0f, 0.1f};
+  npy::save(path, {2, 2}, v.data(), DType::Float16);
+  const npy::Array a = npy::load(path);
+  EXPECT_EQ(a.dtype, DType::Float16);
+  EXPECT_EQ(a.shape, (std::vector<int64_t>{2, 2}));
+  ASSERT_EQ(a.data.size(), 4u);
+  EXPECT_EQ(a.data[0], 1.0f);
+  EXPECT_EQ(a.data[2], 65504.0f);
+  EXPECT_EQ(a.data[3], round_to_dtype(0.1f, DType::Float16));
+  EXPECT_EQ(std::filesystem::file_size(path), 128u + 8u);  // 128-byte header, 4 x 2 bytes
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace mconv::test

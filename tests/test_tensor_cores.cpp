@@ -1,0 +1,197 @@
+// The tensor-core implicit GEMM (implicit_mma) in fp16, bf16 and TF32 against the CPU double
+// reference on the rounded inputs, y poisoned with NaN on the device before every run. Skipped (with
+// a message) where no GPU is visible.
+#include <cuda_runtime.h>
+
+#include "dtype_tensors.hpp"
+
+namespace mconv::test {
+namespace {
+
+#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
+
+class TensorCores : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device visible: GPU tests skipped";
+  }
+};
+
+bool few() {
+  return std::getenv("MCONV_GPU_TEST_FEW") != nullptr;
+}
+
+struct Precision {
+  DType dtype;
+  MathMode math;
+  const char* name;
+};
+constexpr Precision kPrecisions[] = {
+    {DType::Float16, MathMode::Exact, "fp16"}, {DType::BFloat16, MathMode::Exact, "bf16"},
+    {DType::Float32, MathMode::TF32, "tf32"}};
+
+struct DeviceBytes {
+  void* ptr = nullptr;
+  explicit DeviceBytes(size_t n) {
+    if (cudaMalloc(&ptr, std::max<size_t>(n, 16)) != cudaSuccess) ptr = nullptr;
+  }
+  ~DeviceBytes() { cudaFree(ptr); }
+};
+
+// Runs one case in one precision (tile "" = the planner's), returns the norm-relative error.
+double run_mma(Engine& engine, const Case& c, std::mt19937_64& g, const Precision& pr, const std::string& tile = "",
+               std::string* division = nullptr) {
+  DtypeTensors t(c, g, pr.dtype);
+  const std::vector<float> ref = t.reference(c);
+  const int esz = dtype_size(pr.dtype);
+  DeviceBytes dx(t.x.size() + size_t(c.x_offset) * esz), dw(t.w.size()), dy(t.y.size()), db(t.f.bias.size() * 4);
+  EXPECT_TRUE(dx.ptr && dw.ptr && dy.ptr && db.ptr);
+  if (!dx.ptr || !dw.ptr || !dy.ptr || !db.ptr) return INFINITY;
+  void* x_dev = static_cast<char*>(dx.ptr) + c.x_offset * esz;  // x_offset elements past 256-byte alignment
+  EXPECT_EQ(cudaMemcpy(x_dev, t.x.data(), t.x.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(dw.ptr, t.w.data(), t.w.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(dy.ptr, t.y.data(), t.y.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  if (!t.f.bias.empty())
+    EXPECT_EQ(cudaMemcpy(db.ptr, t.f.bias.data(), t.f.bias.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  PlanOptions o;
+  o.tile = tile;
+  o.math = pr.math;
+  auto plan = engine.plan(c.p, t.xd, t.wd, t.yd, o);
+  EXPECT_EQ(plan->algorithm(), Algorithm::ImplicitMma);
+  if (division) *division = division_text(plan->division());
+  Epilogue e{c.alpha, c.beta, t.f.bias.empty() ? nullptr : static_cast<const float*>(db.ptr), c.relu};
+  engine.conv2d_forward(*plan, x_dev, dw.ptr, dy.ptr, e);
+  engine.synchronize();
+  std::vector<unsigned char> out(t.y.size());
+  EXPECT_EQ(cudaMemcpy(out.data(), dy.ptr, out.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  return rel_error(t.values(out), ref);
+}
+
+// The tile edges of the list: C = 3, 8, 12, 264 (RGB, one vector, a vector and a half, many
+// stages), K off the tile, P*Q = 1, N*P*Q below one tile, groups with C/G a vector and not.
+std::vector<Case> mma_edge_cases() {
+  std::vector<Case> v;
+  for (int64_t c : {3, 8, 12, 264})
+    for (int64_t k : {8, 24, 72, 136}) v.push_back({make(2, c, 9, 11, k, 3, 3, 1)});
+  v.push_back({make(1, 64, 3, 3, 40, 3, 3, 0)});         // P*Q = 1
+  v.push_back({make(1, 32, 5, 5, 16, 1, 1)});            // N*P*Q = 25, one partial tile
+  v.push_back({make(2, 64, 8, 8, 64, 3, 3, 1, 1, 1, 8)});  // groups of 8 channels (ResNeXt)
+  v.push_back({make(2, 24, 8, 8, 36, 3, 3, 1, 1, 1, 3)});  // groups of 8 in, 12 out
+  v.push_back({make(1, 18, 9, 9, 18, 3, 3, 1, 2, 1, 3)});  // groups of 6: no vector
+  v.push_back({make(3, 16, 12, 13, 32, 3, 3, 2, 1, 2)});   // dilation 2
+  v.push_back({make(2, 16, 14, 14, 24, 7, 7, 3, 2)});      // stride 2, 7x7
+  Case epi{make(2, 32, 8, 8, 48, 1, 1)};
+  epi.alpha = 0.5f;
+  epi.beta = 0.75f;
+  epi.bias = true;
+  epi.relu = true;
+  v.push_back(epi);
+  Case conv{make(1, 16, 7, 9, 16, 3, 5, 1)};
+  conv.p.mode = Mode::Convolution;
+  v.push_back(conv);
+  return v;
+}
+
+TEST_F(TensorCores, EdgeCasesEveryTilePrecisionAndLayout) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 100);
+  const std::vector<std::string> tiles =
+      few() ? std::vector<std::string>{"mma128x128", "mma64x64"}
+            : std::vector<std::string>{"mma128x128", "mma128x64", "mma64x128", "mma64x64"};
+  for (const Precision& pr : kPrecisions)
+    for (const std::string& tile : tiles)
+      for (Case c : mma_edge_cases())
+        for (Layout l : {Layout::NHWC, Layout::NCHW, Layout::CNHW}) {
+          c.xl = c.wl = c.yl = l;
+          EXPECT_LT(run_mma(engine, c, g, pr, tile), tolerance(pr.dtype, pr.math))
+              << pr.name << " " << tile << " " << c.name();
+        }
+}
+
+TEST_F(TensorCores, VectorAndElementGathersAgree) {
+  // Channels-last with C/G a multiple of a vector takes the 16-byte gather; the same layer with x one
+  // element off a 16-byte boundary takes the element gather (the launcher checks the pointers).
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 101);
+  for (const Precision& pr : kPrecisions) {
+    Case c{make(2, 64, 10, 10, 96, 3, 3, 1)};
+    c.xl = c.wl = c.yl = Layout::NHWC;
+    std::string division;
+    EXPECT_LT(run_mma(engine, c, g, pr, "", &division), tolerance(pr.dtype, pr.math)) << pr.name;
+    EXPECT_NE(division.find("16-byte vector gather"), std::string::npos) << division;
+    c.x_offset = 1;
+    EXPECT_LT(run_mma(engine, c, g, pr), tolerance(pr.dtype, pr.math)) << pr.name << " misaligned x";
+  }
+}
+
+TEST_F(TensorCores, RandomProblems) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 102);
+  const int count = few() ? 20 : 150;
+  for (int i = 0; i < count; ++i) {
+    Case c = random_case(g);
+    if (i % 2 == 0) c.xl = c.wl = c.yl = Layout::NHWC;  // the fast path half of the time
+    const Precision& pr = kPrecisions[i % 3];
+    EXPECT_LT(run_mma(engine, c, g, pr), tolerance(pr.dtype, pr.math)) << pr.name << " " << c.name();
+  }
+}
+
+TEST_F(TensorCores, LargeReductionStaysAccurate) {
+  // C*R*S = 4608 products per output: fp32 accumulation keeps the error at the inputs' rounding.
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 103);
+  Case c{make(2, 512, 7, 7, 128, 3, 3, 1)};
+  c.xl = c.wl = c.yl = Layout::NHWC;
+  for (const Precision& pr : kPrecisions)
+    EXPECT_LT(run_mma(engine, c, g, pr), tolerance(pr.dtype, pr.math) / 2) << pr.name;
+}
+
+TEST_F(TensorCores, GraphCaptureReplays) {
+  // Planning sets everything up (table upload, shared-memory limits): the launch itself captures.
+  Engine engine(Target::Cuda);
+  const Problem p = make(2, 32, 9, 9, 48, 3, 3, 1);
+  const TensorDesc xd = p.x_desc(Layout::NHWC, DType::BFloat16), wd = p.w_desc(Layout::NHWC, DType::BFloat16),
+                   yd = p.y_desc(Layout::NHWC, DType::BFloat16);
+  auto plan = engine.plan(p, xd, wd, yd);
+  DeviceBytes dx(xd.span_elements() * 2), dw(wd.span_elements() * 2), dy(yd.span_elements() * 2);
+  ASSERT_TRUE(dx.ptr && dw.ptr && dy.ptr);
+  CUDA_OK(cudaMemset(dx.ptr, 0, xd.span_elements() * 2));
+  CUDA_OK(cudaMemset(dw.ptr, 0, wd.span_elements() * 2));
+  CUDA_OK(cudaMemset(dy.ptr, 0xff, yd.span_elements() * 2));  // NaN in bf16
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreate(&s));
+  engine.set_stream(s);
+  cudaGraph_t graph;
+  CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  engine.conv2d_forward(*plan, dx.ptr, dw.ptr, dy.ptr);
+  CUDA_OK(cudaStreamEndCapture(s, &graph));
+  cudaGraphExec_t exec;
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  CUDA_OK(cudaGraphLaunch(exec, s));
+  CUDA_OK(cudaStreamSynchronize(s));
+  std::vector<uint16_t> out(yd.span_elements());
+  CUDA_OK(cudaMemcpy(out.data(), dy.ptr, out.size() * 2, cudaMemcpyDeviceToHost));
+  for (uint16_t v : out) ASSERT_EQ(v, 0) << "zero inputs give +0 everywhere";
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  engine.set_stream(nullptr);
+  cudaStreamDestroy(s);
+}
+
+TEST_F(TensorCores, UnalignedHalfPointersAreRefused) {
+  Engine engine(Target::Cuda);
+  const Problem p = make(1, 8, 6, 6, 8, 3, 3, 1);
+  const TensorDesc xd = p.x_desc(Layout::NHWC, DType::Float16), wd = p.w_desc(Layout::NHWC, DType::Float16),
+                   yd = p.y_desc(Layout::NHWC, DType::Float16);
+  auto plan = engine.plan(p, xd, wd, yd);
+  DeviceBytes dx(xd.span_elements() * 2 + 2), dw(wd.span_elements() * 2), dy(yd.span_elements() * 2);
+  try {
+    engine.conv2d_forward(*plan, static_cast<char*>(dx.ptr) + 1, dw.ptr, dy.ptr);
+    FAIL() << "an odd fp16 pointer was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::Misaligned);
+  }
+}
+
+}  // namespace
+}  // namespace mconv::test
