@@ -64,7 +64,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   mconv_plan_t plan = nullptr;
   const int algo = static_cast<int>(r.next() % 8);
-  const mconv_status_t s = mconv_plan_create(engine, &p, &d[0], &d[1], &d[2], algo, nullptr, static_cast<int>(r.next() & 1), &plan);
+  const mconv_status_t s =
+      mconv_plan_create(engine, &p, &d[0], &d[1], &d[2], algo, nullptr, static_cast<int>(r.next() & 1), &plan);
   if (s != MCONV_STATUS_SUCCESS) {
     if (plan != nullptr || mconv_last_error_message()[0] == '\0') std::abort();  // an error says why
     return 0;
@@ -89,8 +90,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto run = [&](auto zero) {
       using E = decltype(zero);
       auto value = [&](float v) {
-        if constexpr (sizeof(E) == 4) return v;
-        else return mconv::float_to_bits(v, t);
+        if constexpr (sizeof(E) == 4)
+          return v;
+        else
+          return mconv::float_to_bits(v, t);
       };
       std::vector<E> x(span[0], value(0.5f)), w(span[1], value(-0.25f)), y(span[2], value(NAN));
       if (mconv_conv2d_forward(engine, plan, x.data(), w.data(), y.data(), 1.0f, 0.0f, nullptr, 0) !=
@@ -102,8 +105,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             for (int64_t q = 0; q < d[2].dims[3]; ++q) {
               const E v = y[n * d[2].strides[0] + k * d[2].strides[1] + h * d[2].strides[2] + q * d[2].strides[3]];
               float f;
-              if constexpr (sizeof(E) == 4) f = v;
-              else f = mconv::bits_to_float(v, t);
+              if constexpr (sizeof(E) == 4)
+                f = v;
+              else
+                f = mconv::bits_to_float(v, t);
               if (!std::isfinite(f)) std::abort();  // an output left unwritten
             }
     };

@@ -6,7 +6,7 @@
 #   scripts/gpu_run.sh bench [suite..]  every suite against cuDNN (default: the five of the benchmark
 #                                       and efficientnet_dw5, convnext_dw7), plots; PRECISIONS (default
 #                                       "fp32:NCHW") lists dtype:layout pairs, each suite runs in each
-# Logs and results go to $OUT (packed into results.tar.gz); a summary is printed last.
+# Logs and results go to $OUT (packed into results-<part>[-$TAG].tar.gz); a summary is printed last.
 set -u
 cd "$(dirname "$0")/.."
 part=${1:-check}
@@ -70,5 +70,5 @@ else
   fi
   python3 scripts/plot_bench.py "$LOG" > "$LOG/plot.log" 2>&1 || say "plot failed"
 fi
-tar -C "$OUT" -czf "$OUT/results-$part.tar.gz" logs && find "$LOG" -type f ! -name summary.txt -delete
+tar -C "$OUT" -czf "$OUT/results-$part${TAG:+-$TAG}.tar.gz" logs && find "$LOG" -type f ! -name summary.txt -delete
 echo; echo "==== summary"; cat "$S"

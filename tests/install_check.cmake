@@ -17,6 +17,6 @@ if(rc)
 endif()
 execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${prefix}/lib ${BUILD}/install-check/consumer/c
                 OUTPUT_VARIABLE out RESULT_VARIABLE rc)
-if(rc OR NOT out MATCHES "rows 12 table 512 bytes")
+if(rc OR NOT out MATCHES "rows 12 table 1024 bytes")
   message(FATAL_ERROR "the consumer printed '${out}' (exit ${rc})")
 endif()

@@ -24,11 +24,12 @@ TEST(CApi, RunsAConvolutionOnTheCpu) {
   mconv_engine_t e = nullptr;
   ASSERT_EQ(mconv_engine_create(MCONV_TARGET_CPU, 0, nullptr, &e), MCONV_STATUS_SUCCESS);
   mconv_plan_t plan = nullptr;
-  ASSERT_EQ(mconv_plan_create(e, &p, &x, &w, &y, MCONV_ALGO_AUTO, nullptr, MCONV_MATH_EXACT, &plan), MCONV_STATUS_SUCCESS)
+  ASSERT_EQ(mconv_plan_create(e, &p, &x, &w, &y, MCONV_ALGO_AUTO, nullptr, MCONV_MATH_EXACT, &plan),
+            MCONV_STATUS_SUCCESS)
       << mconv_last_error_message();
   int64_t bytes = 0;
   EXPECT_EQ(mconv_plan_table_bytes(plan, &bytes), MCONV_STATUS_SUCCESS);
-  EXPECT_EQ(bytes, 32 * 16);
+  EXPECT_EQ(bytes, kOffsetTableRowAlign * 16);
   int64_t needed = 0;
   char buf[64];
   EXPECT_EQ(mconv_plan_describe(plan, buf, sizeof buf, &needed), MCONV_STATUS_SUCCESS);
@@ -57,7 +58,8 @@ TEST(CApi, ErrorsComeBackAsStatusAndMessage) {
   mconv_tensor_desc_t d;
   mconv_tensor_desc_packed(MCONV_LAYOUT_NCHW, 1, 1, 1, 1, &d);
   mconv_plan_t plan = nullptr;
-  EXPECT_EQ(mconv_plan_create(e, &p, &d, &d, &d, MCONV_ALGO_AUTO, nullptr, MCONV_MATH_EXACT, &plan), MCONV_STATUS_BAD_PARAM);
+  EXPECT_EQ(mconv_plan_create(e, &p, &d, &d, &d, MCONV_ALGO_AUTO, nullptr, MCONV_MATH_EXACT, &plan),
+            MCONV_STATUS_BAD_PARAM);
   EXPECT_NE(std::string(mconv_last_error_message()).find("groups"), std::string::npos);
   EXPECT_EQ(plan, nullptr);
   EXPECT_EQ(mconv_plan_create(e, nullptr, &d, &d, &d, 0, nullptr, MCONV_MATH_EXACT, &plan), MCONV_STATUS_NULL_POINTER);

@@ -58,7 +58,7 @@ TEST(PlanDtypes, HalfAndTf32RunOnTensorCores) {
     EXPECT_EQ(nhwc.algorithm(), Algorithm::ImplicitMma);
     const auto& d = std::get<ImplicitMmaDivision>(nhwc.division());
     EXPECT_TRUE(d.vector_gather);
-    EXPECT_EQ(d.block_k, 32);
+    EXPECT_EQ(d.block_k, 64);  // a 128-byte stage of 16-bit rows
     EXPECT_EQ(d.launch.grid_z, 1);
     EXPECT_NE(nhwc.to_text(0).find("tensor cores, fp32 accumulation"), std::string::npos);
     EXPECT_FALSE(std::get<ImplicitMmaDivision>(plan_for(p, Layout::NCHW, t).division()).vector_gather);
@@ -69,15 +69,15 @@ TEST(PlanDtypes, HalfAndTf32RunOnTensorCores) {
   const Plan t = plan_for(p, Layout::NHWC, DType::Float32, tf32);
   EXPECT_EQ(t.algorithm(), Algorithm::ImplicitMma);
   EXPECT_EQ(t.math(), MathMode::TF32);
-  EXPECT_EQ(std::get<ImplicitMmaDivision>(t.division()).block_k, 16);
+  EXPECT_EQ(std::get<ImplicitMmaDivision>(t.division()).block_k, 32);  // a 128-byte stage of fp32 rows
   // fp32 stays exact unless asked: the FFMA families.
   EXPECT_NE(plan_for(p, Layout::NHWC, DType::Float32).algorithm(), Algorithm::ImplicitMma);
   EXPECT_NE(t.key(), plan_for(p, Layout::NHWC, DType::Float32).key());
 }
 
 TEST(PlanDtypes, VectorGatherNeedsWholeVectorsOfChannels) {
-  for (auto [c, groups, vector] : {std::tuple{64, 1, true}, {12, 1, false}, {3, 1, false}, {64, 8, true},
-                                   {48, 8, false}}) {
+  for (auto [c, groups, vector] :
+       {std::tuple{64, 1, true}, {12, 1, false}, {3, 1, false}, {64, 8, true}, {48, 8, false}}) {
     const Problem p = make(2, c, 9, 9, 16, 3, 3, 1, 1, 1, groups);
     const Plan plan = plan_for(p, Layout::NHWC, DType::Float16);
     EXPECT_EQ(std::get<ImplicitMmaDivision>(plan.division()).vector_gather, vector) << p.to_string();
@@ -145,7 +145,8 @@ TEST(CpuDtypes, StridedHalfOutputLeavesTheGapsAlone) {
   const TensorDesc xd = p.x_desc(Layout::NCHW, DType::Float16), wd = p.w_desc(Layout::NCHW, DType::Float16);
   TensorDesc yd = p.y_desc(Layout::NCHW, DType::Float16);
   yd.strides = {200, 60, 12, 2};  // every other element of every row is not y's
-  std::vector<uint16_t> x(xd.span_elements(), float_to_half_bits(1.0f)), w(wd.span_elements(), float_to_half_bits(0.5f));
+  std::vector<uint16_t> x(xd.span_elements(), float_to_half_bits(1.0f)),
+      w(wd.span_elements(), float_to_half_bits(0.5f));
   std::vector<uint16_t> y(yd.span_elements() + 1, 0x7e00);  // NaN; one past the span for the last gap
   auto plan = engine.plan(p, xd, wd, yd);
   engine.conv2d_forward(*plan, x.data(), w.data(), y.data());

@@ -3,6 +3,7 @@
 // a message) where no GPU is visible.
 #include <cuda_runtime.h>
 
+#include "../src/algorithms/implicit_mma/tiles.hpp"
 #include "dtype_tensors.hpp"
 
 namespace mconv::test {
@@ -26,9 +27,9 @@ struct Precision {
   MathMode math;
   const char* name;
 };
-constexpr Precision kPrecisions[] = {
-    {DType::Float16, MathMode::Exact, "fp16"}, {DType::BFloat16, MathMode::Exact, "bf16"},
-    {DType::Float32, MathMode::TF32, "tf32"}};
+constexpr Precision kPrecisions[] = {{DType::Float16, MathMode::Exact, "fp16"},
+                                     {DType::BFloat16, MathMode::Exact, "bf16"},
+                                     {DType::Float32, MathMode::TF32, "tf32"}};
 
 struct DeviceBytes {
   void* ptr = nullptr;
@@ -73,8 +74,8 @@ std::vector<Case> mma_edge_cases() {
   std::vector<Case> v;
   for (int64_t c : {3, 8, 12, 264})
     for (int64_t k : {8, 24, 72, 136}) v.push_back({make(2, c, 9, 11, k, 3, 3, 1)});
-  v.push_back({make(1, 64, 3, 3, 40, 3, 3, 0)});         // P*Q = 1
-  v.push_back({make(1, 32, 5, 5, 16, 1, 1)});            // N*P*Q = 25, one partial tile
+  v.push_back({make(1, 64, 3, 3, 40, 3, 3, 0)});           // P*Q = 1
+  v.push_back({make(1, 32, 5, 5, 16, 1, 1)});              // N*P*Q = 25, one partial tile
   v.push_back({make(2, 64, 8, 8, 64, 3, 3, 1, 1, 1, 8)});  // groups of 8 channels (ResNeXt)
   v.push_back({make(2, 24, 8, 8, 36, 3, 3, 1, 1, 1, 3)});  // groups of 8 in, 12 out
   v.push_back({make(1, 18, 9, 9, 18, 3, 3, 1, 2, 1, 3)});  // groups of 6: no vector
@@ -95,9 +96,10 @@ std::vector<Case> mma_edge_cases() {
 TEST_F(TensorCores, EdgeCasesEveryTilePrecisionAndLayout) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 100);
-  const std::vector<std::string> tiles =
-      few() ? std::vector<std::string>{"mma128x128", "mma64x64"}
-            : std::vector<std::string>{"mma128x128", "mma128x64", "mma64x128", "mma64x64"};
+  // Every tile; under the sanitizers one with and one without its own element gather.
+  std::vector<std::string> tiles;
+  for (const auto& t : detail::kMmaTileCatalog) tiles.push_back(t.name());
+  if (few()) tiles = {detail::kMmaTileCatalog[0].name(), detail::kMmaTileCatalog.back().name()};
   for (const Precision& pr : kPrecisions)
     for (const std::string& tile : tiles)
       for (Case c : mma_edge_cases())

@@ -14,8 +14,8 @@ namespace mconv::npy {
 
 struct Array {
   std::vector<int64_t> shape;
-  std::vector<float> data;           ///< the values, widened to float (exact for float16 files)
-  DType dtype = DType::Float32;      ///< what the file stored: Float32 or Float16
+  std::vector<float> data;       ///< the values, widened to float (exact for float16 files)
+  DType dtype = DType::Float32;  ///< what the file stored: Float32 or Float16
 };
 
 Array load(const std::string& path);
@@ -23,7 +23,6 @@ Array load(const std::string& path);
 Array parse(const std::string& bytes, const std::string& name = "<memory>");
 /// Writes `data` as float32, or as float16 ('<f2', rounded to nearest even) when `dtype` is Float16.
 /// BFloat16 writes float32 (NumPy has no bfloat16; the values are exact in it).
-void save(const std::string& path, const std::vector<int64_t>& shape, const float* data,
-          DType dtype = DType::Float32);
+void save(const std::string& path, const std::vector<int64_t>& shape, const float* data, DType dtype = DType::Float32);
 
 }  // namespace mconv::npy

@@ -64,9 +64,10 @@ struct OffsetRow {
 };
 
 /// Rows past the end of the table are padded up to a multiple of kOffsetTableRowAlign with this
-/// displacement: the padding predicate fails for every column, so padded rows read as zero.
+/// displacement: the padding predicate fails for every column, so padded rows read as zero. 64 rows
+/// cover the longest pipeline stage (implicit_mma's 128-byte stage of fp16/bf16 rows).
 inline constexpr int32_t kDisabledRowDisplacement = -(1 << 30);
-inline constexpr int kOffsetTableRowAlign = 32;
+inline constexpr int kOffsetTableRowAlign = 64;
 
 #if defined(__CUDACC__)
 #define MCONV_HOST_DEVICE __host__ __device__

@@ -34,7 +34,7 @@ uint16_t float_to_half_bits(float v) {
   const uint16_t sign = uint16_t((u >> 16) & 0x8000);
   const uint32_t abs = u & 0x7fffffffu;
   if (abs > 0x7f800000u) return uint16_t(sign | 0x7e00 | ((abs >> 13) & 0x3ff));  // NaN stays NaN
-  if (abs >= 0x477ff000u) return uint16_t(sign | 0x7c00);  // rounds past 65504: infinity
+  if (abs >= 0x477ff000u) return uint16_t(sign | 0x7c00);                         // rounds past 65504: infinity
   if (abs < 0x38800000u) {
     // Below the smallest normal half (2^-14): a subnormal multiple of 2^-24, round to nearest even.
     if (abs < 0x33000000u) return sign;  // below half of 2^-24 (the tie at exactly 2^-25 rounds to 0, even)
@@ -67,7 +67,7 @@ uint16_t float_to_bfloat16_bits(float v) {
 float round_to_tf32(float v) {
   const uint32_t u = bits_of(v);
   if ((u & 0x7f800000u) == 0x7f800000u) return v;  // inf, NaN
-  return float_of((u + 0x1000u) & 0xffffe000u);  // 13 low bits dropped, ties away from zero
+  return float_of((u + 0x1000u) & 0xffffe000u);    // 13 low bits dropped, ties away from zero
 }
 
 uint16_t float_to_bits(float v, DType t) {

@@ -117,7 +117,8 @@ void save(const std::string& path, const std::vector<int64_t>& shape, const floa
     count *= shape[i];
   }
   shape_text += ")";
-  std::string header = std::string("{'descr': '") + (half ? "<f2" : "<f4") + "', 'fortran_order': False, 'shape': " + shape_text + ", }";
+  std::string header =
+      std::string("{'descr': '") + (half ? "<f2" : "<f4") + "', 'fortran_order': False, 'shape': " + shape_text + ", }";
   const size_t unpadded = 10 + header.size() + 1;  // magic+version+len, header, '\n'
   header.append((64 - unpadded % 64) % 64, ' ');
   header += '\n';

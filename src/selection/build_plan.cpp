@@ -72,13 +72,13 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
     if (target == Target::Cpu) {
       if (options.algorithm == Algorithm::ImplicitMma)
         throw Error(Status::Unsupported, "algorithm: implicit_mma runs on the cuda target only");
-      if (!half) plan.decisions_.push_back("math tf32: the CPU executor computes in exact fp32 (tf32 only allows less)");
+      if (!half)
+        plan.decisions_.push_back("math tf32: the CPU executor computes in exact fp32 (tf32 only allows less)");
     } else {
       if (options.algorithm != Algorithm::Auto && options.algorithm != Algorithm::ImplicitMma)
         throw Error(Status::Unsupported, std::string("algorithm: ") + algorithm_name(options.algorithm) +
                                              " has fp32 FFMA kernels only; " + what + " run on implicit_mma");
-      if (options.split_k > 1)
-        throw Error(Status::BadParam, "split_k: implicit_mma does not split the reduction");
+      if (options.split_k > 1) throw Error(Status::BadParam, "split_k: implicit_mma does not split the reduction");
       plan.decisions_.push_back(options.algorithm == Algorithm::Auto
                                     ? "algorithm implicit_mma: " + what + " run on the tensor cores"
                                     : "algorithm implicit_mma: forced");

@@ -42,14 +42,13 @@ void measure_peaks(Peaks& peaks, DType dtype, MathMode math) {
     if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasCreate failed");
     const float one = 1.0f, zero = 0.0f;
     const bool exact = dtype == DType::Float32 && math == MathMode::Exact;
-    const cudaDataType_t t = dtype == DType::Float16    ? CUDA_R_16F
-                             : dtype == DType::BFloat16 ? CUDA_R_16BF
-                                                        : CUDA_R_32F;
-    const cublasComputeType_t compute = exact                      ? CUBLAS_COMPUTE_32F_PEDANTIC
+    const cudaDataType_t t = dtype == DType::Float16 ? CUDA_R_16F : dtype == DType::BFloat16 ? CUDA_R_16BF : CUDA_R_32F;
+    const cublasComputeType_t compute = exact                     ? CUBLAS_COMPUTE_32F_PEDANTIC
                                         : dtype == DType::Float32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                                   : CUBLAS_COMPUTE_32F;
-    peaks.gemm_name = exact ? "SGEMM (FFMA)" : std::string(dtype == DType::Float32 ? "tf32" : dtype_name(dtype)) +
-                                                   " GEMM (tensor cores)";
+                                                                  : CUBLAS_COMPUTE_32F;
+    peaks.gemm_name = exact
+                          ? "SGEMM (FFMA)"
+                          : std::string(dtype == DType::Float32 ? "tf32" : dtype_name(dtype)) + " GEMM (tensor cores)";
     const double ms = median_ms_per_launch(
         [&](int) {
           cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &one, a.ptr, t, m, b.ptr, t, m, &zero, c.ptr, t, m,
@@ -129,8 +128,9 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
                            opt.seed + li);
     };
     // fp32 exact is held to 2e-5 (sampled), the tensor-core precisions to their tolerance.
-    const double tolerance =
-        opt.dtype == DType::Float32 && opt.plan.math == MathMode::Exact ? 2e-5 : precision_tolerance(opt.dtype, opt.plan.math);
+    const double tolerance = opt.dtype == DType::Float32 && opt.plan.math == MathMode::Exact
+                                 ? 2e-5
+                                 : precision_tolerance(opt.dtype, opt.plan.math);
 
     r.algorithm = algorithm_name(plan->algorithm());
     r.tile = division_name(plan->division()) + (plan->split_k() > 1 ? " sk" + std::to_string(plan->split_k()) : "");
@@ -144,9 +144,8 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
         [&](int i) { engine.conv2d_forward(*plan, xs[i % copies], ws[i % copies], ys[i % copies]); }, timing);
     r.extra_bytes = engine.plan_device_bytes(*plan);
     if (opt.all_algorithms) {
-      for (Algorithm a :
-           {Algorithm::ImplicitPrecomp, Algorithm::DirectBlock, Algorithm::SingleChannel, Algorithm::StrideFixed,
-            Algorithm::ImplicitMma}) {
+      for (Algorithm a : {Algorithm::ImplicitPrecomp, Algorithm::DirectBlock, Algorithm::SingleChannel,
+                          Algorithm::StrideFixed, Algorithm::ImplicitMma}) {
         PlanOptions ao = opt.plan;
         ao.target = Target::Cuda;
         ao.algorithm = a;
@@ -170,8 +169,8 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
 #ifdef MCONV_HAVE_CUDNN
     if (opt.vs_cudnn) {
       try {
-        time_cudnn_peers(p, opt.layout, opt.dtype, opt.plan.math, xs, ws, ys, timing, error_of, opt.peer_candidates, opt.peer_cap_factor,
-                         r.fastest, r.matched, r.note);
+        time_cudnn_peers(p, opt.layout, opt.dtype, opt.plan.math, xs, ws, ys, timing, error_of, opt.peer_candidates,
+                         opt.peer_cap_factor, r.fastest, r.matched, r.note);
       } catch (const std::exception& e) {
         r.note += (r.note.empty() ? "" : "; ") + std::string("cuDNN: ") + e.what();
         std::cerr << "  cuDNN: " << e.what();

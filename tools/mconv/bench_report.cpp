@@ -86,7 +86,7 @@ void print_csv_row(std::ostream& os, const std::string& suite, const LayerResult
 
 double min_bytes(const Problem& p, int element_bytes) {
   return double(element_bytes) * (double(p.n) * p.c * p.h * p.w + double(p.k) * (p.c / p.groups) * p.r * p.s +
-                double(p.n) * p.k * p.p() * p.q());
+                                  double(p.n) * p.k * p.p() * p.q());
 }
 
 void print_report(std::ostream& os, const std::string& format, const std::string& suite,

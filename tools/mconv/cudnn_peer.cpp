@@ -57,8 +57,7 @@ struct Descriptors {
     ok(cudnnCreateFilterDescriptor(&w), "w desc");
     ok(cudnnCreateConvolutionDescriptor(&conv), "conv desc");
     ok(cudnnSetTensor4dDescriptor(x, fmt, t, int(p.n), int(p.c), int(p.h), int(p.w)), "x desc");
-    ok(cudnnSetFilter4dDescriptor(w, t, fmt, int(p.k), int(p.c / p.groups), int(p.r), int(p.s)),
-       "w desc");
+    ok(cudnnSetFilter4dDescriptor(w, t, fmt, int(p.k), int(p.c / p.groups), int(p.r), int(p.s)), "w desc");
     ok(cudnnSetConvolution2dDescriptor(
            conv, int(p.pad_h), int(p.pad_w), int(p.stride_h), int(p.stride_w), int(p.dil_h), int(p.dil_w),
            p.mode == Mode::Convolution ? CUDNN_CONVOLUTION : CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
@@ -87,8 +86,8 @@ cudnnHandle_t handle() {
 
 }  // namespace
 
-void time_cudnn_peers(const Problem& p, Layout layout, DType dtype, MathMode math, const std::vector<float*>& xs, const std::vector<float*>& ws,
-                      const std::vector<float*>& ys, const LoopTiming& timing,
+void time_cudnn_peers(const Problem& p, Layout layout, DType dtype, MathMode math, const std::vector<float*>& xs,
+                      const std::vector<float*>& ws, const std::vector<float*>& ys, const LoopTiming& timing,
                       const std::function<double(const float*)>& error_of, int candidates, double cap_factor,
                       PeerTime& fastest, PeerTime& matched, std::string& note) {
   Descriptors d(p, layout, dtype, math);

@@ -22,8 +22,8 @@ inline constexpr size_t kMemoryMatchedWorkspace = 64 * 1024;
 /// everything timed, the memory-matched peer the fastest of those within 64 KiB of workspace. A candidate
 /// whose Find time exceeds `cap_factor` times the best Find time of its class (and 1 ms) is skipped and named
 /// in `note`, as is a candidate that fails.
-void time_cudnn_peers(const Problem& p, Layout layout, DType dtype, MathMode math, const std::vector<float*>& xs, const std::vector<float*>& ws,
-                      const std::vector<float*>& ys, const LoopTiming& timing,
+void time_cudnn_peers(const Problem& p, Layout layout, DType dtype, MathMode math, const std::vector<float*>& xs,
+                      const std::vector<float*>& ws, const std::vector<float*>& ys, const LoopTiming& timing,
                       const std::function<double(const float*)>& error_of, int candidates, double cap_factor,
                       PeerTime& fastest, PeerTime& matched, std::string& note);
 

@@ -299,8 +299,9 @@ int run_main(int argc, char** argv) {
   bench->add_option("--target", target, "auto (the GPU if one is visible), cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
-  bench->add_option("--algo", algo,
-                    "auto, reference, implicit_precomp, direct_block, single_channel, stride_fixed, implicit_mma")
+  bench
+      ->add_option("--algo", algo,
+                   "auto, reference, implicit_precomp, direct_block, single_channel, stride_fixed, implicit_mma")
       ->capture_default_str();
   bench->add_option("--tile", tile, "force a CUDA tile, shape or variant (see `mconv plan`)");
   bench->add_option("--split-k", bopt.plan.split_k, "CUDA row slices: 0 = planner, 1 = off, n = force")

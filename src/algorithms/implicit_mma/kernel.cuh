@@ -10,14 +10,21 @@
 //
 // Note [mma shared layout]: both tiles are stored reduction-fastest ([pixel][kk], [filter][kk]),
 // which is the row-major A and column-major B that mma.sync's .row.col form takes, so fragments load
-// with ldmatrix and need no transpose. Rows are 64 data bytes padded to 80: the eight 16-byte rows an
-// ldmatrix phase reads then start 20 words apart, in eight distinct 4-bank groups (no conflict).
+// with ldmatrix and need no transpose. Rows are 64 or 128 data bytes padded by 16: the eight 16-byte
+// rows an ldmatrix phase reads then start 20 (or 36) words apart, in eight distinct 4-bank groups.
 // ldmatrix moves 16-bit pairs, so in bytes its fragments are the same for 4-byte TF32 elements: an
 // 8x8 b16 matrix is 8 rows of 4 fp32, exactly the m16n8k8 TF32 fragment layout.
 //
 // Note [mma vector gather]: see planner.cpp. The element form moves one element per copy (cp.async
 // of 4 bytes for fp32; a predicated load and store for 16-bit types, which cp.async cannot copy) with
 // consecutive threads on consecutive pixels, so NCHW/CNHW inputs read along their contiguous axis.
+//
+// Note [mma staged epilogue]: fragments hold two adjacent filters of one pixel per register pair, so
+// storing them directly writes 4-byte pieces scattered over 8 pixels per instruction. When y is
+// channels-last (filters contiguous) the block instead parks alpha*acc + bias in shared memory (the
+// pipeline's buffers are free by then) and every thread then handles 16-byte runs of filters of one
+// pixel: beta*y read, ReLU, rounding and the store are all whole 16-byte vectors, a warp covering
+// whole pixels' rows. Other y layouts keep the direct fragment store.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -34,7 +41,7 @@ struct ImplicitMmaParams {
   const void* x;
   const void* w;
   void* y;
-  const int4* table;  // OffsetRow {x_offset, dh, dw, w_offset}, rows padded to a multiple of 32
+  const int4* table;  // OffsetRow {x_offset, dh, dw, w_offset}, rows padded to kOffsetTableRowAlign
   const float* bias;  // K values or null
   long long x_group, w_group, y_group;
   long long x_sn, x_sh, x_sw;
@@ -47,7 +54,8 @@ struct ImplicitMmaParams {
   int stride_h, stride_w, pad_h, pad_w;
   float alpha, beta;
   int relu;
-  int pair_store;  // y.stride_k == 1 and every filter pair 2t, 2t+1 aligned for one paired store
+  int pair_store;    // y.stride_k == 1 and every filter pair 2t, 2t+1 aligned for one paired store
+  int staged_store;  // Note [mma staged epilogue]: y.stride_k == 1 and 16-byte aligned runs of filters
 };
 
 /// The element types: storage, the MMA instruction and conversions.
@@ -124,15 +132,15 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
   constexpr int BM = Tile::kBlockM, BN = Tile::kBlockN, NT = Tile::kThreads, S = Tile::kStages;
   constexpr int kPitch = Tile::kRowPitch;  // bytes per shared row
   constexpr int EB = Math::kBytes;
-  constexpr int BK = 64 / EB;  // reduction rows per stage
+  constexpr int RB = Tile::kStageRowBytes;
+  constexpr int BK = RB / EB;  // reduction rows per stage
   constexpr int V = 16 / EB;   // rows per 16-byte vector
+  constexpr int VR = Tile::kRowVectors;
   constexpr int FM = Tile::kFragsM, FN = Tile::kFragsN;
   extern __shared__ __align__(128) unsigned char smem[];
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   auto image_row = [&](int stage, int pixel) { return smem_base + stage * Tile::kStageBytes + pixel * kPitch; };
-  auto filter_row = [&](int stage, int f) {
-    return smem_base + stage * Tile::kStageBytes + BM * kPitch + f * kPitch;
-  };
+  auto filter_row = [&](int stage, int f) { return smem_base + stage * Tile::kStageBytes + BM * kPitch + f * kPitch; };
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const long long block_m = static_cast<long long>(blockIdx.x) * BM;
@@ -141,14 +149,14 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
   const T* __restrict__ gX = static_cast<const T*>(prm.x) + group * prm.x_group;
   const T* __restrict__ gW = static_cast<const T*>(prm.w) + group * prm.w_group;
 
-  // The pixels this thread gathers: vector form, chunk c = tid + i*NT is (pixel c/4, vector c%4);
+  // The pixels this thread gathers: vector form, chunk c = tid + i*NT is (pixel c/VR, vector c%VR);
   // element form, pixel tid % BM for every row it copies.
-  constexpr int kPix = kVector ? BM * 4 / NT : 1;
+  constexpr int kPix = kVector ? BM * VR / NT : 1;
   long long rStart[kPix];
   int rH0[kPix], rW0[kPix];
 #pragma unroll
   for (int i = 0; i < kPix; ++i) {
-    const int pixel = kVector ? (tid + i * NT) / 4 : tid % BM;
+    const int pixel = kVector ? (tid + i * NT) / VR : tid % BM;
     const long long m = block_m + pixel;
     if (m < prm.npq) {
       const int n = static_cast<int>(m / prm.pq), rem = static_cast<int>(m - static_cast<long long>(n) * prm.pq);
@@ -168,18 +176,18 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
 
   auto load_stage = [&](int stage, int k0) {
     if constexpr (kVector) {
-      const int vec = tid % 4;  // the same vector of rows for every chunk of this thread
+      const int vec = tid % VR;  // the same vector of rows for every chunk of this thread
       const int4 row = __ldg(prm.table + k0 + vec * V);
 #pragma unroll
       for (int i = 0; i < kPix; ++i) {
-        const int pixel = (tid + i * NT) / 4;
+        const int pixel = (tid + i * NT) / VR;
         const bool ok = inside(i, row);
         detail::cp_async_16(image_row(stage, pixel) + vec * 16, ok ? gX + rStart[i] + row.x : gX, ok);
       }
       const bool row_ok = k0 + vec * V < prm.rows;
 #pragma unroll
-      for (int i = 0; i < BN * 4 / NT; ++i) {
-        const int f = (tid + i * NT) / 4;
+      for (int i = 0; i < BN * VR / NT; ++i) {
+        const int f = (tid + i * NT) / VR;
         const bool ok = row_ok && block_n + f < prm.kg;
         detail::cp_async_16(filter_row(stage, f) + vec * 16, ok ? gW + (block_n + f) * prm.w_sk + row.w : gW, ok);
       }
@@ -242,7 +250,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
     detail::cp_async_commit();
     const int st = kt % S;
 #pragma unroll
-    for (int ks = 0; ks < 2; ++ks) {  // two MMA steps of 32 bytes per stage
+    for (int ks = 0; ks < RB / 32; ++ks) {  // MMA steps of 32 bytes
       uint32_t a[FM][4], b[FN / 2][4];
 #pragma unroll
       for (int i = 0; i < FM; ++i) {
@@ -269,6 +277,58 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
   T* __restrict__ gY = static_cast<T*>(prm.y) + group * prm.y_group;
   const float* gBias = prm.bias ? prm.bias + static_cast<long long>(group) * prm.kg : nullptr;
   const int g = lane >> 2, t4 = lane & 3;
+  if (prm.staged_store) {
+    // Note [mma staged epilogue].
+    __syncthreads();  // every warp is done with the pipeline's buffers
+    float* sOut = reinterpret_cast<float*>(smem);
+#pragma unroll
+    for (int i = 0; i < FM; ++i)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int row = wm * Tile::kWarpM + i * 16 + g + half * 8;
+#pragma unroll
+        for (int j = 0; j < FN; ++j) {
+          const int col = wn * Tile::kWarpN + j * 8 + t4 * 2;
+          const int f = block_n + col;
+          const float b0 = gBias && f < prm.kg ? __ldg(gBias + f) : 0.0f;
+          const float b1 = gBias && f + 1 < prm.kg ? __ldg(gBias + f + 1) : 0.0f;
+          *reinterpret_cast<float2*>(sOut + row * Tile::kOutPitch + col) =
+              make_float2(fmaf(prm.alpha, acc[i][j][half * 2], b0), fmaf(prm.alpha, acc[i][j][half * 2 + 1], b1));
+        }
+      }
+    __syncthreads();
+    constexpr int kRun = 16 / EB;     // filters in one 16-byte run
+    constexpr int kRuns = BN / kRun;  // runs per pixel
+    for (int c = tid; c < BM * kRuns; c += NT) {
+      const int pixel = c / kRuns, col = (c % kRuns) * kRun;
+      const long long m = block_m + pixel;
+      const int f = block_n + col;
+      if (m >= prm.npq || f >= prm.kg) continue;
+      const int n = static_cast<int>(m / prm.pq), rem = static_cast<int>(m - static_cast<long long>(n) * prm.pq);
+      const int p = rem / prm.q, q = rem - p * prm.q;
+      T* dst = gY + n * prm.y_sn + p * prm.y_sp + q * prm.y_sq + f;
+      const float* src = sOut + pixel * Tile::kOutPitch + col;
+      if (f + kRun <= prm.kg) {
+        __align__(16) T old[kRun];
+        if (prm.beta != 0.0f) *reinterpret_cast<uint4*>(old) = *reinterpret_cast<const uint4*>(dst);
+        __align__(16) T out[kRun];
+#pragma unroll
+        for (int e = 0; e < kRun; ++e) {
+          float v = src[e];
+          if (prm.beta != 0.0f) v = fmaf(prm.beta, Math::to_float(old[e]), v);
+          out[e] = Math::from_float(prm.relu ? fmaxf(v, 0.0f) : v);
+        }
+        *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(out);
+      } else {
+        for (int e = 0; e < prm.kg - f; ++e) {  // the last filters of the layer
+          float v = src[e];
+          if (prm.beta != 0.0f) v = fmaf(prm.beta, Math::to_float(dst[e]), v);
+          dst[e] = Math::from_float(prm.relu ? fmaxf(v, 0.0f) : v);
+        }
+      }
+    }
+    return;
+  }
   auto finish = [&](float v, int f, const T* old) {
     v *= prm.alpha;
     if (prm.beta != 0.0f) v = fmaf(prm.beta, Math::to_float(*old), v);
@@ -292,7 +352,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
         const float v0 = acc[i][j][half * 2], v1 = acc[i][j][half * 2 + 1];
         if (prm.pair_store && f + 1 < prm.kg) {
           if constexpr (EB == 2) {
-            __align__(4) T out[2] = {Math::from_float(finish(v0, f, dst)), Math::from_float(finish(v1, f + 1, dst + 1))};
+            __align__(4)
+                T out[2] = {Math::from_float(finish(v0, f, dst)), Math::from_float(finish(v1, f + 1, dst + 1))};
             *reinterpret_cast<uint32_t*>(dst) = *reinterpret_cast<const uint32_t*>(out);
           } else {
             *reinterpret_cast<float2*>(dst) = make_float2(finish(v0, f, dst), finish(v1, f + 1, dst + 1));

@@ -45,11 +45,15 @@ void visit_math(const Plan& plan, F&& f) {
 void implicit_mma_prepare(const Plan& plan, const ImplicitMmaDivision& d) {
   visit_math(plan, [&](auto math) {
     using Math = decltype(math);
-    if (!visit_mma_tile(d.tile, [&](auto tile) {
-          allow_shared_memory<decltype(tile), Math, true>();
-          allow_shared_memory<decltype(tile), Math, false>();
-        }))
-      throw Error(Status::Internal, "tile: plan names implicit_mma tile " + std::to_string(d.tile) + " that has no instantiation");
+    auto allow = [&](auto tile) {
+      using Tile = decltype(tile);
+      allow_shared_memory<Tile, Math, true>();
+      if constexpr (Tile::kElementGather) allow_shared_memory<Tile, Math, false>();
+    };
+    visit_mma_tile(kElementFallbackTile, allow);  // for calls whose pointers the vector gather cannot take
+    if (!visit_mma_tile(d.tile, allow))
+      throw Error(Status::Internal,
+                  "tile: plan names implicit_mma tile " + std::to_string(d.tile) + " that has no instantiation");
   });
 }
 
@@ -95,20 +99,34 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   const int esz = dtype_size(plan.dtype());
   prm.pair_store = out.stride_k == 1 && reinterpret_cast<uintptr_t>(y) % (2 * esz) == 0 && out.stride_n % 2 == 0 &&
                    out.stride_p % 2 == 0 && out.stride_q % 2 == 0 && prm.y_group % 2 == 0;
+  // Note [mma staged epilogue]: whole 16-byte runs of filters, each starting 16-byte aligned.
+  const int run = 16 / esz;
+  prm.staged_store = out.stride_k == 1 && reinterpret_cast<uintptr_t>(y) % 16 == 0 && out.stride_n % run == 0 &&
+                     out.stride_p % run == 0 && out.stride_q % run == 0 && prm.y_group % run == 0;
   // Note [mma vector gather]: the division says the strides allow it; the pointers must too.
-  const bool vector = d.vector_gather && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
-                      reinterpret_cast<uintptr_t>(w) % 16 == 0;
-  const dim3 grid = cuda::grid_of(d.launch);
+  const bool vector =
+      d.vector_gather && reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(w) % 16 == 0;
   const auto s = static_cast<cudaStream_t>(stream);
+  // A tile without the element form hands a call it cannot gather to the fallback tile, on its grid.
+  const bool fallback = !vector && !kMmaTileCatalog[d.tile].element_gather;
+  const int tile_index = fallback ? kElementFallbackTile : d.tile;
+  dim3 grid = cuda::grid_of(d.launch);
+  if (fallback) {
+    const MmaTileShape& f = kMmaTileCatalog[kElementFallbackTile];
+    grid.x = static_cast<unsigned>(ceil_div(prm.npq, f.block_m));
+    grid.y = static_cast<unsigned>(ceil_div(prm.kg, f.block_n));
+  }
   visit_math(plan, [&](auto math) {
     using Math = decltype(math);
-    if (!visit_mma_tile(d.tile, [&](auto tile) {
-          if (vector)
-            launch<decltype(tile), Math, true>(prm, grid, s);
-          else
-            launch<decltype(tile), Math, false>(prm, grid, s);
+    if (!visit_mma_tile(tile_index, [&](auto tile) {
+          using Tile = decltype(tile);
+          if constexpr (Tile::kElementGather) {
+            if (!vector) return launch<Tile, Math, false>(prm, grid, s);
+          }
+          launch<Tile, Math, true>(prm, grid, s);
         }))
-      throw Error(Status::Internal, "tile: plan names implicit_mma tile " + std::to_string(d.tile) + " that has no instantiation");
+      throw Error(Status::Internal,
+                  "tile: plan names implicit_mma tile " + std::to_string(d.tile) + " that has no instantiation");
   });
 }
 

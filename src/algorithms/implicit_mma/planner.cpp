@@ -20,8 +20,8 @@ std::string vector_gather_refusal(const Problem& p, const TensorDesc& x, const T
   if (!rsc) return "rows not channels-fastest (x is not channels-last)";
   if (x.strides[1] != 1) return "x channel stride is not 1";
   if (w.strides[1] != 1) return "w channel stride is not 1 (filters not KRSC)";
-  if (p.c_per_group() % v != 0) return "C/G = " + std::to_string(p.c_per_group()) + " is not a multiple of " +
-                                        std::to_string(v);
+  if (p.c_per_group() % v != 0)
+    return "C/G = " + std::to_string(p.c_per_group()) + " is not a multiple of " + std::to_string(v);
   for (int i : {0, 2, 3})
     if (x.strides[i] % v != 0) return "an x stride is not a multiple of " + std::to_string(v);
   for (int i : {0, 2, 3})
@@ -29,20 +29,45 @@ std::string vector_gather_refusal(const Problem& p, const TensorDesc& x, const T
   return "";
 }
 
-int choose_tile(const Problem& p, const HardwareModel& hw, std::vector<std::string>& why) {
+// Measured on the H100 (bf16, NHWC, resnet50 and vgg16 at batch 32, every layer forced to each tile,
+// one run; docs/PERFORMANCE.md has the table): 128x128 with 8 warps and 128-byte stages won 14 of
+// resnet50's 23 layers; 128x256 (warps of 64x64) won every vgg16 layer with K >= 256 and a long
+// reduction (C*R*S >= 1152) but lost up to 2x on short reductions and small grids; K = 64 layers
+// went to 128x64 (3x3) or 64x64 (1x1); late-stage layers with few 128x128 blocks to 64x64.
+int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, std::vector<std::string>& why) {
   const int64_t cols = p.n * p.p() * p.q(), kg = p.k_per_group();
   const int sms = std::max(hw.sm_count, 1);
-  // Largest tile first (more MMAs per byte of shared memory read); skip a tile whose filter half
-  // would idle, and one whose grid leaves SMs without a block when a smaller one fills them.
-  const int last = int(kMmaTileCatalog.size()) - 1;
+  auto blocks = [&](int bm, int bn) { return ceil_div(cols, bm) * ceil_div(kg, bn) * p.groups; };
+  auto pick = [&](const char* name, const std::string& reason) {
+    why.push_back(std::string("tile ") + name + ": " + reason + " (measured best for such layers on the H100)");
+    return find_mma_tile(name);
+  };
+  const std::string shape = "K/G = " + std::to_string(kg) + ", C/G*R*S = " + std::to_string(rows) + ", ";
+  if (kg >= 256 && rows >= 1152 && blocks(128, 256) >= sms * 3 / 4)
+    return pick("mma128x256_8w_128B", shape + std::to_string(blocks(128, 256)) + " blocks");
+  if (kg >= 128 && blocks(128, 128) >= sms / 2)
+    return pick("mma128x128_8w_128B", shape + std::to_string(blocks(128, 128)) + " blocks");
+  if (kg <= 64 && rows >= 256 && blocks(128, 64) >= 2 * sms)
+    return pick("mma128x64_4w_128B", shape + std::to_string(blocks(128, 64)) + " blocks");
+  return pick("mma64x64_4w_128B", shape + std::to_string(blocks(64, 64)) + " blocks");
+}
+
+// The element gather (layouts or channel counts the vector gather cannot take): the largest tile with
+// that form whose grid fills the SMs.
+int choose_element_tile(const Problem& p, const HardwareModel& hw, std::vector<std::string>& why) {
+  const int64_t cols = p.n * p.p() * p.q(), kg = p.k_per_group();
+  const int sms = std::max(hw.sm_count, 1);
+  int last = -1;
+  for (int i = 0; i < int(kMmaTileCatalog.size()); ++i)
+    if (kMmaTileCatalog[i].element_gather) last = i;
   for (int i = 0; i <= last; ++i) {
     const MmaTileShape& t = kMmaTileCatalog[i];
-    if (kg <= t.block_n / 2 && t.block_n > 64) continue;
+    if (!t.element_gather || (kg <= t.block_n / 2 && t.block_n > 64)) continue;
     const int64_t blocks = ceil_div(cols, t.block_m) * ceil_div(kg, t.block_n) * p.groups;
     if (blocks >= sms || i == last) {
       std::ostringstream os;
       os << "tile " << t.name() << ": " << blocks << " blocks for " << sms << " SMs (K/G = " << kg
-         << ", N*P*Q = " << cols << "); larger tiles skipped for K/G <= block_n/2 or fewer blocks than SMs";
+         << ", N*P*Q = " << cols << "); the largest element-gather tile that fills the SMs";
       why.push_back(os.str());
       return i;
     }
@@ -61,6 +86,7 @@ std::string implicit_mma_tile_names() {
 ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, const TensorDesc& w, int64_t rows,
                                       bool rows_order_rsc, const HardwareModel& hw, const std::string& forced_tile,
                                       std::vector<std::string>& why) {
+  const std::string refusal = vector_gather_refusal(p, x, w, rows_order_rsc);
   int tile;
   if (!forced_tile.empty()) {
     tile = find_mma_tile(forced_tile);
@@ -69,7 +95,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
                   "tile: unknown implicit_mma tile '" + forced_tile + "' (known: " + implicit_mma_tile_names() + ")");
     why.push_back("tile " + forced_tile + ": forced");
   } else {
-    tile = choose_tile(p, hw, why);
+    tile = refusal.empty() ? choose_vector_tile(p, hw, rows, why) : choose_element_tile(p, hw, why);
   }
   const MmaTileShape& t = kMmaTileCatalog[tile];
   ImplicitMmaDivision d;
@@ -77,14 +103,16 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   d.tile_name = t.name();
   d.block_m = t.block_m;
   d.block_n = t.block_n;
-  d.block_k = 64 / dtype_size(x.dtype);
+  d.block_k = t.row_bytes / dtype_size(x.dtype);
   d.stages = t.stages;
   d.k_tiles = static_cast<int>(ceil_div(rows, d.block_k));
-  const std::string refusal = vector_gather_refusal(p, x, w, rows_order_rsc);
   d.vector_gather = refusal.empty();
   why.push_back(d.vector_gather ? "gather: 16-byte vectors of channels (x and w channels-last, C/G a multiple of " +
                                       std::to_string(16 / dtype_size(x.dtype)) + ")"
                                 : "gather: single elements (" + refusal + ")");
+  if (!d.vector_gather && !t.element_gather)
+    why.push_back("tile " + t.name() + " has no element gather: calls run on " +
+                  kMmaTileCatalog[kElementFallbackTile].name());
   d.launch.grid_x = ceil_div(p.n * p.p() * p.q(), t.block_m);
   d.launch.grid_y = ceil_div(p.k_per_group(), t.block_n);
   d.launch.grid_z = p.groups;

@@ -12,43 +12,69 @@
 namespace mconv::detail {
 
 /// A block of BlockM output pixels x BlockN filters, split among WarpsM x WarpsN warps, each warp a
-/// (BlockM/WarpsM) x (BlockN/WarpsN) tile of 16x8 MMA fragments. A pipeline stage holds 64 bytes of
-/// every pixel's and every filter's reduction rows (32 fp16/bf16 or 16 fp32 rows), Stages deep.
-template <int BlockM, int BlockN, int WarpsM, int WarpsN, int Stages, int MinBlocks>
+/// (BlockM/WarpsM) x (BlockN/WarpsN) tile of 16x8 MMA fragments. A pipeline stage holds RowBytes
+/// bytes of every pixel's and every filter's reduction rows (RowBytes/2 fp16/bf16 or RowBytes/4 fp32
+/// rows), Stages deep. `ElementGather`: the tile also has the element-gather form (Note [mma vector
+/// gather]); tiles without it run layers the vector gather cannot take on kElementFallbackTile.
+template <int BlockM, int BlockN, int WarpsM, int WarpsN, int RowBytes, int Stages, int MinBlocks, bool ElementGather>
 struct ImplicitMmaTile {
   static constexpr int kBlockM = BlockM, kBlockN = BlockN, kWarpsM = WarpsM, kWarpsN = WarpsN;
   static constexpr int kStages = Stages, kMinBlocks = MinBlocks;
+  static constexpr bool kElementGather = ElementGather;
   static constexpr int kThreads = 32 * WarpsM * WarpsN;
   static constexpr int kWarpM = BlockM / WarpsM, kWarpN = BlockN / WarpsN;
   static constexpr int kFragsM = kWarpM / 16, kFragsN = kWarpN / 8;  // MMA tiles per warp
-  static constexpr int kStageRowBytes = 64;                            // reduction bytes per stage
+  static constexpr int kStageRowBytes = RowBytes;                    // reduction bytes per stage
+  static constexpr int kRowVectors = RowBytes / 16;                  // 16-byte vectors in a row
   // Shared rows padded by 16 bytes: ldmatrix's eight 16-byte rows then fall in distinct bank groups
   // (Note [mma shared layout]).
   static constexpr int kRowPitch = kStageRowBytes + 16;
   static constexpr int kStageBytes = (BlockM + BlockN) * kRowPitch;
-  static constexpr int kSmemBytes = Stages * kStageBytes;
+  // Note [mma staged epilogue]: the fp32 results of the block, rows padded by 4 floats.
+  static constexpr int kOutPitch = BlockN + 4;
+  static constexpr int kOutBytes = BlockM * kOutPitch * 4;
+  static constexpr int kSmemBytes = Stages * kStageBytes > kOutBytes ? Stages* kStageBytes : kOutBytes;
+  static_assert(RowBytes == 64 || RowBytes == 128, "a stage row is two or four MMA steps of 32 bytes");
   static_assert(kWarpM % 16 == 0 && kWarpN % 16 == 0, "a warp holds whole 16x16 fragment pairs");
-  static_assert(kThreads % BlockM == 0, "element gather: each thread owns one pixel column");
-  static_assert((BlockM * 4) % kThreads == 0 && (BlockN * 4) % kThreads == 0, "vector gather: equal chunks");
+  static_assert(!ElementGather || kThreads % BlockM == 0, "element gather: each thread owns one pixel column");
+  static_assert(kThreads % kRowVectors == 0, "vector gather: a thread keeps one vector position");
+  static_assert((BlockM * kRowVectors) % kThreads == 0 && (BlockN * kRowVectors) % kThreads == 0,
+                "vector gather: equal chunks");
   static_assert(kSmemBytes <= 227 * 1024, "dynamic shared memory of one block on sm_90");
+  static_assert(RowBytes / 2 <= 64, "a stage's rows stay inside the offset table's padding (kOffsetTableRowAlign)");
 };
 
-using ImplicitMmaTiles = std::tuple<ImplicitMmaTile<128, 128, 2, 4, 4, 2>,  // large layers
-                                    ImplicitMmaTile<128, 64, 2, 2, 4, 3>,   // K/G = 64, or too few 128x128 blocks
-                                    ImplicitMmaTile<64, 128, 2, 4, 4, 2>,   // small N*P*Q, many filters
-                                    ImplicitMmaTile<64, 64, 2, 2, 4, 4>>;   // small problems: more blocks
+// Measured choices are in planner.cpp; the names spell block, warps and stage-row bytes.
+using ImplicitMmaTiles =
+    std::tuple<ImplicitMmaTile<128, 256, 2, 4, 128, 3, 1, false>,  // 0: warps of 64x64, the most MMAs per byte read
+               ImplicitMmaTile<128, 128, 2, 4, 128, 3, 2, false>,  // 1
+               ImplicitMmaTile<128, 128, 2, 2, 128, 3, 2, false>,  // 2: warps of 64x64
+               ImplicitMmaTile<128, 128, 2, 4, 64, 4, 2, true>,    // 3
+               ImplicitMmaTile<128, 64, 2, 2, 128, 3, 2, false>,   // 4
+               ImplicitMmaTile<128, 64, 2, 2, 64, 4, 3, true>,     // 5: the element-gather fallback
+               ImplicitMmaTile<64, 128, 2, 4, 64, 4, 2, true>,     // 6
+               ImplicitMmaTile<64, 64, 2, 2, 128, 3, 3, false>,    // 7
+               ImplicitMmaTile<64, 64, 2, 2, 64, 4, 4, true>>;     // 8: small problems
+/// The tile that runs a layer with the element gather when its plan's tile has no such form.
+inline constexpr int kElementFallbackTile = 5;
+static_assert(std::tuple_element_t<kElementFallbackTile, ImplicitMmaTiles>::kElementGather,
+              "the fallback tile has the element gather");
 
 /// A row of the catalog.
 struct MmaTileShape {
-  int block_m, block_n, warps_m, warps_n, stages, threads, smem_bytes;
-  /// "mma128x64": block_m x block_n.
-  std::string name() const { return "mma" + std::to_string(block_m) + "x" + std::to_string(block_n); }
+  int block_m, block_n, warps_m, warps_n, row_bytes, stages, threads, smem_bytes;
+  bool element_gather;
+  /// "mma128x64_4w_64B": block_m x block_n, warps, stage-row bytes.
+  std::string name() const {
+    return "mma" + std::to_string(block_m) + "x" + std::to_string(block_n) + "_" + std::to_string(warps_m * warps_n) +
+           "w_" + std::to_string(row_bytes) + "B";
+  }
 };
 
 template <class... Tiles>
 constexpr std::array<MmaTileShape, sizeof...(Tiles)> make_mma_catalog(std::tuple<Tiles...>*) {
-  return {{{Tiles::kBlockM, Tiles::kBlockN, Tiles::kWarpsM, Tiles::kWarpsN, Tiles::kStages, Tiles::kThreads,
-            Tiles::kSmemBytes}...}};
+  return {{{Tiles::kBlockM, Tiles::kBlockN, Tiles::kWarpsM, Tiles::kWarpsN, Tiles::kStageRowBytes, Tiles::kStages,
+            Tiles::kThreads, Tiles::kSmemBytes, Tiles::kElementGather}...}};
 }
 inline constexpr auto kMmaTileCatalog = make_mma_catalog(static_cast<ImplicitMmaTiles*>(nullptr));
 

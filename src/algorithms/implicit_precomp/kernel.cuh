@@ -32,7 +32,7 @@ struct ImplicitPrecompParams {
   const float* x;
   const float* w;
   float* y;
-  const int4* table;  // OffsetRow {x_offset, dh, dw, w_offset}, rows padded to a multiple of 32
+  const int4* table;  // OffsetRow {x_offset, dh, dw, w_offset}, rows padded to kOffsetTableRowAlign
   const float* bias;  // K values or null
   long long x_group, w_group, y_group;
   long long x_sn, x_sh, x_sw;
