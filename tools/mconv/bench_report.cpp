@@ -151,7 +151,7 @@ void print_report(std::ostream& os, const std::string& format, const std::string
        << fmt(peaks.bytes_per_s / 1e9, 0) << " GB/s)";
   if (!peaks.timing.empty()) os << "\ntimed as " << peaks.timing;
   os << "\n";
-  os << std::left << std::setw(28) << "layer" << std::setw(28) << "mconv algo" << std::right << std::setw(10) << "ms"
+  os << std::left << std::setw(28) << "layer" << std::setw(34) << "mconv algo" << std::right << std::setw(10) << "ms"
      << std::setw(9) << "TFLOP/s" << std::setw(7) << "roof%" << std::setw(9) << "extra B" << std::setw(9) << "rel err";
   if (peer)
     os << std::setw(10) << "cuDNN ms" << std::setw(9) << "ws MB" << std::setw(7) << "ratio" << std::setw(10) << "mm ms"
@@ -164,8 +164,8 @@ void print_report(std::ostream& os, const std::string& format, const std::string
       continue;
     }
     const double tflops = r.problem.flops() / (r.ms * 1e-3) / 1e12;
-    os << std::left << std::setw(28) << r.name.substr(0, 27) << std::setw(28)
-       << (r.algorithm + (r.tile.empty() ? "" : " " + r.tile)).substr(0, 27) << std::right << std::setw(10)
+    os << std::left << std::setw(28) << r.name.substr(0, 27) << std::setw(34)
+       << (r.algorithm + (r.tile.empty() ? "" : " " + r.tile)).substr(0, 33) << std::right << std::setw(10)
        << fmt(r.ms, 4) << std::setw(9) << fmt(tflops, tflops < 1 ? 3 : 2) << std::setw(7)
        << (r.floor_ms > 0 ? fmt(100.0 * r.floor_ms / r.ms, 0) : "-") << std::setw(9) << r.extra_bytes << std::setw(9)
        << (r.correct ? "" : "FAIL ") + fmt(r.rel_err * 1e6, 1) + "u";
