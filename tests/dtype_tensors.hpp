@@ -37,7 +37,7 @@ struct DtypeTensors {
   /// The double reference of the case on the rounded inputs, rounded to the dtype like a stored y.
   std::vector<float> reference(const Case& c) const {
     std::vector<float> ref = f.y;
-    Epilogue e{c.alpha, c.beta, f.bias.empty() ? nullptr : f.bias.data(), c.relu};
+    Epilogue e{c.alpha, c.beta, f.bias.empty() ? nullptr : f.bias.data(), c.act};
     cpu::reference_forward(c.p, f.xd, f.x.data(), f.wd, f.w.data(), f.yd, ref.data(), e);
     return ref;
   }

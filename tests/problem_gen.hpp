@@ -20,7 +20,8 @@ struct Case {
   Problem p;
   Layout xl = Layout::NCHW, wl = Layout::NCHW, yl = Layout::NCHW;
   float alpha = 1.0f, beta = 0.0f;  // the call's Epilogue
-  bool relu = false, bias = false;
+  Activation act = Activation::Identity;
+  bool bias = false;
   /// x as a strided view instead of packed: padded rows (pitch W + 3), channels 5 and images 7
   /// elements apart beyond their extent, so no plane stride is constant.
   bool strided_x = false;
@@ -30,9 +31,9 @@ struct Case {
   std::string name() const {
     return p.to_string() +
            (alpha != 1.0f || beta != 0.0f ? " alpha" + std::to_string(alpha) + " beta" + std::to_string(beta) : "") +
-           " x" + layout_name(xl) + " w" + layout_name(wl) + " y" + layout_name(yl) + (relu ? " relu" : "") +
-           (bias ? " bias" : "") + (strided_x ? " strided x" : "") +
-           (x_offset ? " x offset " + std::to_string(x_offset) : "");
+           " x" + layout_name(xl) + " w" + layout_name(wl) + " y" + layout_name(yl) +
+           (act != Activation::Identity ? std::string(" ") + activation_name(act) : "") + (bias ? " bias" : "") +
+           (strided_x ? " strided x" : "") + (x_offset ? " x offset " + std::to_string(x_offset) : "");
   }
 };
 
@@ -75,7 +76,7 @@ inline std::vector<Case> edge_cases() {
   vec_beta.alpha = 2.0f;
   vec_beta.beta = 1.0f;
   vec_beta.bias = true;
-  vec_beta.relu = true;
+  vec_beta.act = Activation::ReLU;
   v.push_back(vec_beta);
   v.push_back({make(1, 3, 224 / 8, 224 / 8, 16, 7, 7, 3, 2)});
   v.push_back({make(3, 4, 5, 5, 4, 5, 5, 6, 1)});        // padding larger than the filter
@@ -166,7 +167,7 @@ inline Case random_case(std::mt19937_64& g, int64_t max_macs = 1500000) {
       c.alpha = float(u(1, 4)) * 0.5f;
       c.beta = float(u(0, 4)) * 0.25f;
     }
-    c.relu = u(0, 3) == 0;
+    c.act = u(0, 3) == 0 ? Activation::ReLU : u(0, 3) == 0 ? Activation::SiLU : Activation::Identity;
     c.bias = u(0, 3) == 0;
     try {
       p.validate();

@@ -5,11 +5,13 @@
 namespace mconv::test {
 namespace {
 
-void run_case(const Case& c, std::mt19937_64& g, bool integers) {
+void run_case(Case c, std::mt19937_64& g, bool integers) {
+  // SiLU's exponential is not an exact integer operation: the bit-exact checks take ReLU in its place.
+  if (integers && c.act == Activation::SiLU) c.act = Activation::ReLU;
   SCOPED_TRACE(c.name());
   HostTensors t(c, g, integers);
   std::vector<float> ref = t.y, got = t.y;
-  Epilogue e{c.alpha, c.beta, t.bias.empty() ? nullptr : t.bias.data(), c.relu};
+  Epilogue e{c.alpha, c.beta, t.bias.empty() ? nullptr : t.bias.data(), c.act};
   cpu::reference_forward(c.p, t.xd, t.x.data(), t.wd, t.w.data(), t.yd, ref.data(), e);
   Engine engine(Target::Cpu);
   auto plan = engine.plan(c.p, t.xd, t.wd, t.yd);

@@ -75,6 +75,21 @@ TEST(PlanDtypes, HalfAndTf32RunOnTensorCores) {
   EXPECT_NE(t.key(), plan_for(p, Layout::NHWC, DType::Float32).key());
 }
 
+TEST(PlanDtypes, Tf32KeepsTheFfmaFamiliesOfDepthwiseLayers) {
+  PlanOptions tf32;
+  tf32.math = MathMode::TF32;
+  const Problem depthwise = make(32, 144, 56, 56, 144, 3, 3, 1, 1, 1, 144);
+  const Plan d = plan_for(depthwise, Layout::NCHW, DType::Float32, tf32);
+  EXPECT_EQ(d.algorithm(), Algorithm::SingleChannel);
+  EXPECT_EQ(d.math(), MathMode::Exact);  // what it runs: exact fp32
+  EXPECT_NE(d.to_text(0).find("math tf32 allowed, single_channel kept"), std::string::npos);
+  // Forced, it runs on the tensor cores all the same.
+  tf32.algorithm = Algorithm::ImplicitMma;
+  EXPECT_EQ(plan_for(depthwise, Layout::NCHW, DType::Float32, tf32).algorithm(), Algorithm::ImplicitMma);
+  // bf16 depthwise has no other family yet.
+  EXPECT_EQ(plan_for(depthwise, Layout::NHWC, DType::BFloat16).algorithm(), Algorithm::ImplicitMma);
+}
+
 TEST(PlanDtypes, VectorGatherNeedsWholeVectorsOfChannels) {
   for (auto [c, groups, vector] :
        {std::tuple{64, 1, true}, {12, 1, false}, {3, 1, false}, {64, 8, true}, {48, 8, false}}) {
@@ -132,7 +147,7 @@ TEST(CpuDtypes, HalfPrecisionMatchesTheReference) {
       const std::vector<float> ref = d.reference(c);
       auto plan = engine.plan(c.p, d.xd, d.wd, d.yd);
       std::vector<unsigned char> y = d.y;
-      Epilogue e{c.alpha, c.beta, d.f.bias.empty() ? nullptr : d.f.bias.data(), c.relu};
+      Epilogue e{c.alpha, c.beta, d.f.bias.empty() ? nullptr : d.f.bias.data(), c.act};
       engine.conv2d_forward(*plan, d.x.data(), d.w.data(), y.data(), e);
       EXPECT_LT(rel_error(d.values(y), ref), 1e-2) << dtype_name(t) << " " << c.name();
     }
@@ -158,6 +173,34 @@ TEST(CpuDtypes, StridedHalfOutputLeavesTheGapsAlone) {
         EXPECT_EQ(y[at + 1], 0x7e00) << "a gap element was written";
       }
   EXPECT_EQ(half_bits_to_float(y[60 + 12 + 2]), 18.0f);  // interior: 4 channels x 9 taps x 0.5
+}
+
+TEST(Activations, SiluAndReluOnTheCpu) {
+  // A 1x1 layer of one channel: y = act(alpha * x * w + bias), checked element by element.
+  Engine engine(Target::Cpu);
+  const Problem p = make(1, 1, 1, 4, 1, 1, 1);
+  auto plan = engine.plan(p, p.x_desc(Layout::NCHW), p.w_desc(Layout::NCHW), p.y_desc(Layout::NCHW));
+  const std::vector<float> x{-3.0f, -0.5f, 0.0f, 2.0f};
+  const float w = 1.5f, bias = 0.25f;
+  for (Activation a : {Activation::Identity, Activation::ReLU, Activation::SiLU}) {
+    std::vector<float> y(4, NAN);
+    engine.conv2d_forward(*plan, x.data(), &w, y.data(), Epilogue{2.0f, 0.0f, &bias, a});
+    for (int i = 0; i < 4; ++i) {
+      const double v = 2.0 * x[i] * w + bias;
+      const double want = a == Activation::ReLU ? std::max(v, 0.0) : a == Activation::SiLU ? v / (1 + std::exp(-v)) : v;
+      EXPECT_NEAR(y[i], want, 1e-6) << activation_name(a) << " at " << v;
+    }
+  }
+  std::vector<float> y(4, NAN);
+  try {
+    engine.conv2d_forward(*plan, x.data(), &w, y.data(), Epilogue{1.0f, 0.0f, nullptr, static_cast<Activation>(9)});
+    FAIL() << "an unknown activation was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::BadParam);
+  }
+  EXPECT_TRUE(std::isnan(y[0]));  // untouched
+  EXPECT_EQ(parse_activation("silu"), Activation::SiLU);
+  EXPECT_THROW(parse_activation("gelu"), Error);
 }
 
 TEST(NpyDtypes, Float16FilesRoundTrip) {

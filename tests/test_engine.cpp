@@ -13,7 +13,7 @@ double run_and_compare(Engine& engine, const Case& c, uint64_t seed) {
   std::mt19937_64 g(seed);
   HostTensors t(c, g, false);
   std::vector<float> ref = t.y, got = t.y;
-  const Epilogue e{c.alpha, c.beta, t.bias.empty() ? nullptr : t.bias.data(), c.relu};
+  const Epilogue e{c.alpha, c.beta, t.bias.empty() ? nullptr : t.bias.data(), c.act};
   cpu::reference_forward(c.p, t.xd, t.x.data(), t.wd, t.w.data(), t.yd, ref.data(), e);
   auto plan = engine.plan(c.p, t.xd, t.wd, t.yd);
   engine.conv2d_forward(*plan, t.x.data(), t.w.data(), got.data(), e);

@@ -60,7 +60,7 @@ double run_mma(Engine& engine, const Case& c, std::mt19937_64& g, const Precisio
   auto plan = engine.plan(c.p, t.xd, t.wd, t.yd, o);
   EXPECT_EQ(plan->algorithm(), Algorithm::ImplicitMma);
   if (division) *division = division_text(plan->division());
-  Epilogue e{c.alpha, c.beta, t.f.bias.empty() ? nullptr : static_cast<const float*>(db.ptr), c.relu};
+  Epilogue e{c.alpha, c.beta, t.f.bias.empty() ? nullptr : static_cast<const float*>(db.ptr), c.act};
   engine.conv2d_forward(*plan, x_dev, dw.ptr, dy.ptr, e);
   engine.synchronize();
   std::vector<unsigned char> out(t.y.size());
@@ -85,7 +85,9 @@ std::vector<Case> mma_edge_cases() {
   epi.alpha = 0.5f;
   epi.beta = 0.75f;
   epi.bias = true;
-  epi.relu = true;
+  epi.act = Activation::ReLU;
+  v.push_back(epi);
+  epi.act = Activation::SiLU;
   v.push_back(epi);
   Case conv{make(1, 16, 7, 9, 16, 3, 5, 1)};
   conv.p.mode = Mode::Convolution;

@@ -8,7 +8,7 @@
 namespace mconv::cpu {
 
 /// Direct loops accumulating in double: the oracle every test compares against.
-/// Validates like every executor; y is untouched on error. Bias/ReLU as in Epilogue.
+/// Validates like every executor; y is untouched on error. Bias and activation as in Epilogue.
 void reference_forward(const Problem& problem, const TensorDesc& xd, const float* x, const TensorDesc& wd,
                        const float* w, const TensorDesc& yd, float* y, const Epilogue& epilogue = {});
 

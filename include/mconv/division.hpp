@@ -3,7 +3,7 @@
 // strides and the hardware model); its launcher only reads it. `mconv plan` prints it.
 //
 // Every division carries its LaunchShape (grid, threads, dynamic shared memory), so a launch derives
-// nothing; what depends on the call (pointer alignment for vector copies, a ReLU that forbids split-K)
+// nothing; what depends on the call (pointer alignment for vector copies, an activation that forbids split-K)
 // is the launcher's only decision.
 #pragma once
 

@@ -13,13 +13,18 @@
 
 namespace mconv {
 
-/// What a call does with the convolution: y = act(alpha*conv(x, w) + beta*y + bias[k]). Arguments of
-/// the call, not of the Plan, so one plan serves every alpha, beta, bias and activation. beta = 0
-/// never reads y (it may hold NaN). alpha and beta must be finite.
+/// The activation a call fuses after the sum: identity, ReLU max(v, 0), or SiLU v / (1 + exp(-v)).
+enum class Activation : int { Identity = 0, ReLU = 1, SiLU = 2 };
+const char* activation_name(Activation a);          // "identity", "relu", "silu"
+Activation parse_activation(const std::string& s);  // throws Error(BadParam) on an unknown name
+
+/// What a call does with the convolution: y = act(alpha*conv(x, w) + beta*y + bias[k]), in fp32 and
+/// rounded once to y's dtype. Arguments of the call, not of the Plan, so one plan serves every alpha,
+/// beta, bias and activation. beta = 0 never reads y (it may hold NaN). alpha and beta must be finite.
 struct Epilogue {
   float alpha = 1.0f, beta = 0.0f;
-  const float* bias = nullptr;  ///< K values, in the executor's memory space; null = none
-  bool relu = false;
+  const float* bias = nullptr;  ///< K fp32 values, in the executor's memory space; null = none
+  Activation activation = Activation::Identity;
 };
 
 /// Compile-time features of this build.

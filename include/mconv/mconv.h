@@ -40,6 +40,7 @@ typedef enum {
   MCONV_ALGO_IMPLICIT_MMA = 6
 } mconv_algorithm_t;
 typedef enum { MCONV_MODE_CROSS_CORRELATION = 0, MCONV_MODE_CONVOLUTION = 1 } mconv_mode_t;
+typedef enum { MCONV_ACTIVATION_IDENTITY = 0, MCONV_ACTIVATION_RELU = 1, MCONV_ACTIVATION_SILU = 2 } mconv_activation_t;
 
 typedef struct {
   int64_t n, c, h, w, k, r, s;
@@ -78,11 +79,12 @@ mconv_status_t mconv_plan_table_bytes(mconv_plan_t plan, int64_t* bytes);
 /* Writes the plan's text form into buf (truncated to size, always NUL-terminated); *needed gets the full length + 1. */
 mconv_status_t mconv_plan_describe(mconv_plan_t plan, char* buf, int64_t size, int64_t* needed);
 
-/* y = alpha*conv(x, w) + beta*y (+ bias[k], ReLU), computed in fp32 and rounded once to y's dtype. bias
+/* y = act(alpha*conv(x, w) + beta*y + bias[k]), act an mconv_activation_t, computed in fp32 and rounded once
+ * to y's dtype. bias
  * (fp32, K values) may be NULL; beta = 0 never reads y. Asynchronous
  * on the engine's stream on the cuda target, with no allocation or synchronisation (graph-capturable). */
 mconv_status_t mconv_conv2d_forward(mconv_engine_t engine, mconv_plan_t plan, const void* x, const void* w, void* y,
-                                    float alpha, float beta, const float* bias, int relu);
+                                    float alpha, float beta, const float* bias, int activation);
 
 #ifdef __cplusplus
 }

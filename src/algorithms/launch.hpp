@@ -18,7 +18,7 @@ void launch_forward(const Plan& plan, const void* x, const void* w, void* y, con
 void prepare_launch(const Plan& plan);
 
 // The families' launchers (src/algorithms/<family>/launch.cu): each reads its division and only
-// decides what depends on the call (pointer alignment for vector copies; ReLU forbids split-K).
+// decides what depends on the call (pointer alignment for vector copies; an activation forbids split-K).
 void implicit_mma_prepare(const Plan& plan, const ImplicitMmaDivision& d);
 void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const void* x, const void* w, void* y,
                           const Epilogue& e, void* stream);

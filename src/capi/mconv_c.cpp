@@ -176,13 +176,15 @@ mconv_status_t mconv_plan_describe(mconv_plan_t plan, char* buf, int64_t size, i
 }
 
 mconv_status_t mconv_conv2d_forward(mconv_engine_t engine, mconv_plan_t plan, const void* x, const void* w, void* y,
-                                    float alpha, float beta, const float* bias, int relu) {
+                                    float alpha, float beta, const float* bias, int activation) {
   return guarded([&] {
     require(engine, "engine");
     require(plan, "plan");
     mconv::Epilogue e;
     e.bias = bias;
-    e.relu = relu != 0;
+    if (activation < MCONV_ACTIVATION_IDENTITY || activation > MCONV_ACTIVATION_SILU)
+      throw mconv::Error(mconv::Status::BadParam, "activation: unknown value " + std::to_string(activation));
+    e.activation = static_cast<mconv::Activation>(activation);
     e.alpha = alpha;
     e.beta = beta;
     engine->engine->conv2d_forward(*plan->plan, x, w, y, e);

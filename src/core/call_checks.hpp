@@ -26,6 +26,8 @@ inline void check_call(const void* x, const void* w, const void* y, const Epilog
   if (e.bias) check_pointer(e.bias, "bias", 4);
   if (!std::isfinite(e.alpha)) throw Error(Status::BadParam, "alpha: must be finite");
   if (!std::isfinite(e.beta)) throw Error(Status::BadParam, "beta: must be finite");
+  if (e.activation != Activation::Identity && e.activation != Activation::ReLU && e.activation != Activation::SiLU)
+    throw Error(Status::BadParam, "activation: " + std::to_string(int(e.activation)) + " is not an Activation");
 }
 
 /// y must not share memory with x or w (the kernels read x and w while they write y): Error(BadParam)
@@ -42,12 +44,13 @@ inline void check_disjoint(const void* x, int64_t x_span, const void* w, int64_t
     throw Error(Status::BadParam, "y: overlaps w (the output must not alias the filters)");
 }
 
-/// alpha*acc + beta*old + bias, then ReLU. beta == 0 never reads y (it may hold NaN).
+/// alpha*acc + beta*old + bias, then the activation, in double. beta == 0 never reads y (it may hold NaN).
 inline float apply_epilogue(const Epilogue& e, double acc, const float* y_old, const float* bias) {
   double v = e.alpha * acc;
   if (e.beta != 0.0f) v += double(e.beta) * double(*y_old);
   if (bias) v += double(*bias);
-  if (e.relu && v < 0.0) v = 0.0;
+  if (e.activation == Activation::ReLU && v < 0.0) v = 0.0;
+  if (e.activation == Activation::SiLU) v = v / (1.0 + std::exp(-v));
   return static_cast<float>(v);
 }
 

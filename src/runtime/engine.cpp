@@ -12,6 +12,24 @@
 
 namespace mconv {
 
+const char* activation_name(Activation a) {
+  switch (a) {
+    case Activation::Identity:
+      return "identity";
+    case Activation::ReLU:
+      return "relu";
+    case Activation::SiLU:
+      return "silu";
+  }
+  return "?";
+}
+
+Activation parse_activation(const std::string& s) {
+  for (Activation a : {Activation::Identity, Activation::ReLU, Activation::SiLU})
+    if (s == activation_name(a)) return a;
+  throw Error(Status::BadParam, "activation: unknown name '" + s + "' (expected identity, relu or silu)");
+}
+
 bool built_with_cuda() {
   return detail::cuda_device::compiled();
 }

@@ -67,7 +67,23 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
   // the CPU converts them and computes in fp32.
   const bool half = x.dtype != DType::Float32;
   plan.math_ = half ? MathMode::Exact : options.math;
-  if (half || options.math == MathMode::TF32) {
+  // TF32 allows the tensor cores; it does not require them. Layers with one channel per group
+  // (depthwise, single channel) are bandwidth-bound and have no reduction for an MMA to speed up: Auto
+  // keeps their FFMA family (exact, which TF32 permits) rather than a GEMM whose filter tiles would
+  // hold one filter each.
+  bool tensor_cores = half || options.math == MathMode::TF32;
+  if (!half && tensor_cores && target == Target::Cuda && options.algorithm == Algorithm::Auto && options.tile.empty() &&
+      pr.c_per_group() == 1) {
+    std::vector<std::string> why;
+    const Algorithm a = detail::choose_algorithm(pr, x, hw, why);
+    if (a == Algorithm::DirectBlock || a == Algorithm::SingleChannel) {
+      plan.decisions_.push_back(std::string("math tf32 allowed, ") + algorithm_name(a) +
+                                " kept: C/G = 1 layers are bandwidth-bound (exact FFMA, which tf32 permits)");
+      plan.math_ = MathMode::Exact;
+      tensor_cores = false;
+    }
+  }
+  if (tensor_cores) {
     const std::string what = half ? std::string(dtype_name(x.dtype)) + " tensors" : "math tf32";
     if (target == Target::Cpu) {
       if (options.algorithm == Algorithm::ImplicitMma)

@@ -79,7 +79,8 @@ void refuse_overwriting(const std::string& output, std::initializer_list<std::pa
 }
 
 int cmd_run(mt::LayerArgs& args, const CLI::App& cmd, const std::string& input, const std::string& filter,
-            const std::string& output, const std::string& save_inputs, bool check, bool relu, uint64_t seed) {
+            const std::string& output, const std::string& save_inputs, bool check, mconv::Activation activation,
+            uint64_t seed) {
   using namespace mconv;
   if (!output.empty()) {
     refuse_overwriting(output, {{"--input", input}, {"--filter", filter}});
@@ -142,7 +143,7 @@ int cmd_run(mt::LayerArgs& args, const CLI::App& cmd, const std::string& input, 
   Engine engine(parse_target(args.target));
   auto plan = engine.plan(p, xd, wd, yd, args.plan_options());
   Epilogue e;
-  e.relu = relu;
+  e.activation = activation;
   e.alpha = args.alpha;
   e.beta = args.beta;
   std::cerr << "mconv run: " << p.to_string() << " on " << target_name(engine.target()) << ", "
@@ -265,7 +266,11 @@ int run_main(int argc, char** argv) {
   std::string save_inputs;
   run->add_option("--save-inputs", save_inputs, "write the x and w used as PREFIX_x.npy and PREFIX_w.npy");
   run->add_flag("--check", check, "compare with the double-accumulating reference");
-  run->add_flag("--relu", relu, "fused ReLU");
+  run->add_flag("--relu", relu, "fused ReLU (--activation relu)");
+  std::string activation = "identity";
+  run->add_option("--activation", activation, "fused activation: identity, relu or silu")
+      ->check(CLI::IsMember({"identity", "relu", "silu"}))
+      ->capture_default_str();
   run->add_option("--seed", seed, "seed of the random inputs")->capture_default_str();
 
   mt::LayerArgs plan_args;
@@ -363,7 +368,12 @@ int run_main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
   {
-    if (*run) return cmd_run(run_args, *run, input, filter, output, save_inputs, check, relu, seed);
+    if (*run) {
+      if (relu && activation != "identity" && activation != "relu")
+        throw Error(mconv::Status::BadParam, "--relu: conflicts with --activation " + activation);
+      const mconv::Activation act = relu ? mconv::Activation::ReLU : mconv::parse_activation(activation);
+      return cmd_run(run_args, *run, input, filter, output, save_inputs, check, act, seed);
+    }
     if (*plan) {
       plan_args.resolved_problem().validate();  // before any size is computed from the fields
       mconv::PlanOptions o = plan_args.plan_options();

@@ -125,7 +125,7 @@ StrideFixedDivision plan_stride_fixed(const Problem& p, const HardwareModel& hw,
      << " a thread), M' = " << kStrideFixedFilters << ", S = " << seg * 4 << " B (" << seg
      << " channels per round; the paper's M' >= N_FMA*4/(S*W'x) asks S >= " << int(d.segment_needed + 0.5)
      << " B), double-buffered rounds " << smem_bytes << " B of " << budget << " B, " << d.blocks << " blocks";
-  if (d.splits > 1) os << " x " << d.splits << " channel slices (split_k, unless the epilogue has ReLU)";
+  if (d.splits > 1) os << " x " << d.splits << " channel slices (split_k, unless the epilogue has an activation)";
   why.push_back(os.str());
 
   d.rounds = static_cast<int>(ceil_div(cg, seg));
