@@ -14,6 +14,8 @@
 namespace mconv {
 
 /// The activation a call fuses after the sum: identity, ReLU max(v, 0), or SiLU v / (1 + exp(-v)).
+/// The CUDA kernels fuse identity and ReLU; SiLU is fused by the CPU executor and refused on CUDA
+/// (Error(Unsupported), y untouched).
 enum class Activation : int { Identity = 0, ReLU = 1, SiLU = 2 };
 const char* activation_name(Activation a);          // "identity", "relu", "silu"
 Activation parse_activation(const std::string& s);  // throws Error(BadParam) on an unknown name

@@ -180,7 +180,7 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
       continue;
     }
     // Last channel of image n: epilogue (any layout, alpha/beta with beta == 0 never reading y,
-    // bias, activation), then the accumulators restart for the next image.
+    // bias, ReLU), then the accumulators restart for the next image.
 #pragma unroll
     for (int f = 0; f < KF; ++f) {
       if (f >= nf) break;
@@ -195,7 +195,7 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
           rAcc[f][i][j] = 0.0f;
           if (oy >= prm.P || ox >= prm.Q) continue;
           float* dst = prm.y + static_cast<long long>(n) * prm.y_sn + k * prm.y_sk + oy * prm.y_sp + ox * prm.y_sq;
-          *dst = epilogue_value(prm.alpha, acc, prm.beta, dst, prm.bias ? prm.bias + k : nullptr, prm.activation);
+          *dst = epilogue_value(prm.alpha, acc, prm.beta, dst, prm.bias ? prm.bias + k : nullptr, prm.relu);
         }
       }
     }

@@ -23,7 +23,7 @@
 // storing them directly writes 4-byte pieces scattered over 8 pixels per instruction. When y is
 // channels-last (filters contiguous) the block instead parks alpha*acc + bias in shared memory (the
 // pipeline's buffers are free by then) and every thread then handles 16-byte runs of filters of one
-// pixel: beta*y read, activation, rounding and the store are all whole 16-byte vectors, a warp covering
+// pixel: beta*y read, ReLU, rounding and the store are all whole 16-byte vectors, a warp covering
 // whole pixels' rows. Other y layouts keep the direct fragment store.
 #pragma once
 
@@ -33,7 +33,6 @@
 #include <cstdint>
 
 #include "../common/cp_async.cuh"
-#include "../common/epilogue.cuh"
 #include "mconv/plan.hpp"
 
 namespace mconv::cuda {
@@ -54,7 +53,7 @@ struct ImplicitMmaParams {
   int H, W;
   int stride_h, stride_w, pad_h, pad_w;
   float alpha, beta;
-  int activation;    // Activation: 0 identity, 1 ReLU, 2 SiLU
+  int relu;
   int pair_store;    // y.stride_k == 1 and every filter pair 2t, 2t+1 aligned for one paired store
   int staged_store;  // Note [mma staged epilogue]: y.stride_k == 1 and 16-byte aligned runs of filters
 };
@@ -274,7 +273,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
   detail::cp_async_wait<0>();
 
   // Epilogue: fragment c0,c1 is (pixel g, filters 2t, 2t+1), c2,c3 the pixel g + 8; alpha, beta (never
-  // reading y when 0), bias and activation in fp32, one rounding to the storage type at the store.
+  // reading y when 0), bias and ReLU in fp32, one rounding to the storage type at the store.
   T* __restrict__ gY = static_cast<T*>(prm.y) + group * prm.y_group;
   const float* gBias = prm.bias ? prm.bias + static_cast<long long>(group) * prm.kg : nullptr;
   const int g = lane >> 2, t4 = lane & 3;
@@ -317,14 +316,14 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
         for (int e = 0; e < kRun; ++e) {
           float v = src[e];
           if (prm.beta != 0.0f) v = fmaf(prm.beta, Math::to_float(old[e]), v);
-          out[e] = Math::from_float(activate(v, prm.activation));
+          out[e] = Math::from_float(prm.relu ? fmaxf(v, 0.0f) : v);
         }
         *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(out);
       } else {
         for (int e = 0; e < prm.kg - f; ++e) {  // the last filters of the layer
           float v = src[e];
           if (prm.beta != 0.0f) v = fmaf(prm.beta, Math::to_float(dst[e]), v);
-          dst[e] = Math::from_float(activate(v, prm.activation));
+          dst[e] = Math::from_float(prm.relu ? fmaxf(v, 0.0f) : v);
         }
       }
     }
@@ -334,7 +333,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
     v *= prm.alpha;
     if (prm.beta != 0.0f) v = fmaf(prm.beta, Math::to_float(*old), v);
     if (gBias) v += __ldg(gBias + f);
-    return activate(v, prm.activation);
+    return prm.relu ? fmaxf(v, 0.0f) : v;
   };
 #pragma unroll
   for (int i = 0; i < FM; ++i) {

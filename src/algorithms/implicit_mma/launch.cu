@@ -94,7 +94,7 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   prm.pad_w = static_cast<int>(pr.pad_w);
   prm.alpha = e.alpha;
   prm.beta = e.beta;
-  prm.activation = static_cast<int>(e.activation);
+  prm.relu = e.activation == Activation::ReLU ? 1 : 0;
   // Filters 2t and 2t+1 adjacent, and every pair's first element aligned to two elements.
   const int esz = dtype_size(plan.dtype());
   prm.pair_store = out.stride_k == 1 && reinterpret_cast<uintptr_t>(y) % (2 * esz) == 0 && out.stride_n % 2 == 0 &&

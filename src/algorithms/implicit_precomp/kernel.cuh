@@ -16,8 +16,7 @@
 // Note [split-k without workspace]: when the output tiles alone cannot fill the GPU (small maps,
 // large C), `splits` blocks share one output tile, each over a slice of the rows. A pre-pass writes
 // y = beta*y + bias (output_prepass_kernel.cuh) and the slices add alpha*partial with atomics, so no
-// buffer beyond y is needed. An activation (ReLU, SiLU) needs the full sum, so the launcher does not
-// split when one is asked for.
+// buffer beyond y is needed. ReLU needs the full sum, so the launcher does not split when it is asked.
 #pragma once
 
 #include <cstdint>
@@ -45,7 +44,7 @@ struct ImplicitPrecompParams {
   int H, W;
   int stride_h, stride_w, pad_h, pad_w;
   float alpha, beta;
-  int activation;    // Activation: 0 identity, 1 ReLU, 2 SiLU
+  int relu;
   int vector_store;  // Note [vector epilogue]: set by the launcher when its preconditions hold
   int splits;        // Note [split-k without workspace]: row slices; blockIdx.z = group * splits + slice
   int k_tiles_per_split;
@@ -163,12 +162,12 @@ __global__ void __launch_bounds__(Tile::kThreads, 2) implicit_precomp_kernel(con
   }
   detail::cp_async_wait<0>();
 
-  // Epilogue: y in any layout, alpha/beta (beta == 0 never reads y), bias, activation.
+  // Epilogue: y in any layout, alpha/beta (beta == 0 never reads y), bias, ReLU.
   float* __restrict__ gY = prm.y + group * prm.y_group;
   const float* gBias = prm.bias ? prm.bias + static_cast<long long>(group) * prm.kg : nullptr;
   const bool split = prm.splits > 1;  // Note [split-k without workspace]: y already holds beta*y + bias
   auto finish = [&](float acc, int f, const float* old) {
-    return epilogue_value(prm.alpha, acc, prm.beta, old, gBias ? gBias + f : nullptr, prm.activation);
+    return epilogue_value(prm.alpha, acc, prm.beta, old, gBias ? gBias + f : nullptr, prm.relu);
   };
   if (prm.vector_store) {
     // Note [vector epilogue]: pixels are contiguous (y.stride_q == 1, rows of Q % 4 == 0 packed), so a

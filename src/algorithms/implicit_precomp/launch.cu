@@ -62,16 +62,16 @@ void implicit_precomp_forward(const Plan& plan, const ImplicitPrecompDivision& d
   prm.pad_w = static_cast<int>(pr.pad_w);
   prm.alpha = e.alpha;
   prm.beta = e.beta;
-  prm.activation = static_cast<int>(e.activation);
+  prm.relu = e.activation == Activation::ReLU ? 1 : 0;
   // Note [vector epilogue]: contiguous pixels, whole float4 groups that never straddle a row, and
   // every group start 16-byte aligned (pointer and the n, k, group strides multiples of 4).
   prm.vector_store = out.stride_q == 1 && out.stride_p == pr.q() && pr.q() % 4 == 0 &&
                      reinterpret_cast<uintptr_t>(y) % 16 == 0 && out.stride_n % 4 == 0 && out.stride_k % 4 == 0 &&
                      prm.y_group % 4 == 0;
 
-  // Note [split-k without workspace]: an activation needs the whole sum, so it runs unsplit.
-  prm.splits = e.activation != Activation::Identity ? 1 : d.split_k;
-  prm.k_tiles_per_split = e.activation != Activation::Identity ? d.k_tiles : d.k_tiles_per_split;
+  // Note [split-k without workspace]: ReLU needs the whole sum, so it runs unsplit.
+  prm.splits = e.activation == Activation::ReLU ? 1 : d.split_k;
+  prm.k_tiles_per_split = e.activation == Activation::ReLU ? d.k_tiles : d.k_tiles_per_split;
   if (prm.splits > 1) output_prepass(plan, d.prepass_blocks, y, e, stream);
   dim3 grid = cuda::grid_of(d.launch);
   grid.z = static_cast<unsigned>(pr.groups * prm.splits);

@@ -252,11 +252,11 @@ struct BulkItem {
       if (q0 + SEG <= prm.Q && prm.beta == 0.0f) {  // the common case, without branches per output
         // (At stride 1, one loop per ReLU setting: a ReLU inside the loop issued its max for every
         // output, under a false predicate when there was none. At stride 2 the second loop cost spills.)
-        if (ST == 2 || prm.activation) {
+        if (ST == 2 || prm.relu) {
 #pragma unroll
           for (int j = 0; j < SEG; ++j) {
             const float v = fmaf(prm.alpha, acc[u][j], bias);
-            dst[j] = activate(v, prm.activation);
+            dst[j] = prm.relu ? fmaxf(v, 0.0f) : v;
           }
         } else {
 #pragma unroll
@@ -265,8 +265,7 @@ struct BulkItem {
       } else {
 #pragma unroll
         for (int j = 0; j < SEG; ++j)
-          if (q0 + j < prm.Q)
-            dst[j] = epilogue_value(prm.alpha, acc[u][j], prm.beta, c.dst + o + j, bias, prm.activation);
+          if (q0 + j < prm.Q) dst[j] = epilogue_value(prm.alpha, acc[u][j], prm.beta, c.dst + o + j, bias, prm.relu);
       }
     }
   }

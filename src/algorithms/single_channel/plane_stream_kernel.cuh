@@ -238,13 +238,13 @@ __device__ __forceinline__ void compute_planes(const PlaneStreamParams& prm, con
 #pragma unroll
       for (int j = 0; j < RUN; ++j) {
         const float v = fmaf(prm.alpha, acc[j], bias);
-        dst[j * prm.y_sp] = activate(v, prm.activation);
+        dst[j * prm.y_sp] = prm.relu ? fmaxf(v, 0.0f) : v;
       }
     } else {
 #pragma unroll
       for (int j = 0; j < RUN; ++j)
         if (oy + j < c.out_rows)
-          dst[j * prm.y_sp] = epilogue_value(prm.alpha, acc[j], prm.beta, dst + j * prm.y_sp, bias, prm.activation);
+          dst[j * prm.y_sp] = epilogue_value(prm.alpha, acc[j], prm.beta, dst + j * prm.y_sp, bias, prm.relu);
     }
   }
 }

@@ -127,7 +127,7 @@ __global__ void __launch_bounds__(512) single_channel_kernel(const SingleChannel
 #pragma unroll
           for (int c = 0; c < COLS; ++c) {
             v[c] = fmaf(prm.alpha, acc[i][c], bias);
-            v[c] = activate(v[c], prm.activation);
+            v[c] = prm.relu ? fmaxf(v[c], 0.0f) : v[c];
           }
           if constexpr (COLS == 2)
             *reinterpret_cast<float2*>(dst + i * prm.y_sp) = make_float2(v[0], v[1]);
@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(512) single_channel_kernel(const SingleChannel
         for (int c = 0; c < COLS; ++c)
           if (ly + i < rows && ox + c < prm.Q)
             dst[i * prm.y_sp + c] =
-                epilogue_value(prm.alpha, acc[i][c], prm.beta, dst + i * prm.y_sp + c, bias, prm.activation);
+                epilogue_value(prm.alpha, acc[i][c], prm.beta, dst + i * prm.y_sp + c, bias, prm.relu);
     };
     if constexpr (K > 0) {
       constexpr int WR = (RUN - 1) * ST + K, WC = K + COLS - 1;
