@@ -203,6 +203,20 @@ TEST(Activations, SiluAndReluOnTheCpu) {
   EXPECT_THROW(parse_activation("gelu"), Error);
 }
 
+TEST(NpyDtypes, Float16DataAtAnOddOffsetIsRead) {
+  // A header of odd length puts the data at an odd address (fuzzing found the misaligned read).
+  std::string header = "{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }";
+  header.append(63 - header.size() - 1, ' ');
+  header += '\n';
+  ASSERT_EQ(header.size() % 2, 1u);
+  std::string bytes = std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + char(0) + header;
+  const uint16_t one = float_to_half_bits(1.0f), minus_half = float_to_half_bits(-0.5f);
+  bytes.append(reinterpret_cast<const char*>(&one), 2);
+  bytes.append(reinterpret_cast<const char*>(&minus_half), 2);
+  const npy::Array a = npy::parse(bytes);
+  EXPECT_EQ(a.data, (std::vector<float>{1.0f, -0.5f}));
+}
+
 TEST(NpyDtypes, Float16FilesRoundTrip) {
   const std::string path = (std::filesystem::temp_directory_path() / "mconv_test_f2.npy").string();
   const std::vector<float> v{1.0f, -0.5f, 65504.0f, 0.1f};

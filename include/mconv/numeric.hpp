@@ -27,9 +27,9 @@ float bits_to_float(uint16_t bits, DType t);
 /// v rounded to what dtype t stores (identity for Float32).
 float round_to_dtype(float v, DType t);
 
-/// Elements of dtype t at `src` (count of them) -> floats; `dst` may not alias `src`.
+/// Elements of dtype t at `src` (count of them, at any alignment) -> floats; `dst` may not alias `src`.
 void to_float(DType t, const void* src, float* dst, int64_t count);
-/// Floats -> elements of dtype t, rounded to nearest even.
+/// Floats -> elements of dtype t at `dst` (any alignment), rounded to nearest even.
 void from_float(DType t, const float* src, void* dst, int64_t count);
 
 }  // namespace mconv

@@ -87,8 +87,13 @@ void to_float(DType t, const void* src, float* dst, int64_t count) {
     std::memcpy(dst, src, size_t(count) * 4);
     return;
   }
-  const auto* s = static_cast<const uint16_t*>(src);
-  for (int64_t i = 0; i < count; ++i) dst[i] = bits_to_float(s[i], t);
+  // Byte copies: `src` may sit at any address (the data of a .npy file follows a header of any length).
+  const auto* s = static_cast<const unsigned char*>(src);
+  for (int64_t i = 0; i < count; ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, s + 2 * i, 2);
+    dst[i] = bits_to_float(bits, t);
+  }
 }
 
 void from_float(DType t, const float* src, void* dst, int64_t count) {
@@ -96,8 +101,11 @@ void from_float(DType t, const float* src, void* dst, int64_t count) {
     std::memcpy(dst, src, size_t(count) * 4);
     return;
   }
-  auto* d = static_cast<uint16_t*>(dst);
-  for (int64_t i = 0; i < count; ++i) d[i] = float_to_bits(src[i], t);
+  auto* d = static_cast<unsigned char*>(dst);
+  for (int64_t i = 0; i < count; ++i) {
+    const uint16_t bits = float_to_bits(src[i], t);
+    std::memcpy(d + 2 * i, &bits, 2);
+  }
 }
 
 }  // namespace mconv
