@@ -29,17 +29,16 @@ std::vector<LayerResult> bench_cpu(const std::vector<Layer>& layers, const Bench
                        y = host_tensor("y", yd.span_elements());
     fill_uniform(x, opt.seed + 2 * i);
     fill_uniform(w, opt.seed + 2 * i + 1);
-    for (auto* v : {&x, &w})
-      for (float& e : *v) e = round_to_dtype(e, opt.dtype);  // the reference multiplies what is stored
+    round_to_storage(x, opt.dtype);
+    round_to_storage(w, opt.dtype);
     const auto sx = to_storage(x, opt.dtype), sw = to_storage(w, opt.dtype);
     auto sy = to_storage(y, opt.dtype);
     engine.conv2d_forward(*plan, sx.data(), sw.data(), sy.data());  // warm-up, and the checked result
     r.algorithm = algorithm_name(plan->algorithm());
     y = from_storage(sy, opt.dtype);
-    TensorDesc fx = xd, fw = wd, fy = yd;  // the widened host copies
-    fx.dtype = fw.dtype = fy.dtype = DType::Float32;
-    r.rel_err = sampled_error(p, fx, x.data(), fw, w.data(), fy, y.data(), opt.check_samples, opt.seed);
-    r.correct = r.rel_err < (opt.dtype == DType::Float32 ? 2e-5 : precision_tolerance(opt.dtype, MathMode::Exact));
+    r.rel_err = sampled_error(p, widened(xd), x.data(), widened(wd), w.data(), widened(yd), y.data(), opt.check_samples,
+                              opt.seed);
+    r.correct = r.rel_err < sampled_tolerance(opt.dtype, MathMode::Exact);  // the CPU computes exactly
     // One call per timed repeat on the CPU: layers take milliseconds, far above timer resolution.
     std::vector<double> times;
     const int reps = std::max(3, opt.repeats);

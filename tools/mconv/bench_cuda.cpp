@@ -81,10 +81,6 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
   std::cerr << peaks.device << ": copy " << peaks.bytes_per_s / 1e9 << " GB/s, " << peaks.gemm_name << " "
             << peaks.gemm_flops / 1e12 << " TFLOP/s\n";
   const int esz = dtype_size(opt.dtype);
-  auto fp32 = [](TensorDesc d) {
-    d.dtype = DType::Float32;  // host copies hold the stored values widened to float
-    return d;
-  };
   int l2 = 0;
   cuda_ok(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0), "L2 size");
   std::vector<LayerResult> out;
@@ -101,8 +97,8 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
     std::vector<float> hx = host_tensor("x", xd.span_elements()), hw = host_tensor("w", wd.span_elements());
     fill_uniform(hx, opt.seed + 2 * li);
     fill_uniform(hw, opt.seed + 2 * li + 1);
-    for (auto* v : {&hx, &hw})
-      for (float& e : *v) e = round_to_dtype(e, opt.dtype);  // the reference multiplies what is stored
+    round_to_storage(hx, opt.dtype);
+    round_to_storage(hw, opt.dtype);
     const auto sx = to_storage(hx, opt.dtype), sw = to_storage(hw, opt.dtype);
     // Rotate through enough copies that the timed loop does not run from L2 (docs/BENCHMARKING.md).
     const double set_bytes = double(esz) * (hx.size() + hw.size() + yd.span_elements());
@@ -124,13 +120,10 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
     auto error_of = [&](const float* dy) {
       cuda_ok(cudaMemcpy(hy.data(), dy, hy.size(), cudaMemcpyDeviceToHost), "copy y");
       const std::vector<float> y = from_storage(hy, opt.dtype);
-      return sampled_error(p, fp32(xd), hx.data(), fp32(wd), hw.data(), fp32(yd), y.data(), opt.check_samples,
+      return sampled_error(p, widened(xd), hx.data(), widened(wd), hw.data(), widened(yd), y.data(), opt.check_samples,
                            opt.seed + li);
     };
-    // fp32 exact is held to 2e-5 (sampled), the tensor-core precisions to their tolerance.
-    const double tolerance = opt.dtype == DType::Float32 && opt.plan.math == MathMode::Exact
-                                 ? 2e-5
-                                 : precision_tolerance(opt.dtype, opt.plan.math);
+    const double tolerance = sampled_tolerance(opt.dtype, opt.plan.math);
 
     r.algorithm = algorithm_name(plan->algorithm());
     r.tile = division_name(plan->division()) + (plan->split_k() > 1 ? " sk" + std::to_string(plan->split_k()) : "");

@@ -80,6 +80,19 @@ double precision_tolerance(DType t, MathMode m) {
   return m == MathMode::TF32 ? 1e-3 : 1e-5;
 }
 
+double sampled_tolerance(DType t, MathMode m) {
+  return t == DType::Float32 && m == MathMode::Exact ? 2e-5 : precision_tolerance(t, m);
+}
+
+void round_to_storage(std::vector<float>& v, DType t) {
+  for (float& e : v) e = round_to_dtype(e, t);
+}
+
+TensorDesc widened(TensorDesc d) {
+  d.dtype = DType::Float32;
+  return d;
+}
+
 std::vector<unsigned char> to_storage(const std::vector<float>& v, DType t) {
   std::vector<unsigned char> b(v.size() * size_t(dtype_size(t)));
   from_float(t, v.data(), b.data(), int64_t(v.size()));

@@ -40,6 +40,14 @@ std::pair<DType, MathMode> parse_precision(const std::string& s);
 /// fp32 1e-5, tf32 1e-3, fp16/bf16 1e-2.
 double precision_tolerance(DType t, MathMode m);
 
+/// The tolerance of a check on sampled outputs: 2e-5 for exact fp32, else precision_tolerance.
+double sampled_tolerance(DType t, MathMode m);
+
+/// Rounds every value to what dtype `t` stores, so the reference multiplies exactly what is stored.
+void round_to_storage(std::vector<float>& v, DType t);
+/// The descriptor of a tensor's widened host copy: the same dims and strides, dtype fp32.
+TensorDesc widened(TensorDesc d);
+
 /// Values in the storage bytes of dtype `t` (rounded to nearest even), and back.
 std::vector<unsigned char> to_storage(const std::vector<float>& v, DType t);
 std::vector<float> from_storage(const std::vector<unsigned char>& b, DType t);

@@ -131,8 +131,7 @@ int cmd_run(mt::LayerArgs& args, const CLI::App& cmd, const std::string& input, 
   // Values as the dtype stores them (a bf16 layer rounds a float32 file on load): the reference then
   // sees exactly the inputs the executor multiplies.
   const DType dtype = xd.dtype;
-  for (auto* v : {&x, &w, &y})
-    for (float& e : *v) e = round_to_dtype(e, dtype);
+  for (auto* v : {&x, &w, &y}) mt::round_to_storage(*v, dtype);
   if (!save_inputs.empty()) {
     npy::save(save_inputs + "_x.npy", storage_shape(xd), x.data(), dtype);
     npy::save(save_inputs + "_w.npy", storage_shape(wd), w.data(), dtype);
@@ -164,11 +163,7 @@ int cmd_run(mt::LayerArgs& args, const CLI::App& cmd, const std::string& input, 
   }
   if (check) {
     std::vector<float> ref = y0;
-    auto fp32 = [](TensorDesc d) {
-      d.dtype = DType::Float32;  // the rounded values, held in float
-      return d;
-    };
-    cpu::reference_forward(p, fp32(xd), x.data(), fp32(wd), w.data(), fp32(yd), ref.data(), e);
+    cpu::reference_forward(p, mt::widened(xd), x.data(), mt::widened(wd), w.data(), mt::widened(yd), ref.data(), e);
     double e2 = 0, r2 = 0;
     for (size_t i = 0; i < ref.size(); ++i) {
       e2 += double(y[i] - ref[i]) * (y[i] - ref[i]);

@@ -33,27 +33,15 @@
 #include <cstdint>
 
 #include "../common/cp_async.cuh"
+#include "../common/implicit_gemm_geometry.cuh"
 #include "mconv/plan.hpp"
 
 namespace mconv::cuda {
 
-struct ImplicitMmaParams {
-  const void* x;
+struct ImplicitMmaParams : ImplicitGemmGeometry {
+  const void* x;  // tensors of the plan's dtype
   const void* w;
   void* y;
-  const int4* table;  // OffsetRow {x_offset, dh, dw, w_offset}, rows padded to kOffsetTableRowAlign
-  const float* bias;  // K values or null
-  long long x_group, w_group, y_group;
-  long long x_sn, x_sh, x_sw;
-  long long w_sk;
-  long long y_sn, y_sk, y_sp, y_sq;
-  int npq, pq, q;  // columns, P*Q, Q
-  int kg;          // filters per group
-  int rows;        // valid rows C/G*R*S
-  int H, W;
-  int stride_h, stride_w, pad_h, pad_w;
-  float alpha, beta;
-  int relu;
   int pair_store;    // y.stride_k == 1 and every filter pair 2t, 2t+1 aligned for one paired store
   int staged_store;  // Note [mma staged epilogue]: y.stride_k == 1 and 16-byte aligned runs of filters
 };

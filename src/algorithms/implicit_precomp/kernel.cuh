@@ -23,28 +23,16 @@
 
 #include "../common/cp_async.cuh"
 #include "../common/epilogue.cuh"
+#include "../common/implicit_gemm_geometry.cuh"
 #include "mconv/plan.hpp"
 #include "tiles.hpp"
 
 namespace mconv::cuda {
 
-struct ImplicitPrecompParams {
+struct ImplicitPrecompParams : ImplicitGemmGeometry {
   const float* x;
   const float* w;
   float* y;
-  const int4* table;  // OffsetRow {x_offset, dh, dw, w_offset}, rows padded to kOffsetTableRowAlign
-  const float* bias;  // K values or null
-  long long x_group, w_group, y_group;
-  long long x_sn, x_sh, x_sw;
-  long long w_sk;
-  long long y_sn, y_sk, y_sp, y_sq;
-  int npq, pq, q;  // columns, P*Q, Q
-  int kg;          // filters per group
-  int rows;        // valid rows C/G*R*S
-  int H, W;
-  int stride_h, stride_w, pad_h, pad_w;
-  float alpha, beta;
-  int relu;
   int vector_store;  // Note [vector epilogue]: set by the launcher when its preconditions hold
   int splits;        // Note [split-k without workspace]: row slices; blockIdx.z = group * splits + slice
   int k_tiles_per_split;

@@ -27,42 +27,12 @@ void launch(const ImplicitPrecompParams& prm, GatherOrder order, dim3 grid, cuda
 void implicit_precomp_forward(const Plan& plan, const ImplicitPrecompDivision& d, const float* x, const float* w,
                               float* y, const Epilogue& e, void* stream) {
   const Problem& pr = plan.problem();
-  const auto& sr = plan.start_rule();
   const auto& out = plan.output_rule();
   ImplicitPrecompParams prm{};
+  static_cast<cuda::ImplicitGemmGeometry&>(prm) = cuda::implicit_gemm_geometry(plan, e, "implicit_precomp");
   prm.x = x;
   prm.w = w;
   prm.y = y;
-  prm.table = static_cast<const int4*>(plan.device_table());
-  if (!prm.table)
-    throw Error(Status::BadParam,
-                "plan: implicit_precomp needs the plan's device table (make the plan with Engine::plan)");
-  prm.bias = e.bias;
-  prm.x_group = plan.group_strides().x;
-  prm.w_group = plan.group_strides().w;
-  prm.y_group = plan.group_strides().y;
-  prm.x_sn = sr.stride_n;
-  prm.x_sh = sr.stride_h;
-  prm.x_sw = sr.stride_w;
-  prm.w_sk = plan.w_desc().strides[0];
-  prm.y_sn = out.stride_n;
-  prm.y_sk = out.stride_k;
-  prm.y_sp = out.stride_p;
-  prm.y_sq = out.stride_q;
-  prm.npq = static_cast<int>(pr.n * pr.p() * pr.q());  // < 2^31: Problem::validate
-  prm.pq = static_cast<int>(pr.p() * pr.q());
-  prm.q = static_cast<int>(pr.q());
-  prm.kg = static_cast<int>(pr.k_per_group());
-  prm.rows = static_cast<int>(plan.rows());
-  prm.H = static_cast<int>(pr.h);
-  prm.W = static_cast<int>(pr.w);
-  prm.stride_h = static_cast<int>(pr.stride_h);
-  prm.stride_w = static_cast<int>(pr.stride_w);
-  prm.pad_h = static_cast<int>(pr.pad_h);
-  prm.pad_w = static_cast<int>(pr.pad_w);
-  prm.alpha = e.alpha;
-  prm.beta = e.beta;
-  prm.relu = e.activation == Activation::ReLU ? 1 : 0;
   // Note [vector epilogue]: contiguous pixels, whole float4 groups that never straddle a row, and
   // every group start 16-byte aligned (pointer and the n, k, group strides multiples of 4).
   prm.vector_store = out.stride_q == 1 && out.stride_p == pr.q() && pr.q() % 4 == 0 &&
