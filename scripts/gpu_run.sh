@@ -3,6 +3,9 @@
 # fits one device call:
 #   scripts/gpu_run.sh check            GPU tests (a CUDA-graph replay among them), compute-sanitizer
 #                                       memcheck and racecheck, the host cost of a call, the hardware model
+#   scripts/gpu_run.sh python           the Python package from .py-bundle (scripts/stage_python_bundle.sh):
+#                                       its tests on CPU and GPU, memcheck over the GPU ones, and
+#                                       python -m mconv.bench (PY_SUITES, PY_MODELS, host overhead)
 #   scripts/gpu_run.sh bench [suite..]  every suite against cuDNN (default: the five of the benchmark
 #                                       and efficientnet_dw5, convnext_dw7), plots; PRECISIONS (default
 #                                       "fp32:NCHW") lists dtype:layout pairs, each suite runs in each
@@ -46,6 +49,35 @@ if [ "$part" = check ]; then
   if [ -x "${OLD_BUNDLE:-}/host_overhead_old" ]; then
     say "-- the same layer through the previous runtime"
     LD_LIBRARY_PATH=$OLD_BUNDLE "$OLD_BUNDLE/host_overhead_old" 2>&1 | tee -a "$S"
+  fi
+elif [ "$part" = python ]; then
+  P=$PWD/.py-bundle
+  for m in torchvision pytest; do
+    python3 -c "import $m" 2> /dev/null || pip install -q --no-deps "$P"/deps/*.whl >> "$LOG/pip.log" 2>&1
+  done
+  pip install -q --no-deps --force-reinstall "$P"/mconv-*.whl >> "$LOG/pip.log" 2>&1
+  say "pip install exit $?: $(python3 -c 'import mconv, torch; print("mconv", mconv.__version__, "cuda", mconv.cuda_available(), "torch", torch.__version__)' 2>&1 | tail -1)"
+  say "== Python tests"
+  timeout 400 python3 -m pytest -q -p no:cacheprovider tests/python > "$LOG/pytest.log" 2>&1
+  say "pytest exit $?: $(tail -1 "$LOG/pytest.log")"
+  say "== compute-sanitizer over the op's GPU tests"
+  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 3 python3 -m pytest -q \
+    -p no:cacheprovider tests/python/test_conv2d_op.py -k "cuda and not opcheck" > "$LOG/py_memcheck.log" 2>&1
+  say "memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$LOG/py_memcheck.log" | tail -1)"
+  say "== python -m mconv.bench"
+  python3 -m mconv.bench --overhead --out "$LOG/py" > "$LOG/py_overhead.txt" 2>&1; say "overhead exit $?"
+  cat "$LOG/py_overhead.txt" >> "$S"
+  for prec in ${PRECISIONS:-bf16:NHWC tf32:NCHW}; do
+    for s in ${PY_SUITES:-resnet50}; do
+      timeout "${SUITE_TIMEOUT:-150}" python3 -m mconv.bench --suite "$s" --dtype "${prec%%:*}" --layout "${prec##*:}" \
+        --out "$LOG/py" > "$LOG/py_${s}_${prec%%:*}.txt" 2> "$LOG/py_${s}_${prec%%:*}.err"
+      say "suite $s $prec exit $?: $(tail -1 "$LOG/py_${s}_${prec%%:*}.txt")"
+    done
+  done
+  if [ -n "${PY_MODELS-resnet50,mobilenet_v2,convnext_tiny,efficientnet_b0}" ]; then
+    timeout "${MODEL_TIMEOUT:-300}" python3 -m mconv.bench --model "${PY_MODELS-resnet50,mobilenet_v2,convnext_tiny,efficientnet_b0}" \
+      --batch 1,32 --dtype fp32,bf16 --out "$LOG/py" > "$LOG/py_models.txt" 2> "$LOG/py_models.err"
+    say "models exit $?"; cat "$LOG/py_models.txt" >> "$S"
   fi
 else
   suites=("$@")

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Build, then every test (GPU tests skip with a message where there is no GPU), then the same CPU and
-# CLI tests under AddressSanitizer + UndefinedBehaviorSanitizer, the threaded Engine tests under
-# ThreadSanitizer, and the fuzzers for FUZZ_SECONDS each (default 60). MCONV_QUICK=1 stops after the
-# first part.
+# Build, then every test (GPU tests skip with a message where there is no GPU), the Python package
+# (installed into build-py/venv, tests with pytest), then the same CPU and CLI tests under
+# AddressSanitizer + UndefinedBehaviorSanitizer, the threaded Engine tests under ThreadSanitizer, and
+# the fuzzers for FUZZ_SECONDS each (default 60). MCONV_QUICK=1 stops after the first part.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
 (cd build && ctest --output-on-failure -j"$(nproc)")
 [ -n "${MCONV_QUICK:-}" ] && exit 0
+scripts/test_python.sh
 
 cpu_only=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DMCONV_ENABLE_CUDA=OFF -DMCONV_NATIVE=OFF)
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer: CPU and CLI tests"

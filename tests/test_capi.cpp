@@ -1,5 +1,6 @@
 // The C ABI: a full call sequence, and errors as status codes with messages.
 #include <cstring>
+#include <regex>
 
 #include "mconv/mconv.h"
 #include "problem_gen.hpp"
@@ -66,6 +67,8 @@ TEST(CApi, ErrorsComeBackAsStatusAndMessage) {
   EXPECT_EQ(mconv_plan_create(e, &p, &d, &d, &d, 99, nullptr, MCONV_MATH_EXACT, &plan), MCONV_STATUS_BAD_PARAM);
   EXPECT_EQ(mconv_tensor_desc_packed(7, 1, 1, 1, 1, &d), MCONV_STATUS_BAD_PARAM);
   EXPECT_STREQ(mconv_status_string(MCONV_STATUS_OVERFLOW), "overflow");
+  EXPECT_TRUE(std::regex_match(mconv_version(), std::regex("[0-9]+\\.[0-9]+\\.[0-9]+")));
+  EXPECT_EQ(mconv_cuda_available(), cuda_available() ? 1 : 0);
   mconv_engine_destroy(e);
 }
 

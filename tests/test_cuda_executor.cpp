@@ -663,6 +663,35 @@ TEST_F(CudaExecutor, GraphCapturedSequenceReplays) {
   cudaStreamDestroy(stream);
 }
 
+// A framework launches each call on its current stream: plan on the engine (default stream), then run
+// at once on a non-blocking stream, which does not wait for the legacy one. The table must be there.
+TEST_F(CudaExecutor, PerCallStreamFindsTheTableUploaded) {
+  cudaStream_t stream = nullptr;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::mt19937_64 g(test_seed() + 41);
+  Engine engine(Target::Cuda);
+  for (int i = 0; i < 4; ++i) {
+    Case c{make(2, 16 + 8 * i, 9, 9, 24, 3, 3, 1)};
+    c.bias = true;
+    HostTensors t(c, g, false);
+    std::vector<float> ref = t.y;
+    cpu::reference_forward(c.p, t.xd, t.x.data(), t.wd, t.w.data(), t.yd, ref.data(),
+                           Epilogue{1.0f, 0.0f, t.bias.data(), Activation::Identity});
+    PlanOptions o;
+    o.algorithm = Algorithm::ImplicitPrecomp;
+    auto plan = engine.plan(c.p, t.xd, t.wd, t.yd, o);
+    DeviceBuffer<float> x(t.x.size()), w(t.w.size()), y(t.y.size()), bias(t.bias.size());
+    for (auto [d, v] : {std::pair{&x, &t.x}, {&w, &t.w}, {&y, &t.y}, {&bias, &t.bias}})
+      CUDA_OK(cudaMemcpy(d->ptr, v->data(), v->size() * 4, cudaMemcpyHostToDevice));
+    engine.conv2d_forward(*plan, x.ptr, w.ptr, y.ptr, Epilogue{1.0f, 0.0f, bias.ptr, Activation::Identity}, stream);
+    CUDA_OK(cudaStreamSynchronize(stream));
+    std::vector<float> got(t.y.size());
+    CUDA_OK(cudaMemcpy(got.data(), y.ptr, got.size() * 4, cudaMemcpyDeviceToHost));
+    EXPECT_LT(rel_error(got, ref), 1e-5) << c.name();
+  }
+  cudaStreamDestroy(stream);
+}
+
 }  // namespace
 }  // namespace mconv::test
 

@@ -2,6 +2,7 @@
 // plans and their device-side tables, and runs convolutions.
 #pragma once
 
+#include <array>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -47,6 +48,19 @@ struct EngineOptions {
   size_t plan_cache_capacity = 1024;
 };
 
+namespace detail {
+/// What a plan is cached under: every field of the problem, the descriptors and the options, as
+/// integers (hashing them costs well under a microsecond, so a per-call plan() is cheap).
+struct PlanKey {
+  std::array<int64_t, 48> fields{};
+  std::string tile;
+  bool operator==(const PlanKey& o) const { return fields == o.fields && tile == o.tile; }
+};
+struct PlanKeyHash {
+  size_t operator()(const PlanKey& k) const;
+};
+}  // namespace detail
+
 /// One executor target plus its plan cache.
 ///
 /// On CUDA the engine owns the hardware model of its device (measured once, cached on disk) and
@@ -78,7 +92,9 @@ class Engine {
   /// The device model plans are made for (measured on first use; empty on the CPU target).
   const HardwareModel& hardware();
 
-  /// Builds or looks up the plan for (problem, descriptors, options) on this engine's target.
+  /// Builds or looks up the plan for (problem, descriptors, options) on this engine's target. On CUDA
+  /// a new plan's table is on the device when this returns (it allocates and waits for its copy, so
+  /// make plans before a CUDA graph capture); a cached plan costs a hash lookup.
   std::shared_ptr<const Plan> plan(const Problem& problem, const TensorDesc& x, const TensorDesc& w,
                                    const TensorDesc& y, PlanOptions options = {});
 
@@ -86,6 +102,10 @@ class Engine {
   /// must come from this engine's plan(). On CUDA the call is asynchronous on the engine's stream.
   /// On error nothing is written to y.
   void conv2d_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& epilogue = {});
+  /// The same on `stream` (a cudaStream_t of the engine's device) instead of the engine's stream, for
+  /// callers whose stream changes from call to call, such as a framework's current stream.
+  void conv2d_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& epilogue,
+                      void* stream);
 
   /// Waits for the engine's stream (no-op on the CPU).
   void synchronize();
@@ -104,8 +124,10 @@ class Engine {
   mutable std::mutex mutex_;
   std::unique_ptr<HardwareModel> hardware_;
   // The plan cache: keys in use order (most recent first), and each key's plan and list position.
-  std::list<std::string> recent_;
-  std::unordered_map<std::string, std::pair<std::shared_ptr<const Plan>, std::list<std::string>::iterator>> plans_;
+  std::list<detail::PlanKey> recent_;
+  std::unordered_map<detail::PlanKey, std::pair<std::shared_ptr<const Plan>, std::list<detail::PlanKey>::iterator>,
+                     detail::PlanKeyHash>
+      plans_;
 };
 
 }  // namespace mconv

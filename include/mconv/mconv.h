@@ -60,6 +60,10 @@ typedef struct mconv_plan_s* mconv_plan_t;
 const char* mconv_status_string(mconv_status_t status);
 const char* mconv_last_error_message(void);
 
+/* The library's version ("0.1.0"); 1 when it was built with CUDA and a device is visible, else 0. */
+const char* mconv_version(void);
+int mconv_cuda_available(void);
+
 /* A problem with every field at its default (sizes 1, stride/dilation 1). */
 mconv_problem_t mconv_problem_default(void);
 mconv_status_t mconv_tensor_desc_packed(int layout, int64_t n, int64_t c, int64_t h, int64_t w,

@@ -82,6 +82,18 @@ const char* mconv_last_error_message(void) {
   return g_last_error.c_str();
 }
 
+const char* mconv_version(void) {
+  return MCONV_VERSION_STRING;
+}
+
+int mconv_cuda_available(void) {
+  try {
+    return mconv::cuda_available() ? 1 : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
 mconv_problem_t mconv_problem_default(void) {
   mconv_problem_t p{};
   p.n = p.c = p.h = p.w = p.k = p.r = p.s = 1;

@@ -1,6 +1,9 @@
 // Device discovery, the device guard, plan-table upload and pointer checks.
 #include <cuda.h>  // the driver API's types, for cuMemGetAddressRange (found at run time)
 
+#include <mutex>
+#include <unordered_map>
+
 #include "../algorithms/common/cuda_check.cuh"
 #include "cuda_device.hpp"
 
@@ -40,7 +43,7 @@ DeviceGuard::~DeviceGuard() {
   if (previous_ >= 0) (void)cudaSetDevice(previous_);
 }
 
-std::shared_ptr<const void> upload_table(const Plan& plan, int device, void* stream) {
+std::shared_ptr<const void> upload_table(const Plan& plan, int device) {
   const auto& rows = plan.offset_table();
   void* table = nullptr;
   MCONV_CUDA_CHECK(cudaMalloc(&table, rows.size() * sizeof(OffsetRow)));
@@ -48,8 +51,24 @@ std::shared_ptr<const void> upload_table(const Plan& plan, int device, void* str
     DeviceGuard guard(device);
     cudaFree(const_cast<void*>(p));
   });
-  MCONV_CUDA_CHECK(cudaMemcpyAsync(table, rows.data(), rows.size() * sizeof(OffsetRow), cudaMemcpyHostToDevice,
-                                   static_cast<cudaStream_t>(stream)));
+  // A stream of its own: waiting on it does not wait for the caller's queued work, and a launch on a
+  // stream that does not synchronise with the legacy one (cudaStreamNonBlocking) still finds the
+  // table complete. Plan time only; made once per device and kept for the process.
+  static std::mutex mutex;
+  static std::unordered_map<int, cudaStream_t> streams;
+  cudaStream_t upload = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = streams.find(device);
+    if (it == streams.end()) {
+      MCONV_CUDA_CHECK(cudaStreamCreateWithFlags(&upload, cudaStreamNonBlocking));
+      it = streams.emplace(device, upload).first;
+    }
+    upload = it->second;
+  }
+  MCONV_CUDA_CHECK(
+      cudaMemcpyAsync(table, rows.data(), rows.size() * sizeof(OffsetRow), cudaMemcpyHostToDevice, upload));
+  MCONV_CUDA_CHECK(cudaStreamSynchronize(upload));
   return owned;
 }
 

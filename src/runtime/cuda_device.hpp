@@ -28,9 +28,10 @@ class DeviceGuard {
   int previous_ = -1;
 };
 
-/// Copies the plan's offset table to the current device, asynchronously on `stream` (the plan
-/// keeps the host rows alive); the memory is freed, on `device`, with the last owner.
-std::shared_ptr<const void> upload_table(const Plan& plan, int device, void* stream);
+/// Copies the plan's offset table to the current device on a private non-blocking stream and waits
+/// for it, so the table is complete for a launch on any stream (a framework's current stream changes
+/// per call); the memory is freed, on `device`, with the last owner.
+std::shared_ptr<const void> upload_table(const Plan& plan, int device);
 
 /// Throws BadParam if `p` is not memory of `device` (a driver query: cudaPointerGetAttributes), or if
 /// the allocation it points into ends before `bytes` past it (a second query, cuMemGetAddressRange,

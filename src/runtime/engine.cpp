@@ -3,7 +3,6 @@
 #include "mconv/engine.hpp"
 
 #include <cmath>
-#include <sstream>
 
 #include "../algorithms/launch.hpp"
 #include "../core/call_checks.hpp"
@@ -29,6 +28,40 @@ Activation parse_activation(const std::string& s) {
     if (s == activation_name(a)) return a;
   throw Error(Status::BadParam, "activation: unknown name '" + s + "' (expected identity, relu or silu)");
 }
+
+namespace detail {
+
+size_t PlanKeyHash::operator()(const PlanKey& k) const {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields, then the tile name
+  for (int64_t v : k.fields) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+  return static_cast<size_t>(h ^ std::hash<std::string>()(k.tile));
+}
+
+}  // namespace detail
+
+namespace {
+
+detail::PlanKey plan_key(const Problem& p, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y,
+                         const PlanOptions& o) {
+  detail::PlanKey key;
+  size_t i = 0;
+  auto put = [&](int64_t v) { key.fields.at(i++) = v; };
+  for (int64_t v : {p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.pad_h, p.pad_w, p.stride_h, p.stride_w, p.dil_h, p.dil_w,
+                    p.groups, int64_t(p.mode)})
+    put(v);
+  for (const TensorDesc* d : {&x, &w, &y}) {
+    put(int64_t(d->dtype));
+    for (int64_t v : d->dims) put(v);
+    for (int64_t v : d->strides) put(v);
+  }
+  for (int64_t v : {int64_t(o.target), int64_t(o.algorithm), int64_t(o.split_k), int64_t(o.deterministic),
+                    int64_t(o.math)})
+    put(v);
+  key.tile = o.tile;
+  return key;  // 15 + 3 * 9 + 5 = 47 fields
+}
+
+}  // namespace
 
 bool built_with_cuda() {
   return detail::cuda_device::compiled();
@@ -63,13 +96,10 @@ std::shared_ptr<const Plan> Engine::plan(const Problem& problem, const TensorDes
     throw Error(Status::BadParam, std::string("target: plan asked for ") + target_name(options.target) +
                                       " on an engine bound to " + target_name(target_));
   options.target = target_;
-  std::ostringstream key;
-  key << problem.to_string() << " m" << int(problem.mode) << "|" << x.to_string() << "|" << w.to_string() << "|"
-      << y.to_string() << "|" << algorithm_name(options.algorithm) << "|" << options.tile << "|split" << options.split_k
-      << (options.deterministic ? "|det" : "") << "|math" << int(options.math);
+  const detail::PlanKey key = plan_key(problem, x, w, y, options);
   const HardwareModel& hw = hardware();
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = plans_.find(key.str());
+  auto it = plans_.find(key);
   if (it != plans_.end()) {
     recent_.splice(recent_.begin(), recent_, it->second.second);  // now the most recently used
     return it->second.first;
@@ -80,11 +110,11 @@ std::shared_ptr<const Plan> Engine::plan(const Problem& problem, const TensorDes
     plan->device_ = device_;
     // Only the implicit GEMMs read the offset table; the direct kernels need no device bytes at all.
     if (plan->algorithm() == Algorithm::ImplicitPrecomp || plan->algorithm() == Algorithm::ImplicitMma)
-      plan->device_table_ = detail::cuda_device::upload_table(*plan, device_, stream_);
+      plan->device_table_ = detail::cuda_device::upload_table(*plan, device_);
     detail::prepare_launch(*plan);
   }
-  recent_.push_front(key.str());
-  plans_.emplace(key.str(), std::make_pair(plan, recent_.begin()));
+  recent_.push_front(key);
+  plans_.emplace(key, std::make_pair(plan, recent_.begin()));
   while (plans_.size() > options_.plan_cache_capacity) {
     plans_.erase(recent_.back());
     recent_.pop_back();
@@ -102,6 +132,11 @@ int64_t Engine::plan_device_bytes(const Plan& plan) const {
 }
 
 void Engine::conv2d_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& e) {
+  conv2d_forward(plan, x, w, y, e, stream_);
+}
+
+void Engine::conv2d_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& e,
+                            void* stream) {
   if (plan.target() != target_)
     throw Error(Status::BadParam, std::string("plan: built for ") + target_name(plan.target()) + ", engine runs on " +
                                       target_name(target_));
@@ -131,7 +166,7 @@ void Engine::conv2d_forward(const Plan& plan, const void* x, const void* w, void
     detail::cuda_device::check_device_pointer(y, "y", device_, plan.y_desc().span_elements() * esz);
     if (e.bias) detail::cuda_device::check_device_pointer(e.bias, "bias", device_, plan.problem().k * 4);
   }
-  detail::launch_forward(plan, x, w, y, e, stream_);
+  detail::launch_forward(plan, x, w, y, e, stream);
 }
 
 void Engine::synchronize() {
