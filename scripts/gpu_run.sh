@@ -53,9 +53,9 @@ if [ "$part" = check ]; then
 elif [ "$part" = python ]; then
   P=$PWD/.py-bundle
   for m in torchvision pytest; do
-    python3 -c "import $m" 2> /dev/null || pip install -q --no-deps "$P"/deps/*.whl >> "$LOG/pip.log" 2>&1
+    python3 -c "import $m" 2> /dev/null || python3 -m pip install -q --no-deps "$P"/deps/*.whl >> "$LOG/pip.log" 2>&1
   done
-  pip install -q --no-deps --force-reinstall "$P"/mconv-*.whl >> "$LOG/pip.log" 2>&1
+  python3 -m pip install -q --no-deps --force-reinstall "$P"/mconv-*.whl >> "$LOG/pip.log" 2>&1
   say "pip install exit $?: $(python3 -c 'import mconv, torch; print("mconv", mconv.__version__, "cuda", mconv.cuda_available(), "torch", torch.__version__)' 2>&1 | tail -1)"
   say "== Python tests"
   timeout 400 python3 -m pytest -q -p no:cacheprovider tests/python > "$LOG/pytest.log" 2>&1

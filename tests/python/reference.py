@@ -18,7 +18,8 @@ def reference(x, w, b=None, activation=None, **kw):
 
 def relative_error(y, ref):
     assert torch.isfinite(y).all(), "non-finite values in y (an element left unwritten?)"
-    return ((y.double().cpu() - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+    y, ref = y.double().cpu(), ref.double().cpu()
+    return ((y - ref).norm() / ref.norm().clamp_min(1e-30)).item()
 
 
 def tolerance(dtype, device):
