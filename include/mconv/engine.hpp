@@ -104,8 +104,7 @@ class Engine {
   void conv2d_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& epilogue = {});
   /// The same on `stream` (a cudaStream_t of the engine's device) instead of the engine's stream, for
   /// callers whose stream changes from call to call, such as a framework's current stream.
-  void conv2d_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& epilogue,
-                      void* stream);
+  void conv2d_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& epilogue, void* stream);
 
   /// Waits for the engine's stream (no-op on the CPU).
   void synchronize();

@@ -11,20 +11,19 @@
 // stream of the tensors' device. The one extra allocation: a bias in fp16/bf16 is widened to fp32
 // (K values), the type mconv's epilogue reads.
 #include <dlfcn.h>
-
-#include <map>
-#include <memory>
-#include <mutex>
-#include <optional>
-#include <string>
-#include <vector>
-
-#include <mconv/mconv.hpp>
 #include <torch/csrc/inductor/aoti_torch/c/shim.h>
 #include <torch/csrc/stable/library.h>
 #include <torch/csrc/stable/ops.h>
 #include <torch/csrc/stable/tensor.h>
 #include <torch/headeronly/core/ScalarType.h>
+
+#include <map>
+#include <mconv/mconv.hpp>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -120,16 +119,14 @@ std::array<int64_t, 2> pair_arg(const std::vector<int64_t>& v, const char* name)
   fail(std::string(name) + ": expected 1 or 2 values, got " + std::to_string(v.size()));
 }
 
-Tensor conv2d(Tensor x, Tensor w, std::optional<Tensor> bias, std::vector<int64_t> stride,
-              std::vector<int64_t> padding, std::vector<int64_t> dilation, int64_t groups, std::string activation,
-              bool allow_tf32) {
+Tensor conv2d(Tensor x, Tensor w, std::optional<Tensor> bias, std::vector<int64_t> stride, std::vector<int64_t> padding,
+              std::vector<int64_t> dilation, int64_t groups, std::string activation, bool allow_tf32) {
   if (x.dim() != 4) fail("input: expected a 4-d (N, C, H, W) tensor, got " + std::to_string(x.dim()) + " dims");
   if (w.dim() != 4) fail("weight: expected a 4-d (K, C/groups, R, S) tensor, got " + std::to_string(w.dim()) + " dims");
   const bool cuda = x.is_cuda();
   if (!cuda && !x.is_cpu()) fail("input: only CPU and CUDA tensors are supported");
   const int device = cuda ? x.get_device_index() : 0;
-  if (w.is_cuda() != cuda || (cuda && w.get_device_index() != device))
-    fail("weight: on a different device than input");
+  if (w.is_cuda() != cuda || (cuda && w.get_device_index() != device)) fail("weight: on a different device than input");
   const mconv::DType dtype = dtype_of(x, "input");
   if (dtype_of(w, "weight") != dtype) fail("weight.dtype differs from input.dtype (they must match)");
 
@@ -184,8 +181,8 @@ Tensor conv2d(Tensor x, Tensor w, std::optional<Tensor> bias, std::vector<int64_
     const int64_t P = p.p(), Q = p.q();
     const bool nhwc = is_channels_last(x);
     const std::array<int64_t, 4> sizes{batch, p.k, P, Q};
-    const std::array<int64_t, 4> strides = nhwc ? std::array<int64_t, 4>{P * Q * p.k, 1, Q * p.k, p.k}
-                                                : std::array<int64_t, 4>{p.k * P * Q, P * Q, Q, 1};
+    const std::array<int64_t, 4> strides =
+        nhwc ? std::array<int64_t, 4>{P * Q * p.k, 1, Q * p.k, p.k} : std::array<int64_t, 4>{p.k * P * Q, P * Q, Q, 1};
     Tensor y = empty_strided(sizes, strides, x);
     if (batch == 0) return y;
     mconv::PlanOptions options;

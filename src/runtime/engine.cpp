@@ -54,8 +54,8 @@ detail::PlanKey plan_key(const Problem& p, const TensorDesc& x, const TensorDesc
     for (int64_t v : d->dims) put(v);
     for (int64_t v : d->strides) put(v);
   }
-  for (int64_t v : {int64_t(o.target), int64_t(o.algorithm), int64_t(o.split_k), int64_t(o.deterministic),
-                    int64_t(o.math)})
+  for (int64_t v :
+       {int64_t(o.target), int64_t(o.algorithm), int64_t(o.split_k), int64_t(o.deterministic), int64_t(o.math)})
     put(v);
   key.tile = o.tile;
   return key;  // 15 + 3 * 9 + 5 = 47 fields
@@ -135,8 +135,7 @@ void Engine::conv2d_forward(const Plan& plan, const void* x, const void* w, void
   conv2d_forward(plan, x, w, y, e, stream_);
 }
 
-void Engine::conv2d_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& e,
-                            void* stream) {
+void Engine::conv2d_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& e, void* stream) {
   if (plan.target() != target_)
     throw Error(Status::BadParam, std::string("plan: built for ") + target_name(plan.target()) + ", engine runs on " +
                                       target_name(target_));

@@ -93,4 +93,6 @@ def test_compiled_converted_model_has_no_graph_break(device):
     x = torch.randn(2, 3, 64, 64, device=device)
     backend = "inductor" if device == "cuda" else "aot_eager"
     compiled = torch.compile(model, fullgraph=True, backend=backend)  # a graph break raises
-    assert relative_error(compiled(x), model(x).double()) <= 1e-4
+    # Inductor fuses the layers between the convolutions in its own order; TF32 convolutions on the GPU.
+    tol = 1e-4 if device == "cpu" or not torch.backends.cudnn.allow_tf32 else 2e-3
+    assert relative_error(compiled(x), model(x).double()) <= tol
