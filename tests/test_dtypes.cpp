@@ -86,8 +86,41 @@ TEST(PlanDtypes, Tf32KeepsTheFfmaFamiliesOfDepthwiseLayers) {
   // Forced, it runs on the tensor cores all the same.
   tf32.algorithm = Algorithm::ImplicitMma;
   EXPECT_EQ(plan_for(depthwise, Layout::NCHW, DType::Float32, tf32).algorithm(), Algorithm::ImplicitMma);
-  // bf16 depthwise has no other family yet.
-  EXPECT_EQ(plan_for(depthwise, Layout::NHWC, DType::BFloat16).algorithm(), Algorithm::ImplicitMma);
+}
+
+TEST(PlanDtypes, HalfDepthwiseChannelsLastRunsTheChannelsLastKernel) {
+  const Problem depthwise = make(32, 144, 56, 56, 144, 3, 3, 1, 1, 1, 144);
+  for (DType t : {DType::Float16, DType::BFloat16}) {
+    const Plan nhwc = plan_for(depthwise, Layout::NHWC, t);
+    EXPECT_EQ(nhwc.algorithm(), Algorithm::SingleChannel);
+    const auto& d = std::get<ChannelsLastDepthwiseDivision>(nhwc.division());
+    EXPECT_EQ(d.chunk_channels, 16);  // 18 vectors of 8 channels: chunks of 2 vectors divide them
+    EXPECT_EQ(d.outputs_per_thread, 4);
+    EXPECT_EQ(d.pixel_groups, 32 * 56 * 14);
+    EXPECT_EQ(d.launch.smem_bytes, 9 * 16 * 4);
+    EXPECT_EQ(division_name(nhwc.division()), "single_channel_channels_last");
+    // Batch 1 at 7x7: smaller blocks and one output a thread, for at least a wave of blocks.
+    const Plan small = plan_for(make(1, 768, 7, 7, 768, 7, 7, 3, 1, 1, 768), Layout::NHWC, t);
+    const auto& s = std::get<ChannelsLastDepthwiseDivision>(small.division());
+    EXPECT_EQ(s.launch.threads, 32);
+    EXPECT_EQ(s.outputs_per_thread, 1);
+    EXPECT_EQ(s.launch.grid_x * s.launch.grid_y, 13 * 12);
+    // NCHW planes, C not a multiple of 8, and channel multipliers stay on implicit_mma.
+    EXPECT_EQ(plan_for(depthwise, Layout::NCHW, t).algorithm(), Algorithm::ImplicitMma);
+    EXPECT_EQ(plan_for(make(2, 12, 9, 9, 12, 3, 3, 1, 1, 1, 12), Layout::NHWC, t).algorithm(), Algorithm::ImplicitMma);
+    EXPECT_EQ(plan_for(make(2, 16, 9, 9, 32, 3, 3, 1, 1, 1, 16), Layout::NHWC, t).algorithm(), Algorithm::ImplicitMma);
+    // Forced on a layer it cannot run, single_channel says why.
+    PlanOptions forced;
+    forced.algorithm = Algorithm::SingleChannel;
+    EXPECT_EQ(plan_for(depthwise, Layout::NHWC, t, forced).algorithm(), Algorithm::SingleChannel);
+    try {
+      plan_for(make(2, 16, 9, 9, 16, 3, 3, 1), Layout::NHWC, t, forced);
+      ADD_FAILURE() << "a dense layer forced onto single_channel in " << dtype_name(t);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::Unsupported);
+      EXPECT_NE(std::string(e.what()).find("not one channel and one filter per group"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(PlanDtypes, VectorGatherNeedsWholeVectorsOfChannels) {

@@ -40,8 +40,9 @@ struct DeviceBytes {
 };
 
 // Runs one case in one precision (tile "" = the planner's), returns the norm-relative error.
+// `algorithm`: ImplicitMma (forced), or Auto to run the planner's choice.
 double run_mma(Engine& engine, const Case& c, std::mt19937_64& g, const Precision& pr, const std::string& tile = "",
-               std::string* division = nullptr) {
+               std::string* division = nullptr, Algorithm algorithm = Algorithm::ImplicitMma) {
   DtypeTensors t(c, g, pr.dtype);
   const std::vector<float> ref = t.reference(c);
   const int esz = dtype_size(pr.dtype);
@@ -57,10 +58,10 @@ double run_mma(Engine& engine, const Case& c, std::mt19937_64& g, const Precisio
   PlanOptions o;
   o.tile = tile;
   o.math = pr.math;
-  o.algorithm = Algorithm::ImplicitMma;  // under TF32 Auto keeps the FFMA families of C/G = 1 layers
+  o.algorithm = algorithm;  // under TF32 Auto keeps the FFMA families of C/G = 1 layers
   auto plan = engine.plan(c.p, t.xd, t.wd, t.yd, o);
-  EXPECT_EQ(plan->algorithm(), Algorithm::ImplicitMma);
-  if (division) *division = division_text(plan->division());
+  if (algorithm != Algorithm::Auto) EXPECT_EQ(plan->algorithm(), algorithm);
+  if (division) *division = division_name(plan->division()) + "\n" + division_text(plan->division());
   Epilogue e{c.alpha, c.beta, t.f.bias.empty() ? nullptr : static_cast<const float*>(db.ptr), c.act};
   engine.conv2d_forward(*plan, x_dev, dw.ptr, dy.ptr, e);
   engine.synchronize();
@@ -109,6 +110,45 @@ TEST_F(TensorCores, EdgeCasesEveryTilePrecisionAndLayout) {
           EXPECT_LT(run_mma(engine, c, g, pr, tile), tolerance(pr.dtype, pr.math))
               << pr.name << " " << tile << " " << c.name();
         }
+}
+
+// fp16/bf16 depthwise layers with channels-last x and y: Auto picks single_channel's channels-last
+// kernel (Note [channels-last depthwise]); with x one element off 16 bytes it goes a channel at a time.
+TEST_F(TensorCores, ChannelsLastDepthwiseKernel) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 104);
+  std::vector<Case> cases;
+  for (int64_t c : {8, 24, 96, 136})
+    for (auto [r, s] : {std::pair{3, 3}, {5, 5}, {7, 7}, {1, 1}, {3, 5}})
+      for (int64_t stride : {1, 2}) cases.push_back({make(2, c, 13, 11, c, r, s, r / 2, stride, 1, c)});
+  cases.push_back({make(1, 16, 9, 9, 16, 3, 3, 2, 1, 2, 16)});      // dilation 2
+  cases.push_back({make(3, 32, 7, 5, 32, 3, 3, 0, 1, 1, 32)});      // no padding, Q = 3: a partial group
+  cases.push_back({make(1, 64, 1, 1, 64, 3, 3, 1, 1, 1, 64)});      // 1x1 map, all padding around it
+  cases.push_back({make(1, 576, 5, 30, 576, 7, 7, 3, 1, 1, 576)});  // many channels, 9 chunks
+  cases.push_back({make(2, 12, 6, 6, 12, 3, 3, 1, 1, 1, 12)});      // C not a multiple of 8
+  Case epi{make(2, 40, 8, 8, 40, 3, 3, 1, 1, 1, 40)};
+  epi.alpha = 0.5f;
+  epi.beta = 0.75f;
+  epi.bias = true;
+  epi.act = Activation::ReLU;
+  cases.push_back(epi);
+  Case conv{make(1, 16, 7, 9, 16, 3, 5, 1, 1, 1, 16)};
+  conv.p.mode = Mode::Convolution;
+  cases.push_back(conv);
+  for (const Precision& pr : kPrecisions) {
+    if (pr.dtype == DType::Float32) continue;
+    for (Case c : cases)
+      for (int offset : {0, 1}) {
+        c.xl = c.wl = c.yl = Layout::NHWC;
+        c.x_offset = offset;
+        std::string division;
+        EXPECT_LT(run_mma(engine, c, g, pr, "", &division, Algorithm::Auto), tolerance(pr.dtype, pr.math))
+            << pr.name << " " << c.name() << " x offset " << offset;
+        // C = 12 is no whole number of 16-byte vectors: implicit_mma's element gather runs it.
+        const std::string want = c.p.c % 8 == 0 ? "single_channel_channels_last\n" : "mma";
+        EXPECT_EQ(division.rfind(want, 0), 0u) << c.name() << ": " << division;
+      }
+  }
 }
 
 TEST_F(TensorCores, VectorAndElementGathersAgree) {

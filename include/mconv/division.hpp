@@ -132,8 +132,17 @@ struct StrideFixedDivision {
 };
 
 /// The division of a Plan: none on the CPU target, else the one its family's planner made.
+/// single_channel's channels-last depthwise kernel, fp16/bf16 (Note [channels-last depthwise]).
+struct ChannelsLastDepthwiseDivision {
+  int chunk_channels = 8;      ///< channels of a block (its threads along x hold one 16-byte vector each)
+  int outputs_per_thread = 4;  ///< adjacent output pixels of a row a thread computes
+  int64_t pixel_groups = 0;    ///< N * P * ceil(Q / outputs_per_thread)
+  LaunchShape launch;          ///< for 16-byte vectors (the launcher goes one channel at a time otherwise)
+};
+
 using Division = std::variant<std::monostate, ImplicitPrecompDivision, DirectBlockDivision, SingleChannelDivision,
-                              PlaneStreamDivision, PlaneBulkDivision, StrideFixedDivision, ImplicitMmaDivision>;
+                              PlaneStreamDivision, PlaneBulkDivision, StrideFixedDivision, ImplicitMmaDivision,
+                              ChannelsLastDepthwiseDivision>;
 
 /// The division's name as `mconv plan` and the benchmark print it (a tile or shape name; empty on the CPU).
 std::string division_name(const Division& d);

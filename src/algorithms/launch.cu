@@ -7,7 +7,8 @@
 namespace mconv::detail {
 
 void launch_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& e, void* stream) {
-  // Every family but implicit_mma runs fp32 only (Plan::build refuses other dtypes for them).
+  // Every kernel but implicit_mma's and the channels-last depthwise one runs fp32 only (Plan::build
+  // refuses other dtypes for them).
   const auto* xf = static_cast<const float*>(x);
   const auto* wf = static_cast<const float*>(w);
   auto* yf = static_cast<float*>(y);
@@ -18,6 +19,8 @@ void launch_forward(const Plan& plan, const void* x, const void* w, void* y, con
           throw Error(Status::BadParam, "plan: a cpu plan given to the cuda target");
         else if constexpr (std::is_same_v<D, ImplicitMmaDivision>)
           implicit_mma_forward(plan, d, x, w, y, e, stream);
+        else if constexpr (std::is_same_v<D, ChannelsLastDepthwiseDivision>)
+          channels_last_depthwise_forward(plan, d, x, w, y, e, stream);
         else if constexpr (std::is_same_v<D, ImplicitPrecompDivision>)
           implicit_precomp_forward(plan, d, xf, wf, yf, e, stream);
         else if constexpr (std::is_same_v<D, DirectBlockDivision>)

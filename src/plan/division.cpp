@@ -23,6 +23,7 @@ struct NameOf {
   }
   std::string operator()(const PlaneStreamDivision&) const { return "single_channel_planes"; }
   std::string operator()(const PlaneBulkDivision&) const { return "single_channel_bulk"; }
+  std::string operator()(const ChannelsLastDepthwiseDivision&) const { return "single_channel_channels_last"; }
   std::string operator()(const StrideFixedDivision& d) const {
     return "stride_fixed_" + std::to_string(d.tile_cols) + "x" + std::to_string(d.tile_rows) + "_s" +
            std::to_string(d.segment_channels * 4) + (d.thread_pixels == 4 ? "_p4" : "");
@@ -70,6 +71,12 @@ struct TextOf {
     os << "division  " << d.planes_per_chunk << " plane(s) x " << d.rows_per_chunk << " rows a chunk, " << d.chunks
        << " chunks, segments of " << d.segment << ", runs of " << d.run << ", " << d.blocks_per_sm
        << " block(s) per SM\n";
+    return os.str() + launch_text(d.launch);
+  }
+  std::string operator()(const ChannelsLastDepthwiseDivision& d) const {
+    std::ostringstream os;
+    os << "division  " << d.chunk_channels << " channels a block, " << d.outputs_per_thread
+       << " output pixels a thread, " << d.pixel_groups << " pixel groups\n";
     return os.str() + launch_text(d.launch);
   }
   std::string operator()(const StrideFixedDivision& d) const {

@@ -91,6 +91,23 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
       if (!half)
         plan.decisions_.push_back("math tf32: the CPU executor computes in exact fp32 (tf32 only allows less)");
     } else {
+      // fp16/bf16 depthwise layers with channels-last x and y: single_channel's channels-last kernel.
+      // They are bandwidth-bound, and a GEMM tile of implicit_mma would hold one filter.
+      const bool auto_pick = options.algorithm == Algorithm::Auto && options.tile.empty() && options.split_k <= 1;
+      const bool forced = options.algorithm == Algorithm::SingleChannel &&
+                          (options.tile.empty() || options.tile == detail::kChannelsLastDepthwiseTile);
+      if (half && (auto_pick || forced)) {
+        const std::string why_not = detail::channels_last_depthwise_unsupported(pr, x, y);
+        if (why_not.empty()) {
+          plan.algorithm_ = Algorithm::SingleChannel;
+          plan.division_ = detail::plan_channels_last_depthwise(pr, hw, plan.decisions_);
+          return plan;
+        }
+        if (forced)
+          throw Error(
+              Status::Unsupported,
+              "algorithm: single_channel runs fp16/bf16 in its channels-last depthwise kernel only: " + why_not);
+      }
       if (options.algorithm != Algorithm::Auto && options.algorithm != Algorithm::ImplicitMma)
         throw Error(Status::Unsupported, std::string("algorithm: ") + algorithm_name(options.algorithm) +
                                              " has fp32 FFMA kernels only; " + what + " run on implicit_mma");

@@ -173,6 +173,15 @@ std::string plane_stream_unsupported(const Problem& p, const TensorDesc& x);
 PlaneStreamDivision plan_plane_stream(const Problem& p, const TensorDesc& x, const HardwareModel& hw,
                                       std::vector<std::string>& why);
 
+/// Note [channels-last depthwise] (channels_last_kernel.cuh): fp16/bf16 depthwise layers (one channel
+/// and one filter per group) whose x and y are channels-last.
+inline constexpr char kChannelsLastDepthwiseTile[] = "single_channel_channels_last";
+/// Empty when the channels-last depthwise kernel runs `p` with these tensors; otherwise the reason.
+std::string channels_last_depthwise_unsupported(const Problem& p, const TensorDesc& x, const TensorDesc& y);
+/// The division, with its reasons appended to `why`.
+ChannelsLastDepthwiseDivision plan_channels_last_depthwise(const Problem& p, const HardwareModel& hw,
+                                                           std::vector<std::string>& why);
+
 // Note [plane bulk]
 // The plane stream's copies and zero fill were most of its instructions on the H100 (ncu, 7x7 to
 // 28x28 maps: ~126 instructions per output for 9 FMAs). When the rows of x and y are packed, a

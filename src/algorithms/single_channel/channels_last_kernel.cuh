@@ -1,0 +1,138 @@
+// single_channel's channels-last depthwise kernel (Note [channels-last depthwise]).
+//
+// Note [channels-last depthwise]: a depthwise layer (one channel, one filter per group) with
+// channels-last x and y, the layout of fp16/bf16 models. The plane streams want whole channel planes
+// (NCHW); here a channel plane is strided by C, so the kernel works across channels instead: a thread
+// owns V adjacent channels (one 16-byte vector of 16-bit values) and QT adjacent output pixels of one
+// row, and a block's threads along x cover a chunk of channel vectors, so the threads of a pixel read
+// one contiguous run of x. The chunk's filters sit in shared memory in fp32, tap-major, so every tap
+// is one conflict-free read of V floats. x is read straight from global memory: the QT outputs and the
+// S taps of a row overlap, and those re-reads hit L1. Accumulation in fp32, one rounding at the store.
+#pragma once
+
+#include <cstdint>
+
+#include "../common/conv_geometry.cuh"
+#include "../common/epilogue.cuh"
+#include "../common/fast_divmod.cuh"
+#include "../common/storage.cuh"
+
+namespace mconv::cuda {
+
+constexpr int kChannelsLastDepthwiseThreads = 256;
+
+struct ChannelsLastDepthwiseParams : ConvGeometry {  // ConvGeometry's numbers; its float pointers unused
+  const void* xs;
+  const void* ws;
+  void* ys;
+  int channel_vectors;     // C / V
+  int chunk_vectors;       // channel vectors of one block (threads along x of a pixel slot)
+  long long pixel_groups;  // N * P * ceil(Q / QT)
+  FastDivmod q_groups;     // ceil(Q / QT)
+  FastDivmod p_div;        // P
+};
+
+template <class T, int V>
+struct alignas(V * sizeof(T)) Vector {
+  T v[V];
+};
+
+/// One vector of V values through the read-only path: a single 16-byte load for 16-bit V = 8.
+template <class T, int V>
+__device__ __forceinline__ Vector<T, V> load_vector(const T* p) {
+  Vector<T, V> r;
+  if constexpr (sizeof(T) * V == 16) {
+    const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
+    __builtin_memcpy(&r, &u, 16);
+  } else {
+#pragma unroll
+    for (int v = 0; v < V; ++v) r.v[v] = p[v];
+  }
+  return r;
+}
+
+/// T: storage type; V: channels a thread (8: one 16-byte vector, or 1); QT: outputs a thread; KS: square
+/// filter size as a constant (1, 3, 5, 7: the tap loops unroll and a row's loads issue together), 0 =
+/// any size at run time.
+template <class T, int V, int QT, int KS>
+__global__ void __launch_bounds__(kChannelsLastDepthwiseThreads)
+    channels_last_depthwise_kernel(const ChannelsLastDepthwiseParams prm) {
+  extern __shared__ float sFilter[];  // [R*S taps][chunk_vectors * V channels], fp32
+  const int tc = prm.chunk_vectors;
+  const int cv0 = blockIdx.y * tc;
+  const int chunk = min(tc, prm.channel_vectors - cv0);
+  const int R = KS ? KS : prm.R, S = KS ? KS : prm.S;
+  const int taps = R * S;
+  const T* w = static_cast<const T*>(prm.ws);
+  // Channel-major: a depthwise filter's taps are contiguous (KCRS and KRSC alike when C/G = 1), so
+  // neighbouring threads read neighbouring taps. (Tap-major reads, R*S elements apart, cost more than
+  // the convolution itself on batch-1 layers, where many small blocks each load their filters.)
+  for (int i = threadIdx.x; i < taps * chunk * V; i += blockDim.x) {
+    const int c = i / taps, tap = i - c * taps;
+    int r = tap / S, s = tap - r * S;
+    if (prm.flip) r = R - 1 - r, s = S - 1 - s;
+    const long long k = static_cast<long long>(cv0) * V + c;
+    sFilter[tap * tc * V + c] = to_float(w[k * prm.w_sk + r * prm.w_sr + s * prm.w_ss]);
+  }
+  __syncthreads();
+  const int lane = threadIdx.x % tc, slot = threadIdx.x / tc, slots = blockDim.x / tc;
+  if (lane >= chunk) return;
+  const long long c0 = (static_cast<long long>(cv0) + lane) * V;
+  const T* x = static_cast<const T*>(prm.xs) + c0;
+  T* y = static_cast<T*>(prm.ys) + c0;
+  float bias[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) bias[v] = prm.bias ? __ldg(prm.bias + c0 + v) : 0.0f;
+
+  for (long long pg = static_cast<long long>(blockIdx.x) * slots + slot; pg < prm.pixel_groups;
+       pg += static_cast<long long>(gridDim.x) * slots) {
+    unsigned np = 0, qg = 0, n = 0, p = 0;
+    prm.q_groups.divmod(static_cast<unsigned>(pg), np, qg);
+    prm.p_div.divmod(np, n, p);
+    const int q0 = static_cast<int>(qg) * QT;
+    float acc[QT][V];
+#pragma unroll
+    for (int j = 0; j < QT; ++j)
+#pragma unroll
+      for (int v = 0; v < V; ++v) acc[j][v] = 0.0f;
+    const T* xn = x + n * prm.x_sn;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int ih = static_cast<int>(p) * prm.stride_h - prm.pad_h + r * prm.dil_h;
+      if (static_cast<unsigned>(ih) >= static_cast<unsigned>(prm.H)) continue;
+      const T* row = xn + ih * prm.x_sh;
+#pragma unroll
+      for (int s = 0; s < S; ++s) {
+        const float* wt = sFilter + (r * S + s) * tc * V + lane * V;
+        float wv[V];
+#pragma unroll
+        for (int v = 0; v < V; ++v) wv[v] = wt[v];
+        const int iw0 = q0 * prm.stride_w - prm.pad_w + s * prm.dil_w;
+#pragma unroll
+        for (int j = 0; j < QT; ++j) {
+          const int iw = iw0 + j * prm.stride_w;
+          if (q0 + j < prm.Q && static_cast<unsigned>(iw) < static_cast<unsigned>(prm.W)) {
+            const Vector<T, V> xv = load_vector<T, V>(row + iw * prm.x_sw);
+#pragma unroll
+            for (int v = 0; v < V; ++v) acc[j][v] = fmaf(to_float(xv.v[v]), wv[v], acc[j][v]);
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < QT; ++j) {
+      if (q0 + j >= prm.Q) break;
+      T* out = y + n * prm.y_sn + static_cast<long long>(p) * prm.y_sp + static_cast<long long>(q0 + j) * prm.y_sq;
+      Vector<T, V> old{}, res;
+      if (prm.beta != 0.0f) old = *reinterpret_cast<const Vector<T, V>*>(out);
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        const float o = to_float(old.v[v]);
+        res.v[v] = from_float<T>(epilogue_value(prm.alpha, acc[j][v], prm.beta, &o, bias[v], prm.relu));
+      }
+      *reinterpret_cast<Vector<T, V>*>(out) = res;
+    }
+  }
+}
+
+}  // namespace mconv::cuda

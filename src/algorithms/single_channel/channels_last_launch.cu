@@ -1,0 +1,81 @@
+// Launcher of the channels-last depthwise kernel: 16-byte vectors of channels where x, y and their
+// strides allow them (one channel a thread otherwise), and the (dtype, outputs a thread) switch.
+#include <algorithm>
+#include <cstdint>
+
+#include "../common/cuda_check.cuh"
+#include "../common/filter_size_switch.cuh"
+#include "../common/host_math.hpp"
+#include "../launch.hpp"
+#include "channels_last_kernel.cuh"
+#include "planner.hpp"
+
+namespace mconv::detail {
+namespace {
+
+template <class T, int V, int KS>
+void launch_size(const cuda::ChannelsLastDepthwiseParams& prm, int qt, dim3 grid, int threads, int smem,
+                 cudaStream_t s) {
+  using cuda::channels_last_depthwise_kernel;
+  if (qt == 4) return cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, 4, KS>, grid, threads, smem, s, prm);
+  if (qt == 2) return cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, 2, KS>, grid, threads, smem, s, prm);
+  cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, 1, KS>, grid, threads, smem, s, prm);
+}
+
+// The vector kernel with the filter size as a constant for square 1, 3, 5, 7 filters; the
+// one-channel fallback with the size at run time only.
+template <class T, int V>
+void launch(const cuda::ChannelsLastDepthwiseParams& prm, int qt, dim3 grid, int threads, int smem, cudaStream_t s) {
+  if constexpr (V == 1) {
+    launch_size<T, V, 0>(prm, qt, grid, threads, smem, s);
+  } else {
+    cuda::filter_size_switch(prm.R, prm.S, [&](auto k) {
+      launch_size<T, V, decltype(k)::value>(prm, qt, grid, threads, smem, s);
+    });
+  }
+}
+
+bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+}  // namespace
+
+void channels_last_depthwise_forward(const Plan& plan, const ChannelsLastDepthwiseDivision& d, const void* x,
+                                     const void* w, void* y, const Epilogue& e, void* stream) {
+  const Problem& pr = plan.problem();
+  cuda::ChannelsLastDepthwiseParams prm{};
+  static_cast<cuda::ConvGeometry&>(prm) = cuda::conv_geometry(plan, nullptr, nullptr, nullptr, e);
+  prm.xs = x;
+  prm.ws = w;
+  prm.ys = y;
+  // A pixel's channels are contiguous (the planner's condition); 16-byte vectors need every pixel's
+  // first channel 16-byte aligned too.
+  const auto& xs = plan.x_desc().strides;
+  const auto& ys = plan.y_desc().strides;
+  bool vector = aligned16(x) && aligned16(y);
+  for (int64_t stride : {xs[0], xs[2], xs[3], ys[0], ys[2], ys[3]}) vector = vector && stride % 8 == 0;
+  const int v = vector ? 8 : 1;
+  prm.channel_vectors = static_cast<int>(pr.c / v);
+  prm.chunk_vectors = d.chunk_channels / v;
+  prm.pixel_groups = d.pixel_groups;
+  prm.q_groups = cuda::FastDivmod(static_cast<unsigned>(ceil_div(pr.q(), int64_t(d.outputs_per_thread))));
+  prm.p_div = cuda::FastDivmod(static_cast<unsigned>(pr.p()));
+  // A multiple of the chunk's vectors: one channel a thread needs at least the chunk's channels.
+  const int threads = vector ? d.launch.threads : std::max(d.launch.threads, d.chunk_channels);
+  const int slots = threads / prm.chunk_vectors;
+  const dim3 grid(static_cast<unsigned>(ceil_div(d.pixel_groups, int64_t(slots))),
+                  static_cast<unsigned>(prm.channel_vectors / prm.chunk_vectors));
+  const int smem = static_cast<int>(d.launch.smem_bytes);
+  const auto s = static_cast<cudaStream_t>(stream);
+  const int qt = d.outputs_per_thread;
+  if (plan.dtype() == DType::Float16)
+    vector ? launch<__half, 8>(prm, qt, grid, threads, smem, s) : launch<__half, 1>(prm, qt, grid, threads, smem, s);
+  else if (plan.dtype() == DType::BFloat16)
+    vector ? launch<__nv_bfloat16, 8>(prm, qt, grid, threads, smem, s)
+           : launch<__nv_bfloat16, 1>(prm, qt, grid, threads, smem, s);
+  else
+    throw Error(Status::Internal, "single_channel channels-last: a plan in fp32 reached the 16-bit kernel");
+}
+
+}  // namespace mconv::detail

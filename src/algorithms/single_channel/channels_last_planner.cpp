@@ -1,0 +1,57 @@
+// Planner of single_channel's channels-last depthwise kernel (Note [channels-last depthwise]).
+#include <algorithm>
+
+#include "../common/host_math.hpp"
+#include "planner.hpp"
+
+namespace mconv::detail {
+namespace {
+
+constexpr int kVector = 8;                  // 16-bit values in one 16-byte vector
+constexpr int64_t kFilterBytes = 48 << 10;  // the chunk's filters in fp32, without opting in to more
+
+}  // namespace
+
+std::string channels_last_depthwise_unsupported(const Problem& p, const TensorDesc& x, const TensorDesc& y) {
+  if (x.dtype == DType::Float32) return "fp32 depthwise layers run on the plane streams";
+  if (p.c_per_group() != 1 || p.k_per_group() != 1) return "not one channel and one filter per group";
+  if (x.strides[1] != 1 || y.strides[1] != 1) return "x or y is not channels-last (channel stride 1)";
+  if (p.c % kVector != 0) return "C is not a multiple of 8 (one 16-byte vector of channels)";
+  if (p.r * p.s * kVector * 4 > kFilterBytes) return "the filter's taps do not fit shared memory";
+  return "";
+}
+
+ChannelsLastDepthwiseDivision plan_channels_last_depthwise(const Problem& p, const HardwareModel& hw,
+                                                           std::vector<std::string>& why) {
+  ChannelsLastDepthwiseDivision d;
+  const int64_t vectors = p.c / kVector;
+  // Up to 8 vectors (64 channels) a block: a pixel's threads then read 128 contiguous bytes; a
+  // power of two that divides C / 8, so no thread of a chunk idles, and whose filters fit.
+  int chunk = 8;
+  while (chunk > 1 && (vectors % chunk != 0 || p.r * p.s * chunk * kVector * 4 > kFilterBytes)) chunk /= 2;
+  d.chunk_channels = chunk * kVector;
+  // A row's adjacent outputs share input columns (S - 1 of every S at stride 1): 4 per thread, 2 at
+  // larger strides, where they share fewer. Small layers (batch 1, 7x7 maps) would then fill a few
+  // dozen blocks: smaller blocks first, then one output a thread, until two blocks a SM (or the
+  // smallest division).
+  const int64_t chunks = vectors / chunk;
+  int threads = 256, outputs = p.stride_w == 1 ? 4 : 2;
+  auto blocks = [&] { return chunks * ceil_div(p.n * p.p() * ceil_div(p.q(), int64_t(outputs)), int64_t(threads / chunk)); };
+  while (blocks() < 2 * hw.sm_count && threads > std::max(32, chunk)) threads /= 2;
+  if (blocks() < 2 * hw.sm_count) outputs = 1;
+  d.outputs_per_thread = outputs;
+  d.pixel_groups = p.n * p.p() * ceil_div(p.q(), int64_t(outputs));
+  const int slots = threads / chunk;
+  d.launch.threads = threads;
+  d.launch.grid_x = ceil_div(d.pixel_groups, int64_t(slots));
+  d.launch.grid_y = chunks;
+  d.launch.smem_bytes = p.r * p.s * d.chunk_channels * 4;
+  why.push_back("single_channel channels-last: fp16/bf16 depthwise with channels-last x and y, " +
+                std::to_string(d.chunk_channels) +
+                " channels x " + std::to_string(slots) + " pixel groups of " + std::to_string(d.outputs_per_thread) +
+                " a block, " + std::to_string(d.launch.grid_x * d.launch.grid_y) + " blocks on " +
+                std::to_string(hw.sm_count) + " SMs");
+  return d;
+}
+
+}  // namespace mconv::detail
