@@ -99,12 +99,13 @@ TEST(PlanDtypes, HalfDepthwiseChannelsLastRunsTheChannelsLastKernel) {
     EXPECT_EQ(d.pixel_groups, 32 * 56 * 14);
     EXPECT_EQ(d.launch.smem_bytes, 9 * 16 * 4);
     EXPECT_EQ(division_name(nhwc.division()), "single_channel_channels_last");
-    // Batch 1 at 7x7: smaller blocks and one output a thread, for at least a wave of blocks.
-    const Plan small = plan_for(make(1, 768, 7, 7, 768, 7, 7, 3, 1, 1, 768), Layout::NHWC, t);
-    const auto& s = std::get<ChannelsLastDepthwiseDivision>(small.division());
-    EXPECT_EQ(s.launch.threads, 32);
-    EXPECT_EQ(s.outputs_per_thread, 1);
-    EXPECT_EQ(s.launch.grid_x * s.launch.grid_y, 13 * 12);
+    // Stride 2: two outputs a thread; 7x7 filters of 64 channels: 12.25 KB of shared memory.
+    const Plan s2 = plan_for(make(1, 768, 14, 14, 768, 7, 7, 3, 2, 1, 768), Layout::NHWC, t);
+    const auto& s = std::get<ChannelsLastDepthwiseDivision>(s2.division());
+    EXPECT_EQ(s.outputs_per_thread, 2);
+    EXPECT_EQ(s.chunk_channels, 64);
+    EXPECT_EQ(s.launch.smem_bytes, 49 * 64 * 4);
+    EXPECT_EQ(s.launch.grid_x * s.launch.grid_y, 1 * 12);  // 7 rows x 4 pairs = 28 groups, 32 slots
     // NCHW planes, C not a multiple of 8, and channel multipliers stay on implicit_mma.
     EXPECT_EQ(plan_for(depthwise, Layout::NCHW, t).algorithm(), Algorithm::ImplicitMma);
     EXPECT_EQ(plan_for(make(2, 12, 9, 9, 12, 3, 3, 1, 1, 1, 12), Layout::NHWC, t).algorithm(), Algorithm::ImplicitMma);

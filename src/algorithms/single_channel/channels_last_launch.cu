@@ -29,9 +29,8 @@ void launch(const cuda::ChannelsLastDepthwiseParams& prm, int qt, dim3 grid, int
   if constexpr (V == 1) {
     launch_size<T, V, 0>(prm, qt, grid, threads, smem, s);
   } else {
-    cuda::filter_size_switch(prm.R, prm.S, [&](auto k) {
-      launch_size<T, V, decltype(k)::value>(prm, qt, grid, threads, smem, s);
-    });
+    cuda::filter_size_switch(prm.R, prm.S,
+                             [&](auto k) { launch_size<T, V, decltype(k)::value>(prm, qt, grid, threads, smem, s); });
   }
 }
 

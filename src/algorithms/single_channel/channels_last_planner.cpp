@@ -31,26 +31,21 @@ ChannelsLastDepthwiseDivision plan_channels_last_depthwise(const Problem& p, con
   while (chunk > 1 && (vectors % chunk != 0 || p.r * p.s * chunk * kVector * 4 > kFilterBytes)) chunk /= 2;
   d.chunk_channels = chunk * kVector;
   // A row's adjacent outputs share input columns (S - 1 of every S at stride 1): 4 per thread, 2 at
-  // larger strides, where they share fewer. Small layers (batch 1, 7x7 maps) would then fill a few
-  // dozen blocks: smaller blocks first, then one output a thread, until two blocks a SM (or the
-  // smallest division).
-  const int64_t chunks = vectors / chunk;
-  int threads = 256, outputs = p.stride_w == 1 ? 4 : 2;
-  auto blocks = [&] { return chunks * ceil_div(p.n * p.p() * ceil_div(p.q(), int64_t(outputs)), int64_t(threads / chunk)); };
-  while (blocks() < 2 * hw.sm_count && threads > std::max(32, chunk)) threads /= 2;
-  if (blocks() < 2 * hw.sm_count) outputs = 1;
-  d.outputs_per_thread = outputs;
-  d.pixel_groups = p.n * p.p() * ceil_div(p.q(), int64_t(outputs));
-  const int slots = threads / chunk;
-  d.launch.threads = threads;
+  // larger strides, where they share fewer. 256 threads even where that leaves batch-1 layers a few
+  // dozen blocks: smaller blocks with one output a thread measured 46% slower on ConvNeXt's batch-1
+  // 7x7 layers (docs/PERFORMANCE.md).
+  d.outputs_per_thread = p.stride_w == 1 ? 4 : 2;
+  d.pixel_groups = p.n * p.p() * ceil_div(p.q(), int64_t(d.outputs_per_thread));
+  const int slots = 256 / chunk;
+  d.launch.threads = 256;
   d.launch.grid_x = ceil_div(d.pixel_groups, int64_t(slots));
-  d.launch.grid_y = chunks;
+  d.launch.grid_y = vectors / chunk;
   d.launch.smem_bytes = p.r * p.s * d.chunk_channels * 4;
   why.push_back("single_channel channels-last: fp16/bf16 depthwise with channels-last x and y, " +
-                std::to_string(d.chunk_channels) +
-                " channels x " + std::to_string(slots) + " pixel groups of " + std::to_string(d.outputs_per_thread) +
-                " a block, " + std::to_string(d.launch.grid_x * d.launch.grid_y) + " blocks on " +
-                std::to_string(hw.sm_count) + " SMs");
+                std::to_string(d.chunk_channels) + " channels x " + std::to_string(slots) + " pixel groups of " +
+                std::to_string(d.outputs_per_thread) + " a block, " +
+                std::to_string(d.launch.grid_x * d.launch.grid_y) + " blocks on " + std::to_string(hw.sm_count) +
+                " SMs");
   return d;
 }
 
