@@ -101,6 +101,38 @@ __global__ void __launch_bounds__(kChannelsLastDepthwiseThreads)
       const int ih = static_cast<int>(p) * prm.stride_h - prm.pad_h + r * prm.dil_h;
       if (static_cast<unsigned>(ih) >= static_cast<unsigned>(prm.H)) continue;
       const T* row = xn + ih * prm.x_sh;
+      if constexpr (KS > 0 && QT == 4 && sizeof(T) * V == 16) {
+        // Note [channels-last row window]: at unit stride and dilation the QT outputs of a row read
+        // QT + KS - 1 adjacent input columns. They are loaded once, together (no load waits behind
+        // another's bounds check), kept packed, and slid across the outputs; columns outside x are zero.
+        if (prm.dil_w == 1) {  // QT == 4 only at stride_w 1
+          constexpr int kWindow = QT + KS - 1;
+          uint4 window[kWindow];
+          const int iw0 = q0 - prm.pad_w;
+#pragma unroll
+          for (int t = 0; t < kWindow; ++t) {
+            const int iw = iw0 + t;
+            window[t] = static_cast<unsigned>(iw) < static_cast<unsigned>(prm.W)
+                            ? __ldg(reinterpret_cast<const uint4*>(row + iw * prm.x_sw))
+                            : make_uint4(0, 0, 0, 0);
+          }
+#pragma unroll
+          for (int s = 0; s < KS; ++s) {
+            const float* wt = sFilter + (r * KS + s) * tc * V + lane * V;
+            float wv[V];
+#pragma unroll
+            for (int v = 0; v < V; ++v) wv[v] = wt[v];
+#pragma unroll
+            for (int j = 0; j < QT; ++j) {
+              Vector<T, V> xv;
+              __builtin_memcpy(&xv, &window[j + s], 16);
+#pragma unroll
+              for (int v = 0; v < V; ++v) acc[j][v] = fmaf(to_float(xv.v[v]), wv[v], acc[j][v]);
+            }
+          }
+          continue;
+        }
+      }
 #pragma unroll
       for (int s = 0; s < S; ++s) {
         const float* wt = sFilter + (r * S + s) * tc * V + lane * V;
