@@ -101,14 +101,16 @@ __global__ void __launch_bounds__(kChannelsLastDepthwiseThreads)
       const int ih = static_cast<int>(p) * prm.stride_h - prm.pad_h + r * prm.dil_h;
       if (static_cast<unsigned>(ih) >= static_cast<unsigned>(prm.H)) continue;
       const T* row = xn + ih * prm.x_sh;
-      if constexpr (KS > 0 && QT == 4 && sizeof(T) * V == 16) {
-        // Note [channels-last row window]: at unit stride and dilation the QT outputs of a row read
-        // QT + KS - 1 adjacent input columns. They are loaded once, together (no load waits behind
-        // another's bounds check), kept packed, and slid across the outputs; columns outside x are zero.
-        if (prm.dil_w == 1) {  // QT == 4 only at stride_w 1
-          constexpr int kWindow = QT + KS - 1;
+      if constexpr (KS > 0 && QT >= 2 && sizeof(T) * V == 16) {
+        // Note [channels-last row window]: at dilation 1 the QT outputs of a row read (QT - 1) * SW +
+        // KS adjacent input columns (SW: the stride, 1 for QT = 4 and 2 for QT = 2). They are loaded
+        // once, together (no load waits behind another's bounds check), kept packed, and slid across
+        // the outputs; columns outside x are zero.
+        constexpr int SW = QT == 4 ? 1 : 2;
+        if (prm.dil_w == 1 && prm.stride_w == SW) {
+          constexpr int kWindow = (QT - 1) * SW + KS;
           uint4 window[kWindow];
-          const int iw0 = q0 - prm.pad_w;
+          const int iw0 = q0 * SW - prm.pad_w;
 #pragma unroll
           for (int t = 0; t < kWindow; ++t) {
             const int iw = iw0 + t;
@@ -125,7 +127,7 @@ __global__ void __launch_bounds__(kChannelsLastDepthwiseThreads)
 #pragma unroll
             for (int j = 0; j < QT; ++j) {
               Vector<T, V> xv;
-              __builtin_memcpy(&xv, &window[j + s], 16);
+              __builtin_memcpy(&xv, &window[j * SW + s], 16);
 #pragma unroll
               for (int v = 0; v < V; ++v) acc[j][v] = fmaf(to_float(xv.v[v]), wv[v], acc[j][v]);
             }
