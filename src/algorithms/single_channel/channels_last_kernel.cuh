@@ -51,6 +51,21 @@ __device__ __forceinline__ Vector<T, V> load_vector(const T* p) {
   return r;
 }
 
+/// The thread's V filter values of one tap, from the chunk's filters in shared memory.
+template <int V>
+__device__ __forceinline__ void filter_tap(const float* sFilter, int tap, int tc, int lane, float (&wv)[V]) {
+  const float* wt = sFilter + (tap * tc + lane) * V;
+#pragma unroll
+  for (int v = 0; v < V; ++v) wv[v] = wt[v];
+}
+
+/// acc += x * w over one vector of channels, in fp32.
+template <class T, int V>
+__device__ __forceinline__ void fma_channels(float (&acc)[V], const Vector<T, V>& xv, const float (&wv)[V]) {
+#pragma unroll
+  for (int v = 0; v < V; ++v) acc[v] = fmaf(to_float(xv.v[v]), wv[v], acc[v]);
+}
+
 /// T: storage type; V: channels a thread (8: one 16-byte vector, or 1); QT: outputs a thread; KS: square
 /// filter size as a constant (1, 3, 5, 7: the tap loops unroll and a row's loads issue together), 0 =
 /// any size at run time.
@@ -120,16 +135,13 @@ __global__ void __launch_bounds__(kChannelsLastDepthwiseThreads)
           }
 #pragma unroll
           for (int s = 0; s < KS; ++s) {
-            const float* wt = sFilter + (r * KS + s) * tc * V + lane * V;
             float wv[V];
-#pragma unroll
-            for (int v = 0; v < V; ++v) wv[v] = wt[v];
+            filter_tap(sFilter, r * KS + s, tc, lane, wv);
 #pragma unroll
             for (int j = 0; j < QT; ++j) {
               Vector<T, V> xv;
               __builtin_memcpy(&xv, &window[j * SW + s], 16);
-#pragma unroll
-              for (int v = 0; v < V; ++v) acc[j][v] = fmaf(to_float(xv.v[v]), wv[v], acc[j][v]);
+              fma_channels(acc[j], xv, wv);
             }
           }
           continue;
@@ -137,18 +149,14 @@ __global__ void __launch_bounds__(kChannelsLastDepthwiseThreads)
       }
 #pragma unroll
       for (int s = 0; s < S; ++s) {
-        const float* wt = sFilter + (r * S + s) * tc * V + lane * V;
         float wv[V];
-#pragma unroll
-        for (int v = 0; v < V; ++v) wv[v] = wt[v];
+        filter_tap(sFilter, r * S + s, tc, lane, wv);
         const int iw0 = q0 * prm.stride_w - prm.pad_w + s * prm.dil_w;
 #pragma unroll
         for (int j = 0; j < QT; ++j) {
           const int iw = iw0 + j * prm.stride_w;
           if (q0 + j < prm.Q && static_cast<unsigned>(iw) < static_cast<unsigned>(prm.W)) {
-            const Vector<T, V> xv = load_vector<T, V>(row + iw * prm.x_sw);
-#pragma unroll
-            for (int v = 0; v < V; ++v) acc[j][v] = fmaf(to_float(xv.v[v]), wv[v], acc[j][v]);
+            fma_channels(acc[j], load_vector<T, V>(row + iw * prm.x_sw), wv);
           }
         }
       }
