@@ -9,6 +9,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "mconv/backward.hpp"
 #include "mconv/hardware.hpp"
 #include "mconv/plan.hpp"
 
@@ -49,15 +50,42 @@ struct EngineOptions {
 };
 
 namespace detail {
-/// What a plan is cached under: every field of the problem, the descriptors and the options, as
-/// integers (hashing them costs well under a microsecond, so a per-call plan() is cheap).
+/// What a plan is cached under: the pass, every field of the problem, the descriptors, the options
+/// and a backward step's group strides, as integers (hashing them costs well under a microsecond, so
+/// a per-call plan() is cheap).
 struct PlanKey {
-  std::array<int64_t, 48> fields{};
+  std::array<int64_t, 54> fields{};
   std::string tile;
   bool operator==(const PlanKey& o) const { return fields == o.fields && tile == o.tile; }
 };
 struct PlanKeyHash {
   size_t operator()(const PlanKey& k) const;
+};
+
+/// Plans by key, least recently used dropped first (not thread-safe: the Engine locks around it).
+template <class P>
+class PlanCache {
+ public:
+  std::shared_ptr<const P> find(const PlanKey& key) {
+    auto it = plans_.find(key);
+    if (it == plans_.end()) return nullptr;
+    recent_.splice(recent_.begin(), recent_, it->second.second);  // now the most recently used
+    return it->second.first;
+  }
+  void insert(const PlanKey& key, std::shared_ptr<const P> plan, size_t capacity) {
+    recent_.push_front(key);
+    plans_.emplace(key, std::make_pair(std::move(plan), recent_.begin()));
+    while (plans_.size() > capacity) {
+      plans_.erase(recent_.back());
+      recent_.pop_back();
+    }
+  }
+  size_t size() const { return plans_.size(); }
+
+ private:
+  std::list<PlanKey> recent_;  // keys in use order, most recent first
+  std::unordered_map<PlanKey, std::pair<std::shared_ptr<const P>, typename std::list<PlanKey>::iterator>, PlanKeyHash>
+      plans_;
 };
 }  // namespace detail
 
@@ -106,13 +134,34 @@ class Engine {
   /// callers whose stream changes from call to call, such as a framework's current stream.
   void conv2d_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& epilogue, void* stream);
 
+  /// The backward passes of `problem` (the forward problem; include/mconv/backward.hpp): dgrad writes
+  /// dx from dy and w, wgrad writes dw from x and dy. Descriptors as the forward's (dx, dw like x, w;
+  /// dy like y). Cached like plan(); each step's forward plan comes from plan(), so the options
+  /// (algorithm, tile, split_k, deterministic, math) apply to every step. deterministic makes wgrad
+  /// bitwise reproducible (no split-K atomics; slower on layers whose reduction N*P*Q is long).
+  std::shared_ptr<const BackwardPlan> plan_backward_data(const Problem& problem, const TensorDesc& dy,
+                                                         const TensorDesc& w, const TensorDesc& dx,
+                                                         PlanOptions options = {});
+  std::shared_ptr<const BackwardPlan> plan_backward_filter(const Problem& problem, const TensorDesc& x,
+                                                           const TensorDesc& dy, const TensorDesc& dw,
+                                                           PlanOptions options = {});
+
+  /// dx = alpha * dgrad(dy, w) + beta * dx. Asynchronous on `stream` (null: the engine's stream) on
+  /// CUDA. On error nothing is written to dx.
+  void conv2d_backward_data(const BackwardPlan& plan, const void* dy, const void* w, void* dx, float alpha = 1.0f,
+                            float beta = 0.0f, void* stream = nullptr);
+  /// dw = alpha * wgrad(x, dy) + beta * dw, likewise.
+  void conv2d_backward_filter(const BackwardPlan& plan, const void* x, const void* dy, void* dw, float alpha = 1.0f,
+                              float beta = 0.0f, void* stream = nullptr);
+
   /// Waits for the engine's stream (no-op on the CPU).
   void synchronize();
 
   /// Device bytes held for `plan` (its offset table), 0 on the CPU.
   int64_t plan_device_bytes(const Plan& plan) const;
 
-  /// Plans in the cache now (at most options().plan_cache_capacity).
+  /// Forward plans in the cache now (at most options().plan_cache_capacity; a backward pass's steps
+  /// are among them).
   size_t cached_plans() const;
 
  private:
@@ -122,11 +171,14 @@ class Engine {
   EngineOptions options_;
   mutable std::mutex mutex_;
   std::unique_ptr<HardwareModel> hardware_;
-  // The plan cache: keys in use order (most recent first), and each key's plan and list position.
-  std::list<detail::PlanKey> recent_;
-  std::unordered_map<detail::PlanKey, std::pair<std::shared_ptr<const Plan>, std::list<detail::PlanKey>::iterator>,
-                     detail::PlanKeyHash>
-      plans_;
+  detail::PlanCache<Plan> plans_;
+  detail::PlanCache<BackwardPlan> backward_plans_;
+
+  std::shared_ptr<const Plan> step_plan(const ForwardStep& step, const PlanOptions& options);
+  std::shared_ptr<const BackwardPlan> plan_backward(Pass pass, const Problem& problem, const TensorDesc& a,
+                                                    const TensorDesc& b, const TensorDesc& out, PlanOptions options);
+  void run_backward(const BackwardPlan& plan, Pass pass, const void* a, const void* b, void* out, float alpha,
+                    float beta, void* stream);
 };
 
 }  // namespace mconv

@@ -1,6 +1,7 @@
 // mconv: umbrella header of the C++ API.
 #pragma once
 
+#include "mconv/backward.hpp"
 #include "mconv/cpu.hpp"
 #include "mconv/engine.hpp"
 #include "mconv/file.hpp"

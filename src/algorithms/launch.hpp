@@ -37,6 +37,10 @@ void plane_bulk_forward(const Plan& plan, const PlaneBulkDivision& d, const floa
 void stride_fixed_forward(const Plan& plan, const StrideFixedDivision& d, const float* x, const float* w, float* y,
                           const Epilogue& e, void* stream);
 
+/// out = beta * out over a strided view of any dtype (beta = 0 never reads it): a backward pass's fill
+/// step.
+void fill_view(const TensorDesc& view, void* base, float beta, void* stream);
+
 /// Split-K's first pass, y = beta*y + bias, so that slices can add alpha * partial sums; `blocks`
 /// from the division (common/split_k.hpp).
 void output_prepass(const Plan& plan, int blocks, float* y, const Epilogue& e, void* stream);

@@ -19,10 +19,16 @@ inline void check_pointer(const void* p, const char* field, int alignment) {
 
 /// The checks every executor makes before it writes: pointers (null, alignment to the element size;
 /// bias is fp32) and the epilogue's scalars (finite alpha and beta).
-inline void check_call(const void* x, const void* w, const void* y, const Epilogue& e, int element_bytes) {
-  check_pointer(x, "x", element_bytes);
-  check_pointer(w, "w", element_bytes);
-  check_pointer(y, "y", element_bytes);
+/// The tensors' names in messages: a backward pass's are not x, w, y.
+struct TensorNames {
+  const char *x = "x", *w = "w", *y = "y";
+};
+
+inline void check_call(const void* x, const void* w, const void* y, const Epilogue& e, int element_bytes,
+                       const TensorNames& names = {}) {
+  check_pointer(x, names.x, element_bytes);
+  check_pointer(w, names.w, element_bytes);
+  check_pointer(y, names.y, element_bytes);
   if (e.bias) check_pointer(e.bias, "bias", 4);
   if (!std::isfinite(e.alpha)) throw Error(Status::BadParam, "alpha: must be finite");
   if (!std::isfinite(e.beta)) throw Error(Status::BadParam, "beta: must be finite");
@@ -33,15 +39,16 @@ inline void check_call(const void* x, const void* w, const void* y, const Epilog
 /// y must not share memory with x or w (the kernels read x and w while they write y): Error(BadParam)
 /// naming the two tensors. Spans in elements of `element_bytes`.
 inline void check_disjoint(const void* x, int64_t x_span, const void* w, int64_t w_span, const void* y, int64_t y_span,
-                           int element_bytes) {
+                           int element_bytes, const TensorNames& names = {}) {
   auto overlaps = [&](const void* a, int64_t a_span, const void* b, int64_t b_span) {
     const auto a0 = reinterpret_cast<uintptr_t>(a), b0 = reinterpret_cast<uintptr_t>(b);
     return a0 < b0 + uintptr_t(b_span) * element_bytes && b0 < a0 + uintptr_t(a_span) * element_bytes;
   };
+  const std::string out(names.y);
   if (overlaps(y, y_span, x, x_span))
-    throw Error(Status::BadParam, "y: overlaps x (the output must not alias the input)");
+    throw Error(Status::BadParam, out + ": overlaps " + names.x + " (the output must not alias an input)");
   if (overlaps(y, y_span, w, w_span))
-    throw Error(Status::BadParam, "y: overlaps w (the output must not alias the filters)");
+    throw Error(Status::BadParam, out + ": overlaps " + names.w + " (the output must not alias an input)");
 }
 
 /// alpha*acc + beta*old + bias, then the activation, in double. beta == 0 never reads y (it may hold NaN).

@@ -41,16 +41,17 @@ void check_desc(const char* name, const TensorDesc& d, const std::array<int64_t,
   checked_mul(span, dtype_size(d.dtype), n + " bytes");
 }
 
-// y must not alias itself: sorted by stride, each stride covers the extent of the smaller ones.
+// y must not alias itself: sorted by stride, each stride exceeds the farthest offset the smaller
+// ones reach (so every element has its own address; a dgrad phase's rows every other row pass).
 void check_no_overlap(const TensorDesc& y) {
   std::array<int, 4> order{0, 1, 2, 3};
   std::sort(order.begin(), order.end(), [&](int a, int b) { return y.strides[a] < y.strides[b]; });
-  int64_t covered = 1;
+  int64_t reach = 0;  // the largest offset the dimensions so far address
   for (int i : order) {
     if (y.dims[i] == 1) continue;
-    if (y.strides[i] < covered)
+    if (y.strides[i] <= reach)
       throw Error(Status::BadParam, "y.strides: overlapping output strides (two outputs would share memory)");
-    covered = checked_mul(y.strides[i], y.dims[i], "y");
+    reach = detail::checked_add(reach, checked_mul(y.strides[i], y.dims[i] - 1, "y"), "y");
   }
 }
 
@@ -58,12 +59,12 @@ void check_no_overlap(const TensorDesc& y) {
 
 namespace {
 
-// The output extent (in + 2 pad - dil (f - 1) - 1) / stride + 1, or 0 where the fields are invalid or
+// The output extent (in + pad + pad_end - dil (f - 1) - 1) / stride + 1, or 0 where the fields are invalid or
 // the arithmetic would overflow (validate() then says which field).
-int64_t output_extent(int64_t in, int64_t pad, int64_t dil, int64_t f, int64_t stride) {
-  if (stride <= 0 || dil <= 0 || f <= 0 || in <= 0 || pad < 0) return 0;
+int64_t output_extent(int64_t in, int64_t pad, int64_t pad_end, int64_t dil, int64_t f, int64_t stride) {
+  if (stride <= 0 || dil <= 0 || f <= 0 || in <= 0 || pad < 0 || pad_end < 0) return 0;
   int64_t padded, span, rest;
-  if (__builtin_mul_overflow(pad, int64_t(2), &padded) || __builtin_add_overflow(in, padded, &padded)) return 0;
+  if (__builtin_add_overflow(pad, pad_end, &padded) || __builtin_add_overflow(in, padded, &padded)) return 0;
   if (__builtin_mul_overflow(dil, f - 1, &span) || __builtin_sub_overflow(padded, span + 1, &rest)) return 0;
   return rest < 0 ? 0 : rest / stride + 1;
 }
@@ -71,10 +72,10 @@ int64_t output_extent(int64_t in, int64_t pad, int64_t dil, int64_t f, int64_t s
 }  // namespace
 
 int64_t Problem::p() const {
-  return output_extent(h, pad_h, dil_h, r, stride_h);
+  return output_extent(h, pad_h, end_pad_h(), dil_h, r, stride_h);
 }
 int64_t Problem::q() const {
-  return output_extent(w, pad_w, dil_w, s, stride_w);
+  return output_extent(w, pad_w, end_pad_w(), dil_w, s, stride_w);
 }
 
 double Problem::flops() const {
@@ -100,6 +101,10 @@ void Problem::validate() const {
   positive(groups, "groups");
   require(pad_h >= 0, Status::BadParam, "pad_h: must be >= 0, got " + std::to_string(pad_h));
   require(pad_w >= 0, Status::BadParam, "pad_w: must be >= 0, got " + std::to_string(pad_w));
+  require(pad_h_end >= kSameAsBegin, Status::BadParam,
+          "pad_h_end: must be >= 0 (or -1, the same as pad_h), got " + std::to_string(pad_h_end));
+  require(pad_w_end >= kSameAsBegin, Status::BadParam,
+          "pad_w_end: must be >= 0 (or -1, the same as pad_w), got " + std::to_string(pad_w_end));
   require(c % groups == 0, Status::BadParam,
           "groups: " + std::to_string(groups) + " does not divide c = " + std::to_string(c));
   require(k % groups == 0, Status::BadParam,
@@ -111,6 +116,8 @@ void Problem::validate() const {
                          {s, "s"},
                          {pad_h, "pad_h"},
                          {pad_w, "pad_w"},
+                         {end_pad_h(), "pad_h_end"},
+                         {end_pad_w(), "pad_w_end"},
                          {stride_h, "stride_h"},
                          {stride_w, "stride_w"},
                          {dil_h, "dil_h"},
@@ -119,12 +126,13 @@ void Problem::validate() const {
   }
   require(groups <= 65535, Status::Unsupported, "groups: more than 65535 groups are not supported");
   int64_t eff_r = dil_h * (r - 1) + 1, eff_s = dil_w * (s - 1) + 1;
-  require(eff_r <= h + 2 * pad_h, Status::BadParam,
+  const int64_t padded_h = h + pad_h + end_pad_h(), padded_w = w + pad_w + end_pad_w();
+  require(eff_r <= padded_h, Status::BadParam,
           "r: dilated filter height " + std::to_string(eff_r) + " exceeds padded input height " +
-              std::to_string(h + 2 * pad_h));
-  require(eff_s <= w + 2 * pad_w, Status::BadParam,
+              std::to_string(padded_h));
+  require(eff_s <= padded_w, Status::BadParam,
           "s: dilated filter width " + std::to_string(eff_s) + " exceeds padded input width " +
-              std::to_string(w + 2 * pad_w));
+              std::to_string(padded_w));
   int64_t cols = checked_mul(checked_mul(n, p(), "n*p"), q(), "n*p*q");
   require(cols <= kInt32Max, Status::Overflow, "n*p*q: " + std::to_string(cols) + " output pixels exceed 2^31-1");
   int64_t rows = checked_mul(checked_mul(c / groups, r, "c*r"), s, "c/g*r*s");
@@ -152,8 +160,8 @@ void Problem::validate(const TensorDesc& x, const TensorDesc& wd, const TensorDe
   check_no_overlap(y);
   // Every address a window forms, padding included (start + offset, negative in the padding), must
   // stay far inside 64 bits: the executors add these terms without further checks.
-  const int64_t reach_h = checked_mul(h + 2 * pad_h, x.strides[2], "x (rows with padding)");
-  const int64_t reach_w = checked_mul(w + 2 * pad_w, x.strides[3], "x (columns with padding)");
+  const int64_t reach_h = checked_mul(h + 2 * std::max(pad_h, end_pad_h()), x.strides[2], "x (rows with padding)");
+  const int64_t reach_w = checked_mul(w + 2 * std::max(pad_w, end_pad_w()), x.strides[3], "x (columns with padding)");
   int64_t reach = checked_mul(n, x.strides[0], "x") / 2 + checked_mul(c, x.strides[1], "x") / 2;
   reach = detail::checked_add(reach, reach_h / 2 + reach_w / 2, "x");
   require(reach <= (int64_t(1) << 60), Status::Overflow, "x: its strides with the padding reach beyond 2^61 elements");
@@ -174,8 +182,11 @@ TensorDesc Problem::y_desc(Layout l, DType t) const {
 
 std::string Problem::to_string() const {
   std::ostringstream os;
-  os << "n" << n << " c" << c << " h" << h << " w" << w << " k" << k << " r" << r << " s" << s << " pad" << pad_h << ","
-     << pad_w << " stride" << stride_h << "," << stride_w << " dil" << dil_h << "," << dil_w << " g" << groups;
+  os << "n" << n << " c" << c << " h" << h << " w" << w << " k" << k << " r" << r << " s" << s << " pad" << pad_h;
+  if (end_pad_h() != pad_h) os << ":" << end_pad_h();
+  os << "," << pad_w;
+  if (end_pad_w() != pad_w) os << ":" << end_pad_w();
+  os << " stride" << stride_h << "," << stride_w << " dil" << dil_h << "," << dil_w << " g" << groups;
   if (mode == Mode::Convolution) os << " conv";
   return os.str();
 }

@@ -51,4 +51,20 @@ void forward(const Plan& plan, const void* x, const void* w, void* y, const Epil
         }
 }
 
+void fill_view(const TensorDesc& v, void* out, float beta) {
+  for (int64_t n = 0; n < v.dims[0]; ++n)
+    for (int64_t c = 0; c < v.dims[1]; ++c)
+      for (int64_t h = 0; h < v.dims[2]; ++h)
+        for (int64_t w = 0; w < v.dims[3]; ++w) {
+          const int64_t i = n * v.strides[0] + c * v.strides[1] + h * v.strides[2] + w * v.strides[3];
+          if (v.dtype == DType::Float32) {
+            float* p = static_cast<float*>(out) + i;
+            *p = beta != 0.0f ? beta * *p : 0.0f;  // beta = 0 never reads
+          } else {
+            uint16_t* p = static_cast<uint16_t*>(out) + i;
+            *p = float_to_bits(beta != 0.0f ? beta * bits_to_float(*p, v.dtype) : 0.0f, v.dtype);
+          }
+        }
+}
+
 }  // namespace mconv::cpu

@@ -104,6 +104,8 @@ std::string Plan::to_json(int64_t max_rows) const {
                   {"s", p.s},
                   {"pad_h", p.pad_h},
                   {"pad_w", p.pad_w},
+                  {"pad_h_end", p.end_pad_h()},
+                  {"pad_w_end", p.end_pad_w()},
                   {"stride_h", p.stride_h},
                   {"stride_w", p.stride_w},
                   {"dil_h", p.dil_h},

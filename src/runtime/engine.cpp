@@ -41,12 +41,14 @@ size_t PlanKeyHash::operator()(const PlanKey& k) const {
 
 namespace {
 
-detail::PlanKey plan_key(const Problem& p, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y,
-                         const PlanOptions& o) {
+detail::PlanKey plan_key(Pass pass, const Problem& p, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y,
+                         const PlanOptions& o, const std::optional<GroupStrides>& groups = std::nullopt) {
   detail::PlanKey key;
   size_t i = 0;
   auto put = [&](int64_t v) { key.fields.at(i++) = v; };
-  for (int64_t v : {p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.pad_h, p.pad_w, p.stride_h, p.stride_w, p.dil_h, p.dil_w,
+  put(int64_t(pass));
+  for (int64_t v : {groups ? groups->x : -1, groups ? groups->w : -1, groups ? groups->y : -1}) put(v);
+  for (int64_t v : {p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.pad_h, p.pad_w, p.end_pad_h(), p.end_pad_w(), p.stride_h, p.stride_w, p.dil_h, p.dil_w,
                     p.groups, int64_t(p.mode)})
     put(v);
   for (const TensorDesc* d : {&x, &w, &y}) {
@@ -58,7 +60,7 @@ detail::PlanKey plan_key(const Problem& p, const TensorDesc& x, const TensorDesc
        {int64_t(o.target), int64_t(o.algorithm), int64_t(o.split_k), int64_t(o.deterministic), int64_t(o.math)})
     put(v);
   key.tile = o.tile;
-  return key;  // 15 + 3 * 9 + 5 = 47 fields
+  return key;  // 4 + 17 + 3 * 9 + 5 = 53 fields
 }
 
 }  // namespace
@@ -96,15 +98,28 @@ std::shared_ptr<const Plan> Engine::plan(const Problem& problem, const TensorDes
     throw Error(Status::BadParam, std::string("target: plan asked for ") + target_name(options.target) +
                                       " on an engine bound to " + target_name(target_));
   options.target = target_;
-  const detail::PlanKey key = plan_key(problem, x, w, y, options);
+  return step_plan(ForwardStep{problem, x, w, y, 0, 0, 0, std::nullopt}, options);
+}
+
+std::shared_ptr<const Plan> Engine::step_plan(const ForwardStep& step, const PlanOptions& options) {
+  const detail::PlanKey key = plan_key(Pass::Forward, step.problem, step.x, step.w, step.y, options, step.group_strides);
   const HardwareModel& hw = hardware();
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = plans_.find(key);
-  if (it != plans_.end()) {
-    recent_.splice(recent_.begin(), recent_, it->second.second);  // now the most recently used
-    return it->second.first;
+  if (auto hit = plans_.find(key)) return hit;
+  PlanOptions o = options;
+  if (step.group_strides) {
+    // Only the implicit GEMMs read the Plan's group strides; the direct families address groups
+    // through the descriptors' channel strides.
+    if (o.algorithm == Algorithm::Auto)
+      o.algorithm = step.x.dtype != DType::Float32 || o.math == MathMode::TF32 ? Algorithm::ImplicitMma
+                                                                               : Algorithm::ImplicitPrecomp;
+    else if (o.algorithm != Algorithm::ImplicitPrecomp && o.algorithm != Algorithm::ImplicitMma)
+      throw Error(Status::Unsupported, std::string("algorithm: ") + algorithm_name(o.algorithm) +
+                                           " cannot run this backward step (its groups are not the views' "
+                                           "channel blocks; implicit_precomp and implicit_mma can)");
   }
-  auto plan = std::make_shared<Plan>(Plan::build(problem, x, w, y, hw, options));
+  auto plan = std::make_shared<Plan>(Plan::build(step.problem, step.x, step.w, step.y, hw, o));
+  if (step.group_strides) plan->group_ = *step.group_strides;
   if (target_ == Target::Cuda) {
     detail::cuda_device::DeviceGuard guard(device_);
     plan->device_ = device_;
@@ -113,13 +128,97 @@ std::shared_ptr<const Plan> Engine::plan(const Problem& problem, const TensorDes
       plan->device_table_ = detail::cuda_device::upload_table(*plan, device_);
     detail::prepare_launch(*plan);
   }
-  recent_.push_front(key);
-  plans_.emplace(key, std::make_pair(plan, recent_.begin()));
-  while (plans_.size() > options_.plan_cache_capacity) {
-    plans_.erase(recent_.back());
-    recent_.pop_back();
-  }
+  plans_.insert(key, plan, options_.plan_cache_capacity);
   return plan;
+}
+
+std::shared_ptr<const BackwardPlan> Engine::plan_backward(Pass pass, const Problem& problem, const TensorDesc& a,
+                                                          const TensorDesc& b, const TensorDesc& out,
+                                                          PlanOptions options) {
+  if (options.target != Target::Auto && options.target != target_)
+    throw Error(Status::BadParam, std::string("target: plan asked for ") + target_name(options.target) +
+                                      " on an engine bound to " + target_name(target_));
+  options.target = target_;
+  const detail::PlanKey key = plan_key(pass, problem, a, b, out, options);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto hit = backward_plans_.find(key)) return hit;
+  }
+  auto plan = std::make_shared<BackwardPlan>();
+  plan->pass = pass;
+  plan->problem = problem;
+  plan->a = a;
+  plan->b = b;
+  plan->out = out;
+  // The CPU executor reads whole views (span_elements), so it gets one step per group where a fused
+  // step's views would reach past the tensors.
+  const GroupSteps groups = target_ == Target::Cuda ? GroupSteps::Fused : GroupSteps::PerGroup;
+  plan->decomposition = pass == Pass::BackwardData ? decompose_backward_data(problem, a, b, out, groups)
+                                                   : decompose_backward_filter(problem, a, b, out, groups);
+  for (const ForwardStep& step : plan->decomposition.steps) plan->plans.push_back(step_plan(step, options));
+  std::lock_guard<std::mutex> lock(mutex_);
+  backward_plans_.insert(key, plan, options_.plan_cache_capacity);
+  return plan;
+}
+
+std::shared_ptr<const BackwardPlan> Engine::plan_backward_data(const Problem& problem, const TensorDesc& dy,
+                                                               const TensorDesc& w, const TensorDesc& dx,
+                                                               PlanOptions options) {
+  return plan_backward(Pass::BackwardData, problem, dy, w, dx, options);
+}
+
+std::shared_ptr<const BackwardPlan> Engine::plan_backward_filter(const Problem& problem, const TensorDesc& x,
+                                                                 const TensorDesc& dy, const TensorDesc& dw,
+                                                                 PlanOptions options) {
+  return plan_backward(Pass::BackwardFilter, problem, x, dy, dw, options);
+}
+
+void Engine::conv2d_backward_data(const BackwardPlan& plan, const void* dy, const void* w, void* dx, float alpha,
+                                  float beta, void* stream) {
+  run_backward(plan, Pass::BackwardData, dy, w, dx, alpha, beta, stream);
+}
+
+void Engine::conv2d_backward_filter(const BackwardPlan& plan, const void* x, const void* dy, void* dw, float alpha,
+                                    float beta, void* stream) {
+  run_backward(plan, Pass::BackwardFilter, x, dy, dw, alpha, beta, stream);
+}
+
+void Engine::run_backward(const BackwardPlan& plan, Pass pass, const void* a, const void* b, void* out, float alpha,
+                          float beta, void* stream) {
+  if (plan.pass != pass)
+    throw Error(Status::BadParam, std::string("plan: a ") + pass_name(plan.pass) + " plan given to " +
+                                      (pass == Pass::BackwardData ? "conv2d_backward_data" : "conv2d_backward_filter"));
+  for (const auto& p : plan.plans)
+    if (p->target() != target_ || (target_ == Target::Cuda && p->device() != device_))
+      throw Error(Status::BadParam, "plan: made by another engine");
+  const Epilogue e{alpha, beta, nullptr, Activation::Identity};
+  const int esz = dtype_size(plan.out.dtype);
+  const detail::TensorNames names = pass == Pass::BackwardData ? detail::TensorNames{"dy", "w", "dx"}
+                                                                : detail::TensorNames{"x", "dy", "dw"};
+  detail::check_call(a, b, out, e, esz, names);
+  detail::check_disjoint(a, plan.a.span_elements(), b, plan.b.span_elements(), out, plan.out.span_elements(), esz,
+                         names);
+  if (stream == nullptr) stream = stream_;
+  auto at = [esz](const void* p, int64_t offset) { return static_cast<const char*>(p) + offset * esz; };
+  auto at_mut = [esz](void* p, int64_t offset) { return static_cast<char*>(p) + offset * esz; };
+  const auto& steps = plan.decomposition.steps;
+  if (target_ == Target::Cpu) {
+    for (size_t i = 0; i < steps.size(); ++i)
+      cpu::forward(*plan.plans[i], at(a, steps[i].x_offset), at(b, steps[i].w_offset), at_mut(out, steps[i].y_offset),
+                   e);
+    for (const FillStep& f : plan.decomposition.fills) cpu::fill_view(f.view, at_mut(out, f.offset), beta);
+    return;
+  }
+  detail::cuda_device::DeviceGuard guard(device_);
+  if (options_.check_device_pointers) {
+    detail::cuda_device::check_device_pointer(a, names.x, device_, plan.a.span_elements() * esz);
+    detail::cuda_device::check_device_pointer(b, names.w, device_, plan.b.span_elements() * esz);
+    detail::cuda_device::check_device_pointer(out, names.y, device_, plan.out.span_elements() * esz);
+  }
+  for (size_t i = 0; i < steps.size(); ++i)
+    detail::launch_forward(*plan.plans[i], at(a, steps[i].x_offset), at(b, steps[i].w_offset),
+                           at_mut(out, steps[i].y_offset), e, stream);
+  for (const FillStep& f : plan.decomposition.fills) detail::fill_view(f.view, at_mut(out, f.offset), beta, stream);
 }
 
 size_t Engine::cached_plans() const {

@@ -1,0 +1,155 @@
+// The backward passes on the CPU executor against their double references: every dtype, every
+// layout, the hand-picked stride/dilation/group shapes and random ones, outputs poisoned with NaN.
+// Then the decomposition's own properties and the errors of bad calls.
+#include "backward_tensors.hpp"
+
+namespace mconv::test {
+namespace {
+
+constexpr Pass kPasses[] = {Pass::BackwardData, Pass::BackwardFilter};
+
+double run_cpu(Engine& engine, const Case& c, Pass pass, DType t, std::mt19937_64& g) {
+  BackwardTensors bt(c, pass, t, g);
+  std::vector<unsigned char> out = bt.out_bytes;
+  if (pass == Pass::BackwardData) {
+    auto plan = engine.plan_backward_data(c.p, bt.ad, bt.bd, bt.outd);
+    engine.conv2d_backward_data(*plan, bt.a_bytes.data(), bt.b_bytes.data(), out.data(), c.alpha, c.beta);
+  } else {
+    auto plan = engine.plan_backward_filter(c.p, bt.ad, bt.bd, bt.outd);
+    engine.conv2d_backward_filter(*plan, bt.a_bytes.data(), bt.b_bytes.data(), out.data(), c.alpha, c.beta);
+  }
+  return bt.error(c, bt.decode(out));
+}
+
+double tolerance(DType t) {
+  return t == DType::Float32 ? 1e-5 : 1e-2;
+}
+
+TEST(Backward, EdgeCasesEveryLayoutAndDtype) {
+  Engine engine(Target::Cpu);
+  std::mt19937_64 g(test_seed() + 900);
+  for (Case c : backward_edge_cases())
+    for (Pass pass : kPasses)
+      for (int l = 0; l < 3; ++l)
+        for (DType t : {DType::Float32, DType::Float16, DType::BFloat16}) {
+          Case b = backward_case(c, pass);
+          b.xl = b.yl = Layout(l);
+          b.wl = Layout((l + 1) % 3);
+          EXPECT_LT(run_cpu(engine, b, pass, t, g), tolerance(t)) << pass_name(pass) << " " << dtype_name(t) << " "
+                                                                   << b.name();
+        }
+}
+
+TEST(Backward, RandomCases) {
+  Engine engine(Target::Cpu);
+  std::mt19937_64 g(test_seed() + 901);
+  for (int i = 0; i < 160; ++i) {
+    const Pass pass = kPasses[i % 2];
+    const Case c = backward_case(random_case(g, 300000), pass);
+    const DType t = i % 5 == 0 ? DType::BFloat16 : DType::Float32;
+    EXPECT_LT(run_cpu(engine, c, pass, t, g), tolerance(t)) << pass_name(pass) << " " << c.name();
+  }
+}
+
+TEST(Backward, TrueConvolutionDgrad) {
+  Engine engine(Target::Cpu);
+  std::mt19937_64 g(test_seed() + 902);
+  for (Case c : backward_edge_cases()) {
+    c.p.mode = Mode::Convolution;
+    EXPECT_LT(run_cpu(engine, c, Pass::BackwardData, DType::Float32, g), 1e-5) << c.name();
+  }
+}
+
+TEST(Backward, DgradPhasesPartitionDx) {
+  // Every dx element is written by exactly one step or fill: count the writes of each.
+  for (const Case& c : backward_edge_cases()) {
+    const Problem& p = c.p;
+    const TensorDesc dx = p.x_desc(Layout::NCHW), w = p.w_desc(Layout::NCHW), dy = p.y_desc(Layout::NCHW);
+    const BackwardDecomposition d = decompose_backward_data(p, dy, w, dx);
+    std::vector<int> writes(size_t(dx.span_elements()), 0);
+    auto mark = [&](const TensorDesc& v, int64_t offset) {
+      for (int64_t n = 0; n < v.dims[0]; ++n)
+        for (int64_t ch = 0; ch < v.dims[1]; ++ch)
+          for (int64_t h = 0; h < v.dims[2]; ++h)
+            for (int64_t x = 0; x < v.dims[3]; ++x)
+              ++writes.at(size_t(offset + n * v.strides[0] + ch * v.strides[1] + h * v.strides[2] + x * v.strides[3]));
+    };
+    for (const ForwardStep& s : d.steps) mark(s.y, s.y_offset);
+    for (const FillStep& f : d.fills) mark(f.view, f.offset);
+    for (int v : writes) ASSERT_EQ(v, 1) << p.to_string();
+    EXPECT_LE(d.steps.size() + d.fills.size(), size_t(p.stride_h * p.stride_w)) << p.to_string();
+  }
+}
+
+TEST(Backward, OneByOneStrideTwoFillsTheUnreachedPhases) {
+  const Problem p = make(2, 16, 8, 8, 24, 1, 1, 0, 2);
+  const BackwardDecomposition d =
+      decompose_backward_data(p, p.y_desc(Layout::NHWC), p.w_desc(Layout::NHWC), p.x_desc(Layout::NHWC));
+  EXPECT_EQ(d.steps.size(), 1u);
+  EXPECT_EQ(d.fills.size(), 3u);
+}
+
+TEST(Backward, WgradIsOneStepForEveryGroupCount) {
+  for (int64_t g : {1, 4, 16}) {
+    const Problem p = make(2, 16, 9, 9, 16, 3, 3, 1, 1, 1, g);
+    const TensorDesc x = p.x_desc(Layout::NHWC), dy = p.y_desc(Layout::NHWC), dw = p.w_desc(Layout::NHWC);
+    EXPECT_EQ(decompose_backward_filter(p, x, dy, dw).steps.size(), 1u);
+    EXPECT_EQ(decompose_backward_filter(p, x, dy, dw, GroupSteps::PerGroup).steps.size(), size_t(g));
+  }
+}
+
+TEST(Backward, DeterministicWgradIsBitwiseReproducible) {
+  Engine engine(Target::Cpu);
+  const Problem p = make(4, 16, 12, 12, 8, 3, 3, 1);
+  PlanOptions o;
+  o.deterministic = true;
+  std::mt19937_64 g(test_seed() + 903);
+  BackwardTensors bt({p}, Pass::BackwardFilter, DType::Float32, g);
+  auto plan = engine.plan_backward_filter(p, bt.ad, bt.bd, bt.outd, o);
+  EXPECT_TRUE(plan->deterministic());
+  std::vector<unsigned char> first = bt.out_bytes, second = bt.out_bytes;
+  engine.conv2d_backward_filter(*plan, bt.a_bytes.data(), bt.b_bytes.data(), first.data());
+  engine.conv2d_backward_filter(*plan, bt.a_bytes.data(), bt.b_bytes.data(), second.data());
+  EXPECT_EQ(first, second);
+}
+
+TEST(Backward, BadCallsAreClearErrorsAndLeaveTheOutput) {
+  Engine engine(Target::Cpu);
+  const Problem p = make(2, 8, 9, 9, 6, 3, 3, 1, 2);
+  const TensorDesc x = p.x_desc(Layout::NCHW), w = p.w_desc(Layout::NCHW), y = p.y_desc(Layout::NCHW);
+  auto expect_error = [](Status s, const std::string& needle, auto&& f) {
+    try {
+      f();
+      ADD_FAILURE() << "no error (expected " << needle << ")";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), s) << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  // Descriptors in the wrong roles: dy where dx belongs.
+  expect_error(Status::BadParam, "dims", [&] { engine.plan_backward_data(p, x, w, y); });
+  expect_error(Status::BadParam, "dims", [&] { engine.plan_backward_filter(p, y, x, w); });
+  Problem conv = p;
+  conv.mode = Mode::Convolution;
+  expect_error(Status::Unsupported, "true convolution", [&] { engine.plan_backward_filter(conv, x, y, w); });
+  Problem asym = p;
+  asym.pad_h_end = 0;
+  expect_error(Status::Unsupported, "symmetric",
+               [&] { engine.plan_backward_data(asym, asym.y_desc(Layout::NCHW), w, asym.x_desc(Layout::NCHW)); });
+  auto dgrad = engine.plan_backward_data(p, y, w, x);
+  std::vector<float> dy(size_t(y.span_elements()), 1.0f), wv(size_t(w.span_elements()), 1.0f),
+      dx(size_t(x.span_elements()), 7.0f);
+  expect_error(Status::NullPointer, "dy", [&] { engine.conv2d_backward_data(*dgrad, nullptr, wv.data(), dx.data()); });
+  expect_error(Status::BadParam, "alpha",
+               [&] { engine.conv2d_backward_data(*dgrad, dy.data(), wv.data(), dx.data(), NAN); });
+  expect_error(Status::BadParam, "dgrad plan given to conv2d_backward_filter",
+               [&] { engine.conv2d_backward_filter(*dgrad, dx.data(), dy.data(), wv.data()); });
+  expect_error(Status::BadParam, "dx: overlaps dy",
+               [&] { engine.conv2d_backward_data(*dgrad, dx.data(), wv.data(), dx.data()); });
+  for (float v : dx) ASSERT_EQ(v, 7.0f);
+  EXPECT_THROW(parse_pass("backward"), Error);
+  EXPECT_EQ(parse_pass("wgrad"), Pass::BackwardFilter);
+}
+
+}  // namespace
+}  // namespace mconv::test
