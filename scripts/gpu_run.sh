@@ -33,11 +33,11 @@ if [ "$part" = check ]; then
   grep -E "MCONV_TEST_SEED|PASSED|FAILED|SKIPPED" "$LOG/gpu_tests.log" | head -20 | tee -a "$S"
   say "== compute-sanitizer"
   MCONV_GPU_TEST_FEW=1 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 3 "$B/mconv_gpu_tests" \
-    --gtest_filter='*RandomProblems*:*EdgeCasesFloat*:*HostPointers*:*SplitK*:*DirectBlock*:*SingleChannel*:*StrideFixed*:*Graph*:TensorCores.*' \
+    --gtest_filter='*RandomProblems*:*EdgeCasesFloat*:*HostPointers*:*SplitK*:*DirectBlock*:*SingleChannel*:*StrideFixed*:*Graph*:TensorCores.*:BackwardGpu.EdgeCases*' \
     > "$LOG/memcheck.log" 2>&1
   say "memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$LOG/memcheck.log" | tail -1)"
   MCONV_GPU_TEST_FEW=1 MCONV_GPU_TEST_RANDOM=3 timeout 200 compute-sanitizer --tool racecheck --error-exitcode 3 \
-    "$B/mconv_gpu_tests" --gtest_filter='*EdgeCasesExactEveryTile*:*SplitK*:*DirectBlockEdge*:*SingleChannel*:*StrideFixed*:TensorCores.VectorAndElement*:TensorCores.LargeReduction*' \
+    "$B/mconv_gpu_tests" --gtest_filter='*EdgeCasesExactEveryTile*:*SplitK*:*DirectBlockEdge*:*SingleChannel*:*StrideFixed*:TensorCores.VectorAndElement*:TensorCores.LargeReduction*:BackwardGpu.LargeReduction*' \
     > "$LOG/racecheck.log" 2>&1
   say "racecheck exit $?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$LOG/racecheck.log" | tail -1)"
   MCONV_GPU_TEST_FEW=1 MCONV_GPU_TEST_RANDOM=3 timeout 200 compute-sanitizer --tool initcheck --error-exitcode 3 \
@@ -67,13 +67,24 @@ elif [ "$part" = python ]; then
   say "== python -m mconv.bench"
   python3 -m mconv.bench --overhead --out "$LOG/py" > "$LOG/py_overhead.txt" 2>&1; say "overhead exit $?"
   cat "$LOG/py_overhead.txt" >> "$S"
-  for prec in ${PRECISIONS:-bf16:NHWC tf32:NCHW}; do
-    for s in ${PY_SUITES:-resnet50}; do
-      timeout "${SUITE_TIMEOUT:-150}" python3 -m mconv.bench --suite "$s" --dtype "${prec%%:*}" --layout "${prec##*:}" \
-        --out "$LOG/py" > "$LOG/py_${s}_${prec%%:*}.txt" 2> "$LOG/py_${s}_${prec%%:*}.err"
-      say "suite $s $prec exit $?: $(tail -1 "$LOG/py_${s}_${prec%%:*}.txt")"
+  for pass in ${PY_PASSES:-fwd}; do
+    for prec in ${PRECISIONS:-bf16:NHWC tf32:NCHW}; do
+      for s in ${PY_SUITES:-resnet50}; do
+        tag=${s}_${pass}_${prec%%:*}
+        timeout "${SUITE_TIMEOUT:-150}" python3 -m mconv.bench --suite "$s" --pass "$pass" --dtype "${prec%%:*}" \
+          --layout "${prec##*:}" --out "$LOG/py" > "$LOG/py_$tag.txt" 2> "$LOG/py_$tag.err"
+        say "suite $s $pass $prec exit $?: $(tail -1 "$LOG/py_$tag.txt")"
+      done
     done
   done
+  if [ -n "${PY_TRAIN:-}" ]; then
+    say "== python -m mconv.train"
+    timeout 120 python3 -m mconv.train --task digits --out "$LOG/py" > "$LOG/train_digits.txt" 2>&1
+    say "digits exit $?"; cat "$LOG/train_digits.txt" >> "$S"
+    timeout "${TRAIN_TIMEOUT:-240}" python3 -m mconv.train --task resnet18 --dtype fp32,bf16 --out "$LOG/py" \
+      > "$LOG/train_resnet18.txt" 2>&1
+    say "resnet18 exit $?"; cat "$LOG/train_resnet18.txt" >> "$S"
+  fi
   if [ -n "${PY_MODELS-resnet50,mobilenet_v2,convnext_tiny,efficientnet_b0}" ]; then
     timeout "${MODEL_TIMEOUT:-300}" python3 -m mconv.bench --model "${PY_MODELS-resnet50,mobilenet_v2,convnext_tiny,efficientnet_b0}" \
       --batch 1,32 --dtype fp32,bf16 --out "$LOG/py" > "$LOG/py_models.txt" 2> "$LOG/py_models.err"

@@ -10,8 +10,8 @@ namespace mconv::test {
 struct BackwardTensors {
   Pass pass;
   DType dtype;
-  TensorDesc ad, bd, outd;              // dgrad: dy, w, dx; wgrad: x, dy, dw (in `dtype`)
-  std::vector<float> a, b, out;         // values (rounded to the dtype)
+  TensorDesc ad, bd, outd;       // dgrad: dy, w, dx; wgrad: x, dy, dw (in `dtype`)
+  std::vector<float> a, b, out;  // values (rounded to the dtype)
   std::vector<unsigned char> a_bytes, b_bytes, out_bytes;
 
   BackwardTensors(const Case& c, Pass p, DType t, std::mt19937_64& g) : pass(p), dtype(t) {
@@ -70,8 +70,8 @@ struct BackwardTensors {
       for (int64_t i1 = 0; i1 < outd.dims[1]; ++i1)
         for (int64_t i2 = 0; i2 < outd.dims[2]; ++i2)
           for (int64_t i3 = 0; i3 < outd.dims[3]; ++i3) {
-            const size_t i = size_t(i0 * outd.strides[0] + i1 * outd.strides[1] + i2 * outd.strides[2] +
-                                    i3 * outd.strides[3]);
+            const size_t i =
+                size_t(i0 * outd.strides[0] + i1 * outd.strides[1] + i2 * outd.strides[2] + i3 * outd.strides[3]);
             if (!std::isfinite(got[i])) return INFINITY;
             e2 += double(got[i] - ref[i]) * (got[i] - ref[i]);
             s2 += double(scale[i]) * scale[i];

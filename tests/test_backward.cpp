@@ -35,8 +35,8 @@ TEST(Backward, EdgeCasesEveryLayoutAndDtype) {
           Case b = backward_case(c, pass);
           b.xl = b.yl = Layout(l);
           b.wl = Layout((l + 1) % 3);
-          EXPECT_LT(run_cpu(engine, b, pass, t, g), tolerance(t)) << pass_name(pass) << " " << dtype_name(t) << " "
-                                                                   << b.name();
+          EXPECT_LT(run_cpu(engine, b, pass, t, g), tolerance(t))
+              << pass_name(pass) << " " << dtype_name(t) << " " << b.name();
         }
 }
 
@@ -58,6 +58,39 @@ TEST(Backward, TrueConvolutionDgrad) {
     c.p.mode = Mode::Convolution;
     EXPECT_LT(run_cpu(engine, c, Pass::BackwardData, DType::Float32, g), 1e-5) << c.name();
   }
+}
+
+TEST(Backward, Float64RunsAtDoublePrecision) {
+  // fp64 (the path gradient checks take): the steps run the double reference loops on views, checked
+  // against the direct loops of the backward definitions.
+  Engine engine(Target::Cpu);
+  std::mt19937_64 g(test_seed() + 904);
+  for (Pass pass : kPasses)
+    for (Case c : backward_edge_cases()) {
+      c = backward_case(c, pass);
+      BackwardTensors bt(c, pass, DType::Float32, g);
+      auto as64 = [](TensorDesc d) {
+        d.dtype = DType::Float64;
+        return d;
+      };
+      std::vector<double> a(bt.a.begin(), bt.a.end()), b(bt.b.begin(), bt.b.end()), out(bt.out.begin(), bt.out.end());
+      if (pass == Pass::BackwardData) {
+        auto plan = engine.plan_backward_data(c.p, as64(bt.ad), as64(bt.bd), as64(bt.outd));
+        engine.conv2d_backward_data(*plan, a.data(), b.data(), out.data(), c.alpha, c.beta);
+      } else {
+        auto plan = engine.plan_backward_filter(c.p, as64(bt.ad), as64(bt.bd), as64(bt.outd));
+        engine.conv2d_backward_filter(*plan, a.data(), b.data(), out.data(), c.alpha, c.beta);
+      }
+      const std::vector<float> got(out.begin(), out.end());
+      EXPECT_LT(bt.error(c, got), 1e-7) << pass_name(pass) << " " << c.name();  // float-rounded compare
+    }
+  const Problem p = make(1, 2, 5, 5, 2, 3, 3);
+  Engine gpu_free(Target::Cpu);
+  PlanOptions o;
+  o.algorithm = Algorithm::ImplicitPrecomp;
+  EXPECT_THROW(gpu_free.plan(p, p.x_desc(Layout::NCHW, DType::Float64), p.w_desc(Layout::NCHW, DType::Float64),
+                             p.y_desc(Layout::NCHW, DType::Float64), o),
+               Error);
 }
 
 TEST(Backward, DgradPhasesPartitionDx) {

@@ -25,8 +25,8 @@
 namespace mconv {
 
 enum class Pass : int { Forward = 0, BackwardData = 1, BackwardFilter = 2 };
-const char* pass_name(Pass p);            // "fwd", "dgrad", "wgrad"
-Pass parse_pass(const std::string& s);    // throws Error(BadParam) on an unknown name
+const char* pass_name(Pass p);          // "fwd", "dgrad", "wgrad"
+Pass parse_pass(const std::string& s);  // throws Error(BadParam) on an unknown name
 
 /// One forward convolution of a backward pass: its problem and the views it reads and writes, each a
 /// descriptor plus an element offset from the base of the pass's tensor.
@@ -67,8 +67,8 @@ BackwardDecomposition decompose_backward_filter(const Problem& problem, const Te
 /// Engine::plan_backward_data / plan_backward_filter, run by conv2d_backward_data / _filter.
 struct BackwardPlan {
   Pass pass = Pass::BackwardData;
-  Problem problem;          ///< the forward problem whose gradient this is
-  TensorDesc a, b, out;     ///< dgrad: dy, w, dx; wgrad: x, dy, dw
+  Problem problem;       ///< the forward problem whose gradient this is
+  TensorDesc a, b, out;  ///< dgrad: dy, w, dx; wgrad: x, dy, dw
   BackwardDecomposition decomposition;
   std::vector<std::shared_ptr<const Plan>> plans;  ///< one per step
 

@@ -12,6 +12,10 @@ namespace mconv::cpu {
 void reference_forward(const Problem& problem, const TensorDesc& xd, const float* x, const TensorDesc& wd,
                        const float* w, const TensorDesc& yd, float* y, const Epilogue& epilogue = {});
 
+/// The same on fp64 tensors (the CPU executor's fp64 path).
+void reference_forward(const Problem& problem, const TensorDesc& xd, const double* x, const TensorDesc& wd,
+                       const double* w, const TensorDesc& yd, double* y, const Epilogue& epilogue = {});
+
 /// The reference value of one output element y[n, k, p, q] (before alpha/beta), in double.
 double reference_point(const Problem& problem, const TensorDesc& xd, const float* x, const TensorDesc& wd,
                        const float* w, int64_t n, int64_t k, int64_t p, int64_t q);
@@ -34,7 +38,8 @@ void reference_backward_filter(const Problem& problem, const TensorDesc& xd, con
 void implicit_precomp_forward(const Plan& plan, const float* x, const float* w, float* y,
                               const Epilogue& epilogue = {});
 
-/// Runs a cpu plan on tensors of the plan's dtype: fp32 directly; fp16/bf16 converted to fp32 (exact),
+/// Runs a cpu plan on tensors of the plan's dtype: fp32 directly; fp64 by the double reference loops;
+/// fp16/bf16 converted to fp32 (exact),
 /// computed by the plan's algorithm (reference or implicit_precomp) and rounded once to the dtype
 /// when stored. Allocates fp32 copies of x, w and y for 16-bit dtypes. y is untouched on error.
 void forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& epilogue = {});

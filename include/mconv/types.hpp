@@ -44,8 +44,9 @@ class Error : public std::runtime_error {
   Status status_;
 };
 
-enum class DType : int { Float32 = 0, Float16 = 1, BFloat16 = 2 };
-const char* dtype_name(DType t);  // "fp32", "fp16", "bf16"
+/// Float64 runs on the CPU executor only (the double reference loops), for gradient checks.
+enum class DType : int { Float32 = 0, Float16 = 1, BFloat16 = 2, Float64 = 3 };
+const char* dtype_name(DType t);  // "fp32", "fp16", "bf16", "fp64"
 int dtype_size(DType t);
 DType parse_dtype(const std::string& s);  // throws Error(BadParam) on an unknown name
 

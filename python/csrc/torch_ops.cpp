@@ -42,9 +42,12 @@ mconv::DType dtype_of(const Tensor& t, const char* name) {
       return mconv::DType::Float16;
     case ScalarType::BFloat16:
       return mconv::DType::BFloat16;
+    case ScalarType::Double:
+      if (t.is_cpu()) return mconv::DType::Float64;  // the CPU's double loops: gradient checks
+      [[fallthrough]];
     default:
       fail(std::string(name) + ".dtype: " + std::string(torch::headeronly::toString(t.scalar_type())) +
-           " is not supported (float32, float16, bfloat16)");
+           " is not supported (float32, float16, bfloat16; float64 on the CPU)");
   }
 }
 
@@ -119,25 +122,18 @@ std::array<int64_t, 2> pair_arg(const std::vector<int64_t>& v, const char* name)
   fail(std::string(name) + ": expected 1 or 2 values, got " + std::to_string(v.size()));
 }
 
-Tensor conv2d(Tensor x, Tensor w, std::optional<Tensor> bias, std::vector<int64_t> stride, std::vector<int64_t> padding,
-              std::vector<int64_t> dilation, int64_t groups, std::string activation, bool allow_tf32) {
-  if (x.dim() != 4) fail("input: expected a 4-d (N, C, H, W) tensor, got " + std::to_string(x.dim()) + " dims");
-  if (w.dim() != 4) fail("weight: expected a 4-d (K, C/groups, R, S) tensor, got " + std::to_string(w.dim()) + " dims");
-  const bool cuda = x.is_cuda();
-  if (!cuda && !x.is_cpu()) fail("input: only CPU and CUDA tensors are supported");
-  const int device = cuda ? x.get_device_index() : 0;
-  if (w.is_cuda() != cuda || (cuda && w.get_device_index() != device)) fail("weight: on a different device than input");
-  const mconv::DType dtype = dtype_of(x, "input");
-  if (dtype_of(w, "weight") != dtype) fail("weight.dtype differs from input.dtype (they must match)");
-
+// The problem of x's and w's sizes (x: N, C, H, W; w: K, C/groups, R, S) and the hyper-parameters.
+mconv::Problem problem_of(const std::array<int64_t, 4>& xs, const std::array<int64_t, 4>& ws,
+                          const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                          const std::vector<int64_t>& dilation, int64_t groups) {
   mconv::Problem p;
-  p.n = x.size(0);
-  p.c = x.size(1);
-  p.h = x.size(2);
-  p.w = x.size(3);
-  p.k = w.size(0);
-  p.r = w.size(2);
-  p.s = w.size(3);
+  p.n = xs[0];
+  p.c = xs[1];
+  p.h = xs[2];
+  p.w = xs[3];
+  p.k = ws[0];
+  p.r = ws[2];
+  p.s = ws[3];
   const auto st = pair_arg(stride, "stride"), pad = pair_arg(padding, "padding"), dil = pair_arg(dilation, "dilation");
   p.stride_h = st[0];
   p.stride_w = st[1];
@@ -146,9 +142,48 @@ Tensor conv2d(Tensor x, Tensor w, std::optional<Tensor> bias, std::vector<int64_
   p.dil_h = dil[0];
   p.dil_w = dil[1];
   p.groups = groups;
-  if (groups > 0 && w.size(1) * groups != p.c)
-    fail("weight: " + std::to_string(w.size(1)) + " channels per group x " + std::to_string(groups) +
+  if (groups > 0 && ws[1] * groups != p.c)
+    fail("weight: " + std::to_string(ws[1]) + " channels per group x " + std::to_string(groups) +
          " groups != input channels " + std::to_string(p.c));
+  return p;
+}
+
+std::array<int64_t, 4> sizes_of(const Tensor& t) {
+  return {t.size(0), t.size(1), t.size(2), t.size(3)};
+}
+
+std::array<int64_t, 4> sizes_of(const std::vector<int64_t>& v, const char* name) {
+  if (v.size() != 4) fail(std::string(name) + ": expected 4 sizes, got " + std::to_string(v.size()));
+  return {v[0], v[1], v[2], v[3]};
+}
+
+// Packed strides of `sizes`, channels-last (NHWC) or contiguous (NCHW).
+std::array<int64_t, 4> packed_strides(const std::array<int64_t, 4>& d, bool channels_last) {
+  if (channels_last) return {d[2] * d[3] * d[1], 1, d[3] * d[1], d[1]};
+  return {d[1] * d[2] * d[3], d[2] * d[3], d[3], 1};
+}
+
+// Both tensors 4-d, on one CPU or CUDA device, in one dtype; returns (cuda, device).
+std::pair<bool, int> common_device(const Tensor& a, const char* a_name, const Tensor& b, const char* b_name) {
+  for (auto [t, name] : {std::pair{&a, a_name}, {&b, b_name}})
+    if (t->dim() != 4) fail(std::string(name) + ": expected a 4-d tensor, got " + std::to_string(t->dim()) + " dims");
+  const bool cuda = a.is_cuda();
+  if (!cuda && !a.is_cpu()) fail(std::string(a_name) + ": only CPU and CUDA tensors are supported");
+  const int device = cuda ? a.get_device_index() : 0;
+  if (b.is_cuda() != cuda || (cuda && b.get_device_index() != device))
+    fail(std::string(b_name) + ": on a different device than " + a_name);
+  if (dtype_of(b, b_name) != dtype_of(a, a_name))
+    fail(std::string(b_name) + ".dtype differs from " + a_name + ".dtype (they must match)");
+  return {cuda, device};
+}
+
+Tensor conv2d(Tensor x, Tensor w, std::optional<Tensor> bias, std::vector<int64_t> stride, std::vector<int64_t> padding,
+              std::vector<int64_t> dilation, int64_t groups, std::string activation, bool allow_tf32) {
+  if (x.dim() != 4) fail("input: expected a 4-d (N, C, H, W) tensor, got " + std::to_string(x.dim()) + " dims");
+  if (w.dim() != 4) fail("weight: expected a 4-d (K, C/groups, R, S) tensor, got " + std::to_string(w.dim()) + " dims");
+  const auto [cuda, device] = common_device(x, "input", w, "weight");
+  const mconv::DType dtype = dtype_of(x, "input");
+  mconv::Problem p = problem_of(sizes_of(x), sizes_of(w), stride, padding, dilation, groups);
 
   const float* bias_ptr = nullptr;
   Tensor bias32;  // keeps a widened copy alive until the launch is queued
@@ -179,11 +214,8 @@ Tensor conv2d(Tensor x, Tensor w, std::optional<Tensor> bias, std::vector<int64_
     if (batch == 0) p.n = 1;
     p.validate();  // names the bad field before P and Q are used
     const int64_t P = p.p(), Q = p.q();
-    const bool nhwc = is_channels_last(x);
     const std::array<int64_t, 4> sizes{batch, p.k, P, Q};
-    const std::array<int64_t, 4> strides =
-        nhwc ? std::array<int64_t, 4>{P * Q * p.k, 1, Q * p.k, p.k} : std::array<int64_t, 4>{p.k * P * Q, P * Q, Q, 1};
-    Tensor y = empty_strided(sizes, strides, x);
+    Tensor y = empty_strided(sizes, packed_strides(sizes, is_channels_last(x)), x);
     if (batch == 0) return y;
     mconv::PlanOptions options;
     if (dtype == mconv::DType::Float32 && allow_tf32 && cuda) options.math = mconv::MathMode::TF32;
@@ -200,18 +232,90 @@ Tensor conv2d(Tensor x, Tensor w, std::optional<Tensor> bias, std::vector<int64_
   }
 }
 
+// The two backward passes: `a` and `b` are the pass's inputs (dgrad: grad_output, weight; wgrad:
+// grad_output, input), `out_sizes` the gradient's (input's or weight's sizes). The gradient is
+// allocated in the memory format of `like` (grad_output for dgrad, input for wgrad).
+Tensor backward(mconv::Pass pass, const Tensor& dy, const Tensor& other, const std::vector<int64_t>& out_sizes,
+                const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                const std::vector<int64_t>& dilation, int64_t groups, bool allow_tf32, bool deterministic) {
+  const bool dgrad = pass == mconv::Pass::BackwardData;
+  const char* other_name = dgrad ? "weight" : "input";
+  const auto [cuda, device] = common_device(dy, "grad_output", other, other_name);
+  const mconv::DType dtype = dtype_of(dy, "grad_output");
+  const std::array<int64_t, 4> out = sizes_of(out_sizes, dgrad ? "input_size" : "weight_size");
+  mconv::Problem p =
+      problem_of(dgrad ? out : sizes_of(other), dgrad ? sizes_of(other) : out, stride, padding, dilation, groups);
+  try {
+    const int64_t batch = p.n;
+    if (batch == 0) p.n = 1;
+    p.validate();
+    const std::array<int64_t, 4> y_sizes{batch, p.k, p.p(), p.q()};
+    if (sizes_of(dy) != y_sizes)
+      fail("grad_output: sizes do not match the convolution's output (" + std::to_string(batch) + ", " +
+           std::to_string(p.k) + ", " + std::to_string(p.p()) + ", " + std::to_string(p.q()) + ")");
+    const bool channels_last = is_channels_last(dgrad ? dy : other);
+    Tensor result = empty_strided(out, packed_strides(out, channels_last), dy);
+    if (batch == 0) {  // dx is empty; dw of an empty batch is zero
+      if (!dgrad) torch::stable::zero_(result);
+      return result;
+    }
+    mconv::PlanOptions options;
+    if (dtype == mconv::DType::Float32 && allow_tf32 && cuda) options.math = mconv::MathMode::TF32;
+    options.deterministic = deterministic;
+    mconv::Engine& engine = engine_for(cuda, device);
+    void* stream = cuda ? current_cuda_stream(device) : nullptr;
+    const mconv::TensorDesc dy_d = desc_of(dy, dtype), other_d = desc_of(other, dtype), out_d = desc_of(result, dtype);
+    if (dgrad) {
+      auto plan = engine.plan_backward_data(p, dy_d, other_d, out_d, options);
+      engine.conv2d_backward_data(*plan, dy.const_data_ptr(), other.const_data_ptr(), result.mutable_data_ptr(), 1.0f,
+                                  0.0f, stream);
+    } else {
+      auto plan = engine.plan_backward_filter(p, other_d, dy_d, out_d, options);
+      engine.conv2d_backward_filter(*plan, other.const_data_ptr(), dy.const_data_ptr(), result.mutable_data_ptr(), 1.0f,
+                                    0.0f, stream);
+    }
+    return result;
+  } catch (const mconv::Error& err) {
+    fail(std::string(mconv::status_name(err.status())) + ": " + err.what());
+  }
+}
+
+Tensor conv2d_backward_data(Tensor grad_output, Tensor weight, std::vector<int64_t> input_size,
+                            std::vector<int64_t> stride, std::vector<int64_t> padding, std::vector<int64_t> dilation,
+                            int64_t groups, bool allow_tf32) {
+  return backward(mconv::Pass::BackwardData, grad_output, weight, input_size, stride, padding, dilation, groups,
+                  allow_tf32, false);
+}
+
+Tensor conv2d_backward_filter(Tensor grad_output, Tensor input, std::vector<int64_t> weight_size,
+                              std::vector<int64_t> stride, std::vector<int64_t> padding, std::vector<int64_t> dilation,
+                              int64_t groups, bool allow_tf32, bool deterministic) {
+  return backward(mconv::Pass::BackwardFilter, grad_output, input, weight_size, stride, padding, dilation, groups,
+                  allow_tf32, deterministic);
+}
+
 }  // namespace
 
 STABLE_TORCH_LIBRARY(mconv, m) {
   m.def(
       "conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[] stride=[1], int[] padding=[0], "
       "int[] dilation=[1], int groups=1, str activation=\"identity\", bool allow_tf32=False) -> Tensor");
+  m.def(
+      "conv2d_backward_data(Tensor grad_output, Tensor weight, int[] input_size, int[] stride, int[] padding, "
+      "int[] dilation, int groups, bool allow_tf32=False) -> Tensor");
+  m.def(
+      "conv2d_backward_filter(Tensor grad_output, Tensor input, int[] weight_size, int[] stride, int[] padding, "
+      "int[] dilation, int groups, bool allow_tf32=False, bool deterministic=False) -> Tensor");
 }
 
 STABLE_TORCH_LIBRARY_IMPL(mconv, CPU, m) {
   m.impl("conv2d", TORCH_BOX(&conv2d));
+  m.impl("conv2d_backward_data", TORCH_BOX(&conv2d_backward_data));
+  m.impl("conv2d_backward_filter", TORCH_BOX(&conv2d_backward_filter));
 }
 
 STABLE_TORCH_LIBRARY_IMPL(mconv, CUDA, m) {
   m.impl("conv2d", TORCH_BOX(&conv2d));
+  m.impl("conv2d_backward_data", TORCH_BOX(&conv2d_backward_data));
+  m.impl("conv2d_backward_filter", TORCH_BOX(&conv2d_backward_filter));
 }

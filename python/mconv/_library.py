@@ -60,3 +60,67 @@ def _conv2d_fake(input, weight, bias=None, stride=(1,), padding=(0,), dilation=(
     torch._check(p > 0 and q > 0, lambda: "mconv.conv2d: the output would be empty")
     fmt = torch.channels_last if output_is_channels_last(input) else torch.contiguous_format
     return torch.empty((n, k, p, q), dtype=input.dtype, device=input.device, memory_format=fmt)
+
+
+def _pairs(stride, padding, dilation):
+    def pair(v):
+        return (v[0], v[0]) if len(v) == 1 else (v[0], v[1])
+
+    return pair(stride), pair(padding), pair(dilation)
+
+
+@torch.library.register_fake("mconv::conv2d_backward_data")
+def _backward_data_fake(grad_output, weight, input_size, stride, padding, dilation, groups, allow_tf32=False):
+    fmt = torch.channels_last if output_is_channels_last(grad_output) else torch.contiguous_format
+    return torch.empty(list(input_size), dtype=grad_output.dtype, device=grad_output.device, memory_format=fmt)
+
+
+@torch.library.register_fake("mconv::conv2d_backward_filter")
+def _backward_filter_fake(grad_output, input, weight_size, stride, padding, dilation, groups, allow_tf32=False,
+                          deterministic=False):
+    fmt = torch.channels_last if output_is_channels_last(input) else torch.contiguous_format
+    return torch.empty(list(weight_size), dtype=grad_output.dtype, device=grad_output.device, memory_format=fmt)
+
+
+# Autograd of mconv::conv2d: both gradients through mconv's own backward kernels (dgrad, wgrad), the
+# bias gradient as the sum of grad_output over n, p, q. A fused activation is differentiated first:
+# relu from the saved output, silu from the pre-activation, recomputed by a second forward. The
+# backward ops themselves have no autograd formula, so a double backward is an error from PyTorch.
+def _setup_context(ctx, inputs, output):
+    input, weight, bias, stride, padding, dilation, groups, activation, allow_tf32 = inputs
+    ctx.conf = (list(stride), list(padding), list(dilation), groups, activation, allow_tf32)
+    ctx.sizes = (list(input.shape), list(weight.shape))
+    ctx.has_bias = bias is not None
+    ctx.bias_dtype = bias.dtype if bias is not None else None
+    keep_input = ctx.needs_input_grad[1] or activation == "silu"
+    keep_weight = ctx.needs_input_grad[0] or activation == "silu"
+    ctx.save_for_backward(input if keep_input else None, weight if keep_weight else None,
+                          output if activation == "relu" else None, bias if activation == "silu" else None)
+
+
+def _conv2d_backward(ctx, grad):
+    input, weight, output, bias = ctx.saved_tensors
+    stride, padding, dilation, groups, activation, allow_tf32 = ctx.conf
+    if activation == "relu":
+        grad = grad * (output > 0)
+    elif activation == "silu":
+        pre = torch.ops.mconv.conv2d.default(input, weight, bias, stride, padding, dilation, groups, "identity",
+                                             allow_tf32)
+        sig = torch.sigmoid(pre)
+        grad = grad * sig * (1 + pre * (1 - sig))
+    if 0 in grad.stride() and grad.numel() > 1:  # expanded (sum().backward()): mconv takes positive strides
+        grad = grad.contiguous()
+    grad_input = grad_weight = grad_bias = None
+    if ctx.needs_input_grad[0]:
+        grad_input = torch.ops.mconv.conv2d_backward_data.default(grad, weight, ctx.sizes[0], stride, padding,
+                                                                  dilation, groups, allow_tf32)
+    if ctx.needs_input_grad[1]:
+        grad_weight = torch.ops.mconv.conv2d_backward_filter.default(
+            grad, input, ctx.sizes[1], stride, padding, dilation, groups, allow_tf32,
+            torch.are_deterministic_algorithms_enabled())
+    if ctx.has_bias and ctx.needs_input_grad[2]:
+        grad_bias = grad.sum((0, 2, 3), dtype=torch.float32).to(ctx.bias_dtype)
+    return grad_input, grad_weight, grad_bias, None, None, None, None, None, None
+
+
+torch.library.register_autograd("mconv::conv2d", _conv2d_backward, setup_context=_setup_context)

@@ -104,7 +104,30 @@ def rel_err(y, ref):
     return ((y.double() - ref).norm() / ref.norm().clamp_min(1e-30)).item()
 
 
-def bench_layer(layer, dtype_name, layout, l2_bytes):
+def _pass_calls(pass_name, xs, ws, y_shape, fmt, st, pad, dil, g, tf32):
+    """(mconv call, PyTorch call, float64 reference) of one pass; call(i) runs on the i-th copy. The peer
+    of the backward passes is aten.convolution_backward (cuDNN's, under cudnn.benchmark) with only the
+    one gradient asked for."""
+    if pass_name == "fwd":
+        op = torch.ops.mconv.conv2d.default
+        ref = F.conv2d(xs[0].double(), ws[0].double(), None, st, pad, dil, g)
+        return (lambda i: op(xs[i], ws[i], None, st, pad, dil, g, "identity", tf32),
+                lambda i: F.conv2d(xs[i], ws[i], None, st, pad, dil, g), ref)
+    dys = [torch.randn(y_shape, device="cuda").to(dtype=xs[0].dtype, memory_format=fmt) for _ in xs]
+    bwd = torch.ops.aten.convolution_backward.default
+    dgrad = pass_name == "dgrad"
+    mask = [dgrad, not dgrad, False]
+    ref = bwd(dys[0].double(), xs[0].double(), ws[0].double(), None, st, pad, dil, False, [0, 0], g,
+              mask)[0 if dgrad else 1]
+    peer = lambda i: bwd(dys[i], xs[i], ws[i], None, st, pad, dil, False, [0, 0], g, mask)[0 if dgrad else 1]  # noqa: E731
+    if dgrad:
+        op = torch.ops.mconv.conv2d_backward_data.default
+        return lambda i: op(dys[i], ws[i], list(xs[i].shape), st, pad, dil, g, tf32), peer, ref
+    op = torch.ops.mconv.conv2d_backward_filter.default
+    return lambda i: op(dys[i], xs[i], list(ws[i].shape), st, pad, dil, g, tf32, False), peer, ref
+
+
+def bench_layer(layer, dtype_name, layout, l2_bytes, pass_name="fwd"):
     dtype = DTYPES[dtype_name]
     fmt = torch.channels_last if layout == "NHWC" else torch.contiguous_format
     n, c, h, w, k, r, s, g = (layer[x] for x in ("n", "c", "h", "w", "k", "r", "s", "groups"))
@@ -118,22 +141,19 @@ def bench_layer(layer, dtype_name, layout, l2_bytes):
     xs = [torch.randn(n, c, h, w, device="cuda").to(dtype=dtype, memory_format=fmt) for _ in range(copies)]
     ws = [torch.randn(k, c // g, r, s, device="cuda").div_(math.sqrt(c // g * r * s)).to(dtype=dtype, memory_format=fmt)
           for _ in range(copies)]
-    ref = F.conv2d(xs[0].double(), ws[0].double(), **kw)
     st, pad, dil = list(kw["stride"]), list(kw["padding"]), list(kw["dilation"])
     tf32 = dtype_name == "tf32"
-    op = torch.ops.mconv.conv2d.default
+    mconv_call, torch_call, ref = _pass_calls(pass_name, xs, ws, (n, k, p, q), fmt, st, pad, dil, g, tf32)
     row = {"status": "ok"}
     with torch.inference_mode():
-        y_m = op(xs[0], ws[0], None, st, pad, dil, g, "identity", tf32)
-        y_t = F.conv2d(xs[0], ws[0], **kw)
+        y_m, y_t = mconv_call(0), torch_call(0)
         row["mconv_rel_err"], row["torch_rel_err"] = rel_err(y_m, ref), rel_err(y_t, ref)
         if row["mconv_rel_err"] > TOLERANCE[dtype_name]:
             row["status"] = "WRONG"
             return row
         del y_m, y_t, ref
-        row["mconv_ms"] = graph_time([lambda i=i: op(xs[i], ws[i], None, st, pad, dil, g, "identity", tf32)
-                                      for i in range(copies)])
-        row["torch_ms"] = graph_time([lambda i=i: F.conv2d(xs[i], ws[i], **kw) for i in range(copies)])
+        row["mconv_ms"] = graph_time([lambda i=i: mconv_call(i) for i in range(copies)])
+        row["torch_ms"] = graph_time([lambda i=i: torch_call(i) for i in range(copies)])
     row["ratio"] = row["torch_ms"] / row["mconv_ms"]
     row["mconv_tflops"] = flops / row["mconv_ms"] / 1e9
     row["torch_tflops"] = flops / row["torch_ms"] / 1e9
@@ -148,25 +168,26 @@ def run_suite(args, suite, dtype_name):
     name = os.path.splitext(os.path.basename(suite))[0]
     rows = []
     for i, layer in enumerate(layers):
-        progress(f"[{i + 1}/{len(layers)}] {name} {dtype_name} {args.layout} {layer['name']}")
-        base = {"suite": name, "layer": layer["name"], "dtype": dtype_name, "layout": args.layout,
+        progress(f"[{i + 1}/{len(layers)}] {name} {args.pass_} {dtype_name} {args.layout} {layer['name']}")
+        base = {"suite": name, "pass": args.pass_, "layer": layer["name"], "dtype": dtype_name, "layout": args.layout,
                 **{x: layer[x] for x in ("n", "c", "h", "w", "k", "r", "s", "groups")},
                 "stride": f"{layer['stride_h']}x{layer['stride_w']}", "pad": f"{layer['pad_h']}x{layer['pad_w']}",
                 "dil": f"{layer['dil_h']}x{layer['dil_w']}"}
         try:
-            base.update(bench_layer(layer, dtype_name, args.layout, l2))
+            base.update(bench_layer(layer, dtype_name, args.layout, l2, args.pass_))
         except Exception as e:  # one layer that cannot run is reported; the suite goes on
             base["status"] = f"error: {str(e).splitlines()[0][:120]}"
         torch.cuda.empty_cache()
         rows.append(base)
     ratios = [r["ratio"] for r in rows if "ratio" in r]
-    summary = {"suite": name, "dtype": dtype_name, "layout": args.layout, "device": torch.cuda.get_device_name(0),
+    summary = {"suite": name, "pass": args.pass_, "dtype": dtype_name, "layout": args.layout, "device": torch.cuda.get_device_name(0),
                "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(), "layers": len(rows),
                "timed": len(ratios),
                "geomean_ratio_vs_torch": math.exp(statistics.fmean(map(math.log, ratios))) if ratios else None,
                "mconv_total_ms": sum(r["mconv_ms"] for r in rows if "ratio" in r),
                "torch_total_ms": sum(r["torch_ms"] for r in rows if "ratio" in r)}
-    write_suite(args.out, f"{name}_{args.layout}_{dtype_name}_vs_torch", rows, summary)
+    stem = f"{name}_{args.layout}_{dtype_name}" + ("" if args.pass_ == "fwd" else f"_{args.pass_}")
+    write_suite(args.out, stem + "_vs_torch", rows, summary)
     return summary
 
 
@@ -370,6 +391,8 @@ def main(argv=None):
     ap.add_argument("--layout", default="NCHW", choices=["NCHW", "NHWC"], help="suites: memory format")
     ap.add_argument("--batch", help="suites: one N that replaces every layer's n; models: comma list "
                     "(default 1,32)")
+    ap.add_argument("--pass", dest="pass_", default="fwd", choices=["fwd", "dgrad", "wgrad"],
+                    help="suites: forward, backward data or backward filter (peer: aten.convolution_backward)")
     ap.add_argument("--vs", default="torch", choices=["torch"], help="the peer: F.conv2d with cudnn.benchmark")
     ap.add_argument("--iters", type=int, default=30, help="models: timed forward passes")
     ap.add_argument("--out", default="bench-out", help="folder for the CSV, JSON, text and plots")

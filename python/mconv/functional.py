@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from ._library import output_size
 
 _SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+_CPU_ONLY_DTYPES = (torch.float64,)  # the CPU's double loops: gradient checks
 _ACTIVATIONS = {None: "identity", "identity": "identity", "relu": "relu", "silu": "silu"}
 
 IntOrPair = Union[int, Sequence[int]]
@@ -35,8 +36,9 @@ def _check_tensors(input, weight, bias):
             raise TypeError(f"mconv.conv2d: {name} must be a torch.Tensor, got {type(t).__name__}")
     if bias is not None and not isinstance(bias, torch.Tensor):
         raise TypeError(f"mconv.conv2d: bias must be a torch.Tensor or None, got {type(bias).__name__}")
-    if input.dtype not in _SUPPORTED_DTYPES:
-        raise TypeError(f"mconv.conv2d: input.dtype {input.dtype} is not supported (float32, float16, bfloat16)")
+    if input.dtype not in _SUPPORTED_DTYPES and not (input.dtype in _CPU_ONLY_DTYPES and input.device.type == "cpu"):
+        raise TypeError(f"mconv.conv2d: input.dtype {input.dtype} is not supported (float32, float16, bfloat16; "
+                        f"float64 on the CPU)")
     if weight.dtype != input.dtype:
         raise TypeError(f"mconv.conv2d: weight.dtype {weight.dtype} differs from input.dtype {input.dtype}")
     if bias is not None and bias.dtype not in (input.dtype, torch.float32):
@@ -53,9 +55,14 @@ def _check_tensors(input, weight, bias):
         raise ValueError(f"mconv.conv2d: bias must have shape ({weight.shape[0]},), got {tuple(bias.shape)}")
 
 
-def _needs_grad(input, weight, bias):
-    return torch.is_grad_enabled() and (input.requires_grad or weight.requires_grad or
-                                        (bias is not None and bias.requires_grad))
+def _autocast(input, weight, bias):
+    """Under torch.autocast, F.conv2d runs in the autocast dtype; so does mconv (the casts are
+    differentiable, so the fp32 master weights get their gradients through them)."""
+    dev = input.device.type
+    if dev not in ("cpu", "cuda") or not torch.is_autocast_enabled(dev):
+        return input, weight, bias
+    dt = torch.get_autocast_dtype(dev)
+    return input.to(dt), weight.to(dt), None if bias is None else bias.to(dt)
 
 
 def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None, stride: IntOrPair = 1,
@@ -70,18 +77,18 @@ def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     (fused into the kernel, except silu on CUDA: applied in place after it).
 
     Copies made: padding="same" with an odd total padding pads input first (as F.conv2d does), and an
-    input with a zero stride (expand()) is made contiguous. Forward only: a call that would need a
-    gradient raises NotImplementedError.
+    input with a zero stride (expand()) is made contiguous. Differentiable: input, weight and bias
+    gradients come from mconv's backward kernels (deterministic weight gradients under
+    torch.use_deterministic_algorithms(True)). Under torch.autocast it runs in the autocast dtype, as
+    F.conv2d does.
     """
+    if isinstance(input, torch.Tensor) and isinstance(weight, torch.Tensor):
+        input, weight, bias = _autocast(input, weight, bias)
     _check_tensors(input, weight, bias)
     if activation not in _ACTIVATIONS:
         raise ValueError(f"mconv.conv2d: activation must be None, 'relu' or 'silu', got {activation!r}")
     if not isinstance(groups, int) or groups < 1:
         raise ValueError(f"mconv.conv2d: groups must be a positive int, got {groups!r}")
-    if _needs_grad(input, weight, bias):
-        raise NotImplementedError(
-            "mconv.conv2d: backward is not implemented yet; call it under torch.no_grad() or "
-            "torch.inference_mode(), or keep torch.nn.functional.conv2d where gradients are needed")
     unbatched = input.dim() == 3
     if unbatched:
         input = input.unsqueeze(0)

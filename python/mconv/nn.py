@@ -17,7 +17,7 @@ class Conv2d(nn.Conv2d):
     `activation` (None, "relu" or "silu") fused into the convolution.
 
     padding_mode other than "zeros" pads the input with F.pad first, exactly as nn.Conv2d does.
-    Forward only for now: a call that needs gradients raises NotImplementedError.
+    Trainable: its gradients come from mconv's backward kernels.
     """
 
     activation: Optional[str] = None

@@ -52,13 +52,14 @@ inline void check_disjoint(const void* x, int64_t x_span, const void* w, int64_t
 }
 
 /// alpha*acc + beta*old + bias, then the activation, in double. beta == 0 never reads y (it may hold NaN).
-inline float apply_epilogue(const Epilogue& e, double acc, const float* y_old, const float* bias) {
+template <class T>
+inline double apply_epilogue(const Epilogue& e, double acc, const T* y_old, const float* bias) {
   double v = e.alpha * acc;
   if (e.beta != 0.0f) v += double(e.beta) * double(*y_old);
   if (bias) v += double(*bias);
   if (e.activation == Activation::ReLU && v < 0.0) v = 0.0;
   if (e.activation == Activation::SiLU) v = v / (1.0 + std::exp(-v));
-  return static_cast<float>(v);
+  return v;
 }
 
 }  // namespace mconv::detail

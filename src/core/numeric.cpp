@@ -79,12 +79,20 @@ float bits_to_float(uint16_t bits, DType t) {
 }
 
 float round_to_dtype(float v, DType t) {
-  return t == DType::Float32 ? v : bits_to_float(float_to_bits(v, t), t);
+  return t == DType::Float32 || t == DType::Float64 ? v : bits_to_float(float_to_bits(v, t), t);
 }
 
 void to_float(DType t, const void* src, float* dst, int64_t count) {
   if (t == DType::Float32) {
     std::memcpy(dst, src, size_t(count) * 4);
+    return;
+  }
+  if (t == DType::Float64) {
+    for (int64_t i = 0; i < count; ++i) {
+      double v;
+      std::memcpy(&v, static_cast<const char*>(src) + i * 8, 8);
+      dst[i] = static_cast<float>(v);
+    }
     return;
   }
   // Byte copies: `src` may sit at any address (the data of a .npy file follows a header of any length).
@@ -99,6 +107,13 @@ void to_float(DType t, const void* src, float* dst, int64_t count) {
 void from_float(DType t, const float* src, void* dst, int64_t count) {
   if (t == DType::Float32) {
     std::memcpy(dst, src, size_t(count) * 4);
+    return;
+  }
+  if (t == DType::Float64) {
+    for (int64_t i = 0; i < count; ++i) {
+      const double v = src[i];
+      std::memcpy(static_cast<char*>(dst) + i * 8, &v, 8);
+    }
     return;
   }
   auto* d = static_cast<unsigned char*>(dst);

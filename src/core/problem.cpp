@@ -20,7 +20,7 @@ using detail::checked_mul;
 
 void check_desc(const char* name, const TensorDesc& d, const std::array<int64_t, 4>& want, const char* dim_names) {
   std::string n(name);
-  if (d.dtype != DType::Float32 && d.dtype != DType::Float16 && d.dtype != DType::BFloat16)
+  if (d.dtype != DType::Float32 && d.dtype != DType::Float16 && d.dtype != DType::BFloat16 && d.dtype != DType::Float64)
     throw Error(Status::BadParam, n + ".dtype: " + std::to_string(int(d.dtype)) + " is not a dtype");
   for (int i = 0; i < 4; ++i) {
     if (d.dims[i] != want[i]) {
@@ -127,12 +127,12 @@ void Problem::validate() const {
   require(groups <= 65535, Status::Unsupported, "groups: more than 65535 groups are not supported");
   int64_t eff_r = dil_h * (r - 1) + 1, eff_s = dil_w * (s - 1) + 1;
   const int64_t padded_h = h + pad_h + end_pad_h(), padded_w = w + pad_w + end_pad_w();
-  require(eff_r <= padded_h, Status::BadParam,
-          "r: dilated filter height " + std::to_string(eff_r) + " exceeds padded input height " +
-              std::to_string(padded_h));
-  require(eff_s <= padded_w, Status::BadParam,
-          "s: dilated filter width " + std::to_string(eff_s) + " exceeds padded input width " +
-              std::to_string(padded_w));
+  require(
+      eff_r <= padded_h, Status::BadParam,
+      "r: dilated filter height " + std::to_string(eff_r) + " exceeds padded input height " + std::to_string(padded_h));
+  require(
+      eff_s <= padded_w, Status::BadParam,
+      "s: dilated filter width " + std::to_string(eff_s) + " exceeds padded input width " + std::to_string(padded_w));
   int64_t cols = checked_mul(checked_mul(n, p(), "n*p"), q(), "n*p*q");
   require(cols <= kInt32Max, Status::Overflow, "n*p*q: " + std::to_string(cols) + " output pixels exceed 2^31-1");
   int64_t rows = checked_mul(checked_mul(c / groups, r, "c*r"), s, "c/g*r*s");

@@ -44,18 +44,20 @@ const char* dtype_name(DType t) {
       return "fp16";
     case DType::BFloat16:
       return "bf16";
+    case DType::Float64:
+      return "fp64";
   }
   return "?";
 }
 
 int dtype_size(DType t) {
-  return t == DType::Float32 ? 4 : 2;
+  return t == DType::Float64 ? 8 : t == DType::Float32 ? 4 : 2;
 }
 
 DType parse_dtype(const std::string& s) {
-  for (DType t : {DType::Float32, DType::Float16, DType::BFloat16})
+  for (DType t : {DType::Float32, DType::Float16, DType::BFloat16, DType::Float64})
     if (s == dtype_name(t)) return t;
-  throw Error(Status::BadParam, "dtype: unknown name '" + s + "' (expected fp32, fp16 or bf16)");
+  throw Error(Status::BadParam, "dtype: unknown name '" + s + "' (expected fp32, fp16, bf16 or fp64)");
 }
 
 const char* layout_name(Layout l) {

@@ -27,6 +27,11 @@ TensorDesc as_fp32(TensorDesc d) {
 void forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& e) {
   if (plan.target() != Target::Cpu) throw Error(Status::BadParam, "plan: a cuda plan given to the CPU executor");
   const DType t = plan.dtype();
+  if (t == DType::Float64) {
+    reference_forward(plan.problem(), plan.x_desc(), static_cast<const double*>(x), plan.w_desc(),
+                      static_cast<const double*>(w), plan.y_desc(), static_cast<double*>(y), e);
+    return;
+  }
   if (t == DType::Float32) {
     run_fp32(plan, plan.x_desc(), static_cast<const float*>(x), plan.w_desc(), static_cast<const float*>(w),
              plan.y_desc(), static_cast<float*>(y), e);
@@ -60,6 +65,9 @@ void fill_view(const TensorDesc& v, void* out, float beta) {
           if (v.dtype == DType::Float32) {
             float* p = static_cast<float*>(out) + i;
             *p = beta != 0.0f ? beta * *p : 0.0f;  // beta = 0 never reads
+          } else if (v.dtype == DType::Float64) {
+            double* p = static_cast<double*>(out) + i;
+            *p = beta != 0.0f ? beta * *p : 0.0;
           } else {
             uint16_t* p = static_cast<uint16_t*>(out) + i;
             *p = float_to_bits(beta != 0.0f ? beta * bits_to_float(*p, v.dtype) : 0.0f, v.dtype);

@@ -146,7 +146,8 @@ void implicit_precomp_forward(const Plan& plan, const float* x, const float* w, 
         for (int f = 0; f < nf; ++f) {
           const int64_t k = f0 + f;
           float* dst = yc + k * out.stride_k;
-          *dst = detail::apply_epilogue(e, sc.acc[f * kTileCols + j], dst, e.bias ? e.bias + g * kg + k : nullptr);
+          *dst = static_cast<float>(
+              detail::apply_epilogue(e, sc.acc[f * kTileCols + j], dst, e.bias ? e.bias + g * kg + k : nullptr));
         }
       }
     }

@@ -6,8 +6,11 @@
 
 namespace mconv::cpu {
 
-double reference_point(const Problem& pr, const TensorDesc& xd, const float* x, const TensorDesc& wd, const float* w,
-                       int64_t n, int64_t k, int64_t p, int64_t q) {
+namespace {
+
+template <class T>
+double point(const Problem& pr, const TensorDesc& xd, const T* x, const TensorDesc& wd, const T* w, int64_t n,
+             int64_t k, int64_t p, int64_t q) {
   const int64_t cg = pr.c_per_group(), g = k / pr.k_per_group();
   double acc = 0.0;
   for (int64_t c = 0; c < cg; ++c)
@@ -27,34 +30,33 @@ double reference_point(const Problem& pr, const TensorDesc& xd, const float* x, 
   return acc;
 }
 
-void reference_forward(const Problem& pr, const TensorDesc& xd, const float* x, const TensorDesc& wd, const float* w,
-                       const TensorDesc& yd, float* y, const Epilogue& e) {
+template <class T>
+void forward_loops(const Problem& pr, const TensorDesc& xd, const T* x, const TensorDesc& wd, const T* w,
+                   const TensorDesc& yd, T* y, const Epilogue& e) {
   pr.validate(xd, wd, yd);
-  detail::check_call(x, w, y, e, 4);
+  detail::check_call(x, w, y, e, sizeof(T));
   const int64_t P = pr.p(), Q = pr.q();
 #pragma omp parallel for collapse(2) schedule(dynamic)
   for (int64_t n = 0; n < pr.n; ++n)
     for (int64_t k = 0; k < pr.k; ++k)
       for (int64_t p = 0; p < P; ++p)
         for (int64_t q = 0; q < Q; ++q) {
-          float* out = y + n * yd.strides[0] + k * yd.strides[1] + p * yd.strides[2] + q * yd.strides[3];
-          *out = detail::apply_epilogue(e, reference_point(pr, xd, x, wd, w, n, k, p, q), out,
-                                        e.bias ? e.bias + k : nullptr);
+          T* out = y + n * yd.strides[0] + k * yd.strides[1] + p * yd.strides[2] + q * yd.strides[3];
+          *out = static_cast<T>(
+              detail::apply_epilogue(e, point(pr, xd, x, wd, w, n, k, p, q), out, e.bias ? e.bias + k : nullptr));
         }
 }
 
-namespace {
-
-double scaled(double grad, float alpha, float beta, const float* out) {
+template <class T>
+double scaled(double grad, float alpha, float beta, const T* out) {
   return alpha * grad + (beta != 0.0f ? beta * double(*out) : 0.0);
 }
 
-}  // namespace
-
-void reference_backward_data(const Problem& pr, const TensorDesc& dyd, const float* dy, const TensorDesc& wd,
-                             const float* w, const TensorDesc& dxd, float* dx, float alpha, float beta) {
+template <class T>
+void backward_data_loops(const Problem& pr, const TensorDesc& dyd, const T* dy, const TensorDesc& wd, const T* w,
+                         const TensorDesc& dxd, T* dx, float alpha, float beta) {
   pr.validate(dxd, wd, dyd);
-  detail::check_call(dy, w, dx, Epilogue{alpha, beta}, 4, detail::TensorNames{"dy", "w", "dx"});
+  detail::check_call(dy, w, dx, Epilogue{alpha, beta}, sizeof(T), detail::TensorNames{"dy", "w", "dx"});
   const int64_t P = pr.p(), Q = pr.q(), cg = pr.c_per_group(), kg = pr.k_per_group();
 #pragma omp parallel for collapse(2) schedule(dynamic)
   for (int64_t n = 0; n < pr.n; ++n)
@@ -77,15 +79,16 @@ void reference_backward_data(const Problem& pr, const TensorDesc& dyd, const flo
                        w[k * wd.strides[0] + (c - g * cg) * wd.strides[1] + fr * wd.strides[2] + fs * wd.strides[3]];
               }
             }
-          float* out = dx + n * dxd.strides[0] + c * dxd.strides[1] + h * dxd.strides[2] + x * dxd.strides[3];
-          *out = static_cast<float>(scaled(acc, alpha, beta, out));
+          T* out = dx + n * dxd.strides[0] + c * dxd.strides[1] + h * dxd.strides[2] + x * dxd.strides[3];
+          *out = static_cast<T>(scaled(acc, alpha, beta, out));
         }
 }
 
-void reference_backward_filter(const Problem& pr, const TensorDesc& xd, const float* x, const TensorDesc& dyd,
-                               const float* dy, const TensorDesc& dwd, float* dw, float alpha, float beta) {
+template <class T>
+void backward_filter_loops(const Problem& pr, const TensorDesc& xd, const T* x, const TensorDesc& dyd, const T* dy,
+                           const TensorDesc& dwd, T* dw, float alpha, float beta) {
   pr.validate(xd, dwd, dyd);
-  detail::check_call(x, dy, dw, Epilogue{alpha, beta}, 4, detail::TensorNames{"x", "dy", "dw"});
+  detail::check_call(x, dy, dw, Epilogue{alpha, beta}, sizeof(T), detail::TensorNames{"x", "dy", "dw"});
   const int64_t P = pr.p(), Q = pr.q(), cg = pr.c_per_group(), kg = pr.k_per_group();
 #pragma omp parallel for collapse(2) schedule(dynamic)
   for (int64_t k = 0; k < pr.k; ++k)
@@ -107,9 +110,35 @@ void reference_backward_filter(const Problem& pr, const TensorDesc& xd, const fl
             }
           const int64_t fr = pr.mode == Mode::Convolution ? pr.r - 1 - r : r;
           const int64_t fs = pr.mode == Mode::Convolution ? pr.s - 1 - s : s;
-          float* out = dw + k * dwd.strides[0] + c * dwd.strides[1] + fr * dwd.strides[2] + fs * dwd.strides[3];
-          *out = static_cast<float>(scaled(acc, alpha, beta, out));
+          T* out = dw + k * dwd.strides[0] + c * dwd.strides[1] + fr * dwd.strides[2] + fs * dwd.strides[3];
+          *out = static_cast<T>(scaled(acc, alpha, beta, out));
         }
+}
+
+}  // namespace
+
+double reference_point(const Problem& pr, const TensorDesc& xd, const float* x, const TensorDesc& wd, const float* w,
+                       int64_t n, int64_t k, int64_t p, int64_t q) {
+  return point(pr, xd, x, wd, w, n, k, p, q);
+}
+
+void reference_forward(const Problem& pr, const TensorDesc& xd, const float* x, const TensorDesc& wd, const float* w,
+                       const TensorDesc& yd, float* y, const Epilogue& e) {
+  forward_loops(pr, xd, x, wd, w, yd, y, e);
+}
+void reference_forward(const Problem& pr, const TensorDesc& xd, const double* x, const TensorDesc& wd, const double* w,
+                       const TensorDesc& yd, double* y, const Epilogue& e) {
+  forward_loops(pr, xd, x, wd, w, yd, y, e);
+}
+
+void reference_backward_data(const Problem& pr, const TensorDesc& dyd, const float* dy, const TensorDesc& wd,
+                             const float* w, const TensorDesc& dxd, float* dx, float alpha, float beta) {
+  backward_data_loops(pr, dyd, dy, wd, w, dxd, dx, alpha, beta);
+}
+
+void reference_backward_filter(const Problem& pr, const TensorDesc& xd, const float* x, const TensorDesc& dyd,
+                               const float* dy, const TensorDesc& dwd, float* dw, float alpha, float beta) {
+  backward_filter_loops(pr, xd, x, dyd, dy, dwd, dw, alpha, beta);
 }
 
 }  // namespace mconv::cpu

@@ -137,8 +137,7 @@ BackwardDecomposition decompose_backward_data(const Problem& pr, const TensorDes
       st.w_offset = ah.tap_first * ws[2] + aw.tap_first * ws[3];
       st.y = dx_view;
       st.y_offset = dx_offset;
-      if (!natural && !per_group)
-        st.group_strides = GroupStrides{kg * ds[1], kg * ws[0], cg * xs[1]};
+      if (!natural && !per_group) st.group_strides = GroupStrides{kg * ds[1], kg * ws[0], cg * xs[1]};
       if (!per_group) {
         out.steps.push_back(st);
         continue;
@@ -254,8 +253,7 @@ std::string BackwardPlan::to_text(int64_t max_rows) const {
     const ForwardStep& st = decomposition.steps[i];
     os << "\nstep " << i << ": offsets x+" << st.x_offset << " w+" << st.w_offset << " y+" << st.y_offset;
     if (st.group_strides)
-      os << ", group strides x " << st.group_strides->x << " w " << st.group_strides->w << " y "
-         << st.group_strides->y;
+      os << ", group strides x " << st.group_strides->x << " w " << st.group_strides->w << " y " << st.group_strides->y;
     os << "\n";
     if (i < plans.size()) os << plans[i]->to_text(max_rows);
   }

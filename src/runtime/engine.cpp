@@ -48,8 +48,8 @@ detail::PlanKey plan_key(Pass pass, const Problem& p, const TensorDesc& x, const
   auto put = [&](int64_t v) { key.fields.at(i++) = v; };
   put(int64_t(pass));
   for (int64_t v : {groups ? groups->x : -1, groups ? groups->w : -1, groups ? groups->y : -1}) put(v);
-  for (int64_t v : {p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.pad_h, p.pad_w, p.end_pad_h(), p.end_pad_w(), p.stride_h, p.stride_w, p.dil_h, p.dil_w,
-                    p.groups, int64_t(p.mode)})
+  for (int64_t v : {p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.pad_h, p.pad_w, p.end_pad_h(), p.end_pad_w(), p.stride_h,
+                    p.stride_w, p.dil_h, p.dil_w, p.groups, int64_t(p.mode)})
     put(v);
   for (const TensorDesc* d : {&x, &w, &y}) {
     put(int64_t(d->dtype));
@@ -102,7 +102,8 @@ std::shared_ptr<const Plan> Engine::plan(const Problem& problem, const TensorDes
 }
 
 std::shared_ptr<const Plan> Engine::step_plan(const ForwardStep& step, const PlanOptions& options) {
-  const detail::PlanKey key = plan_key(Pass::Forward, step.problem, step.x, step.w, step.y, options, step.group_strides);
+  const detail::PlanKey key =
+      plan_key(Pass::Forward, step.problem, step.x, step.w, step.y, options, step.group_strides);
   const HardwareModel& hw = hardware();
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto hit = plans_.find(key)) return hit;
@@ -155,6 +156,11 @@ std::shared_ptr<const BackwardPlan> Engine::plan_backward(Pass pass, const Probl
   const GroupSteps groups = target_ == Target::Cuda ? GroupSteps::Fused : GroupSteps::PerGroup;
   plan->decomposition = pass == Pass::BackwardData ? decompose_backward_data(problem, a, b, out, groups)
                                                    : decompose_backward_filter(problem, a, b, out, groups);
+  // wgrad's reduction (N*P*Q) is long and its output small: the tensor-core GEMM has no reduction
+  // split yet, so under TF32 (which permits exact fp32) the FFMA GEMM with split-K runs it.
+  if (pass == Pass::BackwardFilter && options.math == MathMode::TF32 && options.algorithm == Algorithm::Auto &&
+      options.tile.empty())
+    options.math = MathMode::Exact;
   for (const ForwardStep& step : plan->decomposition.steps) plan->plans.push_back(step_plan(step, options));
   std::lock_guard<std::mutex> lock(mutex_);
   backward_plans_.insert(key, plan, options_.plan_cache_capacity);
@@ -193,8 +199,8 @@ void Engine::run_backward(const BackwardPlan& plan, Pass pass, const void* a, co
       throw Error(Status::BadParam, "plan: made by another engine");
   const Epilogue e{alpha, beta, nullptr, Activation::Identity};
   const int esz = dtype_size(plan.out.dtype);
-  const detail::TensorNames names = pass == Pass::BackwardData ? detail::TensorNames{"dy", "w", "dx"}
-                                                                : detail::TensorNames{"x", "dy", "dw"};
+  const detail::TensorNames names =
+      pass == Pass::BackwardData ? detail::TensorNames{"dy", "w", "dx"} : detail::TensorNames{"x", "dy", "dw"};
   detail::check_call(a, b, out, e, esz, names);
   detail::check_disjoint(a, plan.a.span_elements(), b, plan.b.span_elements(), out, plan.out.span_elements(), esz,
                          names);

@@ -63,6 +63,17 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
     throw Error(Status::BadParam, "target: a cuda plan needs the hardware model of a GPU (sm_count is 0)");
   plan.target_ = target;
 
+  // fp64 tensors: the CPU's double reference loops only (gradient checks in float64).
+  if (x.dtype == DType::Float64) {
+    if (target == Target::Cuda)
+      throw Error(Status::Unsupported, "dtype: fp64 runs on the cpu target only (its reference loops)");
+    if (options.algorithm != Algorithm::Auto && options.algorithm != Algorithm::Reference)
+      throw Error(Status::Unsupported, std::string("algorithm: ") + algorithm_name(options.algorithm) +
+                                           " runs fp32/fp16/bf16; fp64 runs on reference");
+    plan.algorithm_ = Algorithm::Reference;
+    plan.decisions_.push_back("algorithm reference: fp64 tensors run the double reference loops");
+    return plan;
+  }
   // fp16/bf16 tensors, and fp32 ones in TF32 math, run on the tensor cores (implicit_mma) on the GPU;
   // the CPU converts them and computes in fp32.
   const bool half = x.dtype != DType::Float32;

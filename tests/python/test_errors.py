@@ -12,7 +12,7 @@ W = torch.randn(6, 4, 3, 3)
 @pytest.mark.parametrize("call,exc,words", [
     (lambda: mconv.conv2d("x", W), TypeError, "input must be a torch.Tensor"),
     (lambda: mconv.conv2d(X, W, bias=3), TypeError, "bias must be"),
-    (lambda: mconv.conv2d(X.double(), W.double()), TypeError, "input.dtype"),
+    (lambda: mconv.conv2d(X.to(torch.int32), W.to(torch.int32)), TypeError, "input.dtype"),
     (lambda: mconv.conv2d(X, W.half()), TypeError, "weight.dtype"),
     (lambda: mconv.conv2d(X, W, torch.randn(6).double()), TypeError, "bias.dtype"),
     (lambda: mconv.conv2d(X, W[0]), ValueError, "weight must be 4-d"),
@@ -37,8 +37,8 @@ W = torch.randn(6, 4, 3, 3)
     (lambda: torch.ops.mconv.conv2d(X, W, None, [1], [-1], [1], 1, "identity", False), RuntimeError, "pad_h"),
     (lambda: torch.ops.mconv.conv2d(X, W, None, [1], [0], [1], 1, "gelu", False), RuntimeError, "activation"),
     (lambda: torch.ops.mconv.conv2d(X[0], W, None, [1], [0], [1], 1, "identity", False), RuntimeError, "4-d"),
-    (lambda: torch.ops.mconv.conv2d(X.double(), W.double(), None, [1], [0], [1], 1, "identity", False),
-     RuntimeError, "input.dtype"),
+    (lambda: torch.ops.mconv.conv2d(X.to(torch.int32), W.to(torch.int32), None, [1], [0], [1], 1, "identity",
+                                    False), RuntimeError, "input.dtype"),
 ])
 def test_bad_input_raises_naming_the_argument(call, exc, words):
     with pytest.raises(exc, match=None) as info:
@@ -46,11 +46,21 @@ def test_bad_input_raises_naming_the_argument(call, exc, words):
     assert words in str(info.value)
 
 
-def test_backward_is_an_explicit_error():
+def test_double_backward_is_an_explicit_error():
     with torch.enable_grad():
-        w = W.clone().requires_grad_()
-        with pytest.raises(NotImplementedError, match="backward is not implemented"):
-            mconv.conv2d(X, w)
+        x = X.double().requires_grad_()
+        w = W.double().requires_grad_()
+        (g,) = torch.autograd.grad(mconv.conv2d(x, w).square().sum(), w, create_graph=True)
+        with pytest.raises(RuntimeError, match="(?i)autograd|derivative|grad"):
+            torch.autograd.grad(g.sum(), x)
+
+
+def test_backward_op_bad_sizes():
+    dy = torch.randn(2, 4, 5, 5)
+    with pytest.raises(RuntimeError, match="grad_output: sizes do not match"):
+        torch.ops.mconv.conv2d_backward_data(dy, W, [2, 3, 9, 9], [1], [0], [1], 1)
+    with pytest.raises(RuntimeError, match="input_size: expected 4 sizes"):
+        torch.ops.mconv.conv2d_backward_data(dy, W, [2, 3, 9], [1], [0], [1], 1)
 
 
 def test_device_mismatch(cuda):
