@@ -52,7 +52,7 @@ if [ "$part" = check ]; then
   fi
 elif [ "$part" = python ]; then
   P=$PWD/.py-bundle
-  for m in torchvision pytest; do
+  for m in torchvision pytest sklearn; do
     python3 -c "import $m" 2> /dev/null || python3 -m pip install -q --no-deps "$P"/deps/*.whl >> "$LOG/pip.log" 2>&1
   done
   python3 -m pip install -q --no-deps --force-reinstall "$P"/mconv-*.whl >> "$LOG/pip.log" 2>&1

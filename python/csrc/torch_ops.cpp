@@ -17,6 +17,7 @@
 #include <torch/csrc/stable/tensor.h>
 #include <torch/headeronly/core/ScalarType.h>
 
+#include <cmath>
 #include <map>
 #include <mconv/mconv.hpp>
 #include <memory>
@@ -172,9 +173,25 @@ std::pair<bool, int> common_device(const Tensor& a, const char* a_name, const Te
   const int device = cuda ? a.get_device_index() : 0;
   if (b.is_cuda() != cuda || (cuda && b.get_device_index() != device))
     fail(std::string(b_name) + ": on a different device than " + a_name);
-  if (dtype_of(b, b_name) != dtype_of(a, a_name))
+  const mconv::DType a_dtype = dtype_of(a, a_name);  // a's dtype is named first when both are unsupported
+  if (dtype_of(b, b_name) != a_dtype)
     fail(std::string(b_name) + ".dtype differs from " + a_name + ".dtype (they must match)");
   return {cuda, device};
+}
+
+// y += bias[k], then the activation, on a CPU fp64 y (the epilogue ran with identity and no bias).
+void add_bias_then_activate(Tensor& y, const Tensor& bias, mconv::Activation act) {
+  auto* out = static_cast<double*>(y.mutable_data_ptr());
+  const auto* b = static_cast<const double*>(bias.const_data_ptr());
+  for (int64_t n = 0; n < y.size(0); ++n)
+    for (int64_t k = 0; k < y.size(1); ++k)
+      for (int64_t p = 0; p < y.size(2); ++p)
+        for (int64_t q = 0; q < y.size(3); ++q) {
+          double& v = out[n * y.stride(0) + k * y.stride(1) + p * y.stride(2) + q * y.stride(3)];
+          v += b[k * bias.stride(0)];
+          if (act == mconv::Activation::ReLU && v < 0.0) v = 0.0;
+          if (act == mconv::Activation::SiLU) v = v / (1.0 + std::exp(-v));
+        }
 }
 
 Tensor conv2d(Tensor x, Tensor w, std::optional<Tensor> bias, std::vector<int64_t> stride, std::vector<int64_t> padding,
@@ -187,6 +204,16 @@ Tensor conv2d(Tensor x, Tensor w, std::optional<Tensor> bias, std::vector<int64_
 
   const float* bias_ptr = nullptr;
   Tensor bias32;  // keeps a widened copy alive until the launch is queued
+  // fp64 (CPU): the epilogue's bias is fp32, so a double bias is added after the convolution instead,
+  // in double (gradient checks perturb it by 1e-6).
+  std::optional<Tensor> bias64;
+  if (bias.has_value() && dtype == mconv::DType::Float64) {
+    bias64 = bias;
+    bias.reset();
+    if (bias64->dim() != 1 || bias64->size(0) != p.k || !bias64->is_cpu() ||
+        bias64->scalar_type() != ScalarType::Double)
+      fail("bias: expected a float64 CPU tensor of shape (" + std::to_string(p.k) + ",)");
+  }
   if (bias.has_value()) {
     const Tensor& b = *bias;
     if (b.dim() != 1 || b.size(0) != p.k)
@@ -207,6 +234,8 @@ Tensor conv2d(Tensor x, Tensor w, std::optional<Tensor> bias, std::vector<int64_
   } catch (const mconv::Error& err) {
     fail(err.what());
   }
+  mconv::Epilogue run = e;
+  if (bias64) run.activation = mconv::Activation::Identity;  // after the bias, in add_bias_then_activate
 
   try {
     // An empty batch is valid in PyTorch: plan one image for the shape checks, launch nothing.
@@ -222,10 +251,11 @@ Tensor conv2d(Tensor x, Tensor w, std::optional<Tensor> bias, std::vector<int64_
     mconv::Engine& engine = engine_for(cuda, device);
     auto plan = engine.plan(p, desc_of(x, dtype), desc_of(w, dtype), desc_of(y, dtype), options);
     if (cuda)
-      engine.conv2d_forward(*plan, x.const_data_ptr(), w.const_data_ptr(), y.mutable_data_ptr(), e,
+      engine.conv2d_forward(*plan, x.const_data_ptr(), w.const_data_ptr(), y.mutable_data_ptr(), run,
                             current_cuda_stream(device));
     else
-      engine.conv2d_forward(*plan, x.const_data_ptr(), w.const_data_ptr(), y.mutable_data_ptr(), e);
+      engine.conv2d_forward(*plan, x.const_data_ptr(), w.const_data_ptr(), y.mutable_data_ptr(), run);
+    if (bias64) add_bias_then_activate(y, *bias64, e.activation);
     return y;
   } catch (const mconv::Error& err) {
     fail(std::string(mconv::status_name(err.status())) + ": " + err.what());

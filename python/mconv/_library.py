@@ -124,3 +124,12 @@ def _conv2d_backward(ctx, grad):
 
 
 torch.library.register_autograd("mconv::conv2d", _conv2d_backward, setup_context=_setup_context)
+
+
+def _no_double_backward(ctx, grad):
+    raise RuntimeError("mconv: double backward (a gradient of mconv's gradients) is not implemented; "
+                       "torch.nn.functional.conv2d supports it")
+
+
+for _op in ("mconv::conv2d_backward_data", "mconv::conv2d_backward_filter"):
+    torch.library.register_autograd(_op, _no_double_backward, setup_context=lambda ctx, inputs, output: None)

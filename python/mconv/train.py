@@ -77,7 +77,7 @@ def train_digits(use_mconv, steps=300, batch=64, lr=0.1, seed=0, device="cpu", r
             loss = loss.detach().clone()
             torch.distributed.all_reduce(loss)
             loss /= world
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
     with torch.no_grad():
         acc = float((model(vx).argmax(1) == vy).float().mean())
     return losses, acc, {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}

@@ -51,16 +51,18 @@ def test_double_backward_is_an_explicit_error():
         x = X.double().requires_grad_()
         w = W.double().requires_grad_()
         (g,) = torch.autograd.grad(mconv.conv2d(x, w).square().sum(), w, create_graph=True)
-        with pytest.raises(RuntimeError, match="(?i)autograd|derivative|grad"):
+        with pytest.raises(RuntimeError, match="double backward"):
             torch.autograd.grad(g.sum(), x)
 
 
 def test_backward_op_bad_sizes():
     dy = torch.randn(2, 4, 5, 5)
     with pytest.raises(RuntimeError, match="grad_output: sizes do not match"):
-        torch.ops.mconv.conv2d_backward_data(dy, W, [2, 3, 9, 9], [1], [0], [1], 1)
+        torch.ops.mconv.conv2d_backward_data(dy, W, [2, 4, 9, 9], [1], [0], [1], 1)
     with pytest.raises(RuntimeError, match="input_size: expected 4 sizes"):
-        torch.ops.mconv.conv2d_backward_data(dy, W, [2, 3, 9], [1], [0], [1], 1)
+        torch.ops.mconv.conv2d_backward_data(dy, W, [2, 4, 9], [1], [0], [1], 1)
+    with pytest.raises(RuntimeError, match="weight_size: expected 4 sizes"):
+        torch.ops.mconv.conv2d_backward_filter(torch.randn(1, 6, 6, 6), X, [6, 4, 3], [1], [0], [1], 1)
 
 
 def test_device_mismatch(cuda):
