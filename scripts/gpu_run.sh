@@ -52,7 +52,7 @@ if [ "$part" = check ]; then
   fi
 elif [ "$part" = python ]; then
   P=$PWD/.py-bundle
-  for m in torchvision pytest sklearn; do
+  for m in torchvision pytest; do
     python3 -c "import $m" 2> /dev/null || python3 -m pip install -q --no-deps "$P"/deps/*.whl >> "$LOG/pip.log" 2>&1
   done
   python3 -m pip install -q --no-deps --force-reinstall "$P"/mconv-*.whl >> "$LOG/pip.log" 2>&1
@@ -79,8 +79,6 @@ elif [ "$part" = python ]; then
   done
   if [ -n "${PY_TRAIN:-}" ]; then
     say "== python -m mconv.train"
-    timeout 120 python3 -m mconv.train --task digits --out "$LOG/py" > "$LOG/train_digits.txt" 2>&1
-    say "digits exit $?"; cat "$LOG/train_digits.txt" >> "$S"
     timeout "${TRAIN_TIMEOUT:-240}" python3 -m mconv.train --task resnet18 --dtype fp32,bf16 --out "$LOG/py" \
       > "$LOG/train_resnet18.txt" 2>&1
     say "resnet18 exit $?"; cat "$LOG/train_resnet18.txt" >> "$S"

@@ -11,6 +11,5 @@ PYTHON=${PYTHON:-python3}
 rm -rf .py-bundle && mkdir -p .py-bundle
 "$PYTHON" -m pip wheel -q --no-build-isolation --no-deps -Cbuild-dir=build-py/cuda -w .py-bundle .
 "$PYTHON" -m pip download -q --no-deps --only-binary=:all: --python-version "${DEVICE_PY:-3.12}" \
-  --platform manylinux_2_28_x86_64 -d .py-bundle/deps "torchvision==0.26.*" pytest pluggy iniconfig packaging \
-  scikit-learn scipy joblib threadpoolctl
+  --platform manylinux_2_28_x86_64 -d .py-bundle/deps "torchvision==0.26.*" pytest pluggy iniconfig packaging
 du -sh .py-bundle

@@ -40,8 +40,8 @@ constexpr Precision kPrecisions[] = {{DType::Float32, MathMode::Exact, 1e-5},
                                      {DType::BFloat16, MathMode::Exact, 1e-2}};
 
 // Runs one pass of a case on the GPU; returns the error and, through `out`, the output bytes.
-double run_gpu(Engine& engine, const Case& c, Pass pass, const Precision& pr, std::mt19937_64& g,
-               PlanOptions o = {}, std::vector<unsigned char>* out = nullptr) {
+double run_gpu(Engine& engine, const Case& c, Pass pass, const Precision& pr, std::mt19937_64& g, PlanOptions o = {},
+               std::vector<unsigned char>* out = nullptr) {
   BackwardTensors bt(c, pass, pr.dtype, g);
   DeviceBytes a(bt.a_bytes), b(bt.b_bytes), y(bt.out_bytes);
   EXPECT_TRUE(a.ptr && b.ptr && y.ptr);

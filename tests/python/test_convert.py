@@ -93,6 +93,7 @@ def test_compiled_converted_model_has_no_graph_break(device):
     x = torch.randn(2, 3, 64, 64, device=device)
     backend = "inductor" if device == "cuda" else "aot_eager"
     compiled = torch.compile(model, fullgraph=True, backend=backend)  # a graph break raises
-    # Inductor fuses the layers between the convolutions in its own order; TF32 convolutions on the GPU.
-    tol = 1e-4 if device == "cpu" or not torch.backends.cudnn.allow_tf32 else 2e-3
+    # Inductor fuses the layers between the convolutions in its own order, and on the GPU its kernels
+    # (the fc matmul among them) may take TF32: 3.3e-4 was measured with cuDNN's TF32 flag off.
+    tol = 1e-4 if device == "cpu" else 2e-3
     assert relative_error(compiled(x), model(x).double()) <= tol

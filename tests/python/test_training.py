@@ -7,6 +7,8 @@ import torch
 
 from mconv import train
 
+pytest.importorskip("sklearn", reason="the digits dataset ships with scikit-learn")
+
 STEPS = 200
 
 
