@@ -51,6 +51,55 @@ TEST(CApi, RunsAConvolutionOnTheCpu) {
   EXPECT_EQ(mconv_engine_destroy(e), MCONV_STATUS_SUCCESS);
 }
 
+TEST(CApi, BackwardPassesOnTheCpu) {
+  mconv_problem_t p = mconv_problem_default();
+  p.n = 2;
+  p.c = 4;
+  p.h = p.w = 7;
+  p.k = 6;
+  p.r = p.s = 3;
+  p.pad_h = p.pad_w = 1;
+  p.stride_h = p.stride_w = 2;
+  mconv_tensor_desc_t x, w, y;
+  ASSERT_EQ(mconv_tensor_desc_packed(MCONV_LAYOUT_NHWC, 2, 4, 7, 7, &x), MCONV_STATUS_SUCCESS);
+  ASSERT_EQ(mconv_tensor_desc_packed(MCONV_LAYOUT_NCHW, 6, 4, 3, 3, &w), MCONV_STATUS_SUCCESS);
+  ASSERT_EQ(mconv_tensor_desc_packed(MCONV_LAYOUT_NHWC, 2, 6, 4, 4, &y), MCONV_STATUS_SUCCESS);
+  mconv_engine_t e = nullptr;
+  ASSERT_EQ(mconv_engine_create(MCONV_TARGET_CPU, 0, nullptr, &e), MCONV_STATUS_SUCCESS);
+  mconv_backward_plan_t dgrad = nullptr, wgrad = nullptr;
+  ASSERT_EQ(mconv_backward_plan_create(e, MCONV_PASS_DGRAD, &p, &y, &w, &x, MCONV_MATH_EXACT, 0, &dgrad),
+            MCONV_STATUS_SUCCESS)
+      << mconv_last_error_message();
+  ASSERT_EQ(mconv_backward_plan_create(e, MCONV_PASS_WGRAD, &p, &x, &y, &w, MCONV_MATH_EXACT, 1, &wgrad),
+            MCONV_STATUS_SUCCESS)
+      << mconv_last_error_message();
+  std::mt19937_64 g(test_seed() + 70);
+  std::vector<float> xv(2 * 4 * 49), wv(6 * 4 * 9), yv(2 * 6 * 16);
+  fill(xv, g, false);
+  fill(wv, g, false);
+  fill(yv, g, false);
+  std::vector<float> dx(xv.size(), NAN), dw(wv.size(), NAN), ref_dx(xv.size()), ref_dw(wv.size());
+  ASSERT_EQ(mconv_conv2d_backward_data(e, dgrad, yv.data(), wv.data(), dx.data(), 1.0f, 0.0f), MCONV_STATUS_SUCCESS);
+  ASSERT_EQ(mconv_conv2d_backward_filter(e, wgrad, xv.data(), yv.data(), dw.data(), 1.0f, 0.0f),
+            MCONV_STATUS_SUCCESS);
+  Problem q = make(2, 4, 7, 7, 6, 3, 3, 1, 2);
+  const TensorDesc xd = q.x_desc(Layout::NHWC), wd = q.w_desc(Layout::NCHW), yd = q.y_desc(Layout::NHWC);
+  cpu::reference_backward_data(q, yd, yv.data(), wd, wv.data(), xd, ref_dx.data());
+  cpu::reference_backward_filter(q, xd, xv.data(), yd, yv.data(), wd, ref_dw.data());
+  EXPECT_LT(rel_error(dx, ref_dx), 1e-5);
+  EXPECT_LT(rel_error(dw, ref_dw), 1e-5);
+  // A dgrad plan given to the filter pass, and an unknown pass: status and message.
+  EXPECT_EQ(mconv_conv2d_backward_filter(e, dgrad, xv.data(), yv.data(), dw.data(), 1.0f, 0.0f),
+            MCONV_STATUS_BAD_PARAM);
+  EXPECT_NE(std::string(mconv_last_error_message()).find("dgrad plan"), std::string::npos);
+  mconv_backward_plan_t bad = nullptr;
+  EXPECT_EQ(mconv_backward_plan_create(e, 7, &p, &y, &w, &x, MCONV_MATH_EXACT, 0, &bad), MCONV_STATUS_BAD_PARAM);
+  EXPECT_EQ(bad, nullptr);
+  EXPECT_EQ(mconv_backward_plan_destroy(dgrad), MCONV_STATUS_SUCCESS);
+  EXPECT_EQ(mconv_backward_plan_destroy(wgrad), MCONV_STATUS_SUCCESS);
+  EXPECT_EQ(mconv_engine_destroy(e), MCONV_STATUS_SUCCESS);
+}
+
 TEST(CApi, ErrorsComeBackAsStatusAndMessage) {
   mconv_engine_t e = nullptr;
   ASSERT_EQ(mconv_engine_create(MCONV_TARGET_CPU, 0, nullptr, &e), MCONV_STATUS_SUCCESS);

@@ -74,7 +74,7 @@ struct BackwardPlan {
 
   /// True when no step sums with atomics: the output is bitwise the same on every run.
   bool deterministic() const;
-  /// Device bytes of the steps' offset tables.
+  /// Bytes of the steps' offset tables (on the device for a cuda plan).
   int64_t table_bytes() const;
   std::string to_text(int64_t max_rows = 16) const;
 };

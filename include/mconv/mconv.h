@@ -26,7 +26,13 @@ typedef enum {
 
 typedef enum { MCONV_TARGET_AUTO = 0, MCONV_TARGET_CPU = 1, MCONV_TARGET_CUDA = 2 } mconv_target_t;
 typedef enum { MCONV_LAYOUT_NCHW = 0, MCONV_LAYOUT_NHWC = 1, MCONV_LAYOUT_CNHW = 2 } mconv_layout_t;
-typedef enum { MCONV_DTYPE_FLOAT32 = 0, MCONV_DTYPE_FLOAT16 = 1, MCONV_DTYPE_BFLOAT16 = 2 } mconv_dtype_t;
+/* FLOAT64: CPU engines only (the double reference loops, for gradient checks). */
+typedef enum {
+  MCONV_DTYPE_FLOAT32 = 0,
+  MCONV_DTYPE_FLOAT16 = 1,
+  MCONV_DTYPE_BFLOAT16 = 2,
+  MCONV_DTYPE_FLOAT64 = 3
+} mconv_dtype_t;
 /* fp32 tensors: EXACT (fp32 FFMA, the default) or TF32 (tensor cores, fp32 accumulation). fp16/bf16
  * tensors always run on tensor cores with fp32 accumulation. */
 typedef enum { MCONV_MATH_EXACT = 0, MCONV_MATH_TF32 = 1 } mconv_math_t;
@@ -40,6 +46,7 @@ typedef enum {
   MCONV_ALGO_IMPLICIT_MMA = 6
 } mconv_algorithm_t;
 typedef enum { MCONV_MODE_CROSS_CORRELATION = 0, MCONV_MODE_CONVOLUTION = 1 } mconv_mode_t;
+typedef enum { MCONV_PASS_DGRAD = 1, MCONV_PASS_WGRAD = 2 } mconv_pass_t;
 typedef enum { MCONV_ACTIVATION_IDENTITY = 0, MCONV_ACTIVATION_RELU = 1, MCONV_ACTIVATION_SILU = 2 } mconv_activation_t;
 
 typedef struct {
@@ -56,6 +63,7 @@ typedef struct {
 
 typedef struct mconv_engine_s* mconv_engine_t;
 typedef struct mconv_plan_s* mconv_plan_t;
+typedef struct mconv_backward_plan_s* mconv_backward_plan_t;
 
 const char* mconv_status_string(mconv_status_t status);
 const char* mconv_last_error_message(void);
@@ -89,6 +97,21 @@ mconv_status_t mconv_plan_describe(mconv_plan_t plan, char* buf, int64_t size, i
  * on the engine's stream on the cuda target, with no allocation or synchronisation (graph-capturable). */
 mconv_status_t mconv_conv2d_forward(mconv_engine_t engine, mconv_plan_t plan, const void* x, const void* w, void* y,
                                     float alpha, float beta, const float* bias, int activation);
+
+/* The backward passes of `problem` (the forward problem), pass an mconv_pass_t: DGRAD with a = dy,
+ * b = w, out = dx; WGRAD with a = x, b = dy, out = dw (descriptors as the forward's). deterministic
+ * != 0: no atomics, so dw is bitwise the same on every run (slower where the reduction N*P*Q is long). */
+mconv_status_t mconv_backward_plan_create(mconv_engine_t engine, int pass, const mconv_problem_t* problem,
+                                          const mconv_tensor_desc_t* a, const mconv_tensor_desc_t* b,
+                                          const mconv_tensor_desc_t* out, int math, int deterministic,
+                                          mconv_backward_plan_t* plan);
+mconv_status_t mconv_backward_plan_destroy(mconv_backward_plan_t plan);
+/* dx = alpha * dgrad(dy, w) + beta * dx; dw = alpha * wgrad(x, dy) + beta * dw. Asynchronous on the
+ * engine's stream on the cuda target; on error the output is untouched. */
+mconv_status_t mconv_conv2d_backward_data(mconv_engine_t engine, mconv_backward_plan_t plan, const void* dy,
+                                          const void* w, void* dx, float alpha, float beta);
+mconv_status_t mconv_conv2d_backward_filter(mconv_engine_t engine, mconv_backward_plan_t plan, const void* x,
+                                            const void* dy, void* dw, float alpha, float beta);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,9 @@ struct mconv_engine_s {
 struct mconv_plan_s {
   std::shared_ptr<const mconv::Plan> plan;
 };
+struct mconv_backward_plan_s {
+  std::shared_ptr<const mconv::BackwardPlan> plan;
+};
 
 namespace {
 
@@ -37,7 +40,7 @@ void require(const void* p, const char* what) {
 }
 
 mconv::TensorDesc to_cpp(const mconv_tensor_desc_t& d) {
-  if (d.dtype < MCONV_DTYPE_FLOAT32 || d.dtype > MCONV_DTYPE_BFLOAT16)
+  if (d.dtype < MCONV_DTYPE_FLOAT32 || d.dtype > MCONV_DTYPE_FLOAT64)
     throw mconv::Error(mconv::Status::BadParam, "dtype: unknown value " + std::to_string(d.dtype));
   mconv::TensorDesc t;
   t.dtype = static_cast<mconv::DType>(d.dtype);
@@ -200,6 +203,54 @@ mconv_status_t mconv_conv2d_forward(mconv_engine_t engine, mconv_plan_t plan, co
     e.alpha = alpha;
     e.beta = beta;
     engine->engine->conv2d_forward(*plan->plan, x, w, y, e);
+  });
+}
+
+mconv_status_t mconv_backward_plan_create(mconv_engine_t engine, int pass, const mconv_problem_t* problem,
+                                          const mconv_tensor_desc_t* a, const mconv_tensor_desc_t* b,
+                                          const mconv_tensor_desc_t* out, int math, int deterministic,
+                                          mconv_backward_plan_t* plan) {
+  return guarded([&] {
+    require(engine, "engine");
+    require(problem, "problem");
+    require(a, "a");
+    require(b, "b");
+    require(out, "out");
+    require(plan, "plan");
+    if (pass != MCONV_PASS_DGRAD && pass != MCONV_PASS_WGRAD)
+      throw mconv::Error(mconv::Status::BadParam, "pass: unknown value " + std::to_string(pass));
+    if (math != MCONV_MATH_EXACT && math != MCONV_MATH_TF32)
+      throw mconv::Error(mconv::Status::BadParam, "math: unknown value " + std::to_string(math));
+    mconv::PlanOptions opt;
+    opt.math = static_cast<mconv::MathMode>(math);
+    opt.deterministic = deterministic != 0;
+    auto p = std::make_unique<mconv_backward_plan_s>();
+    const mconv::Problem pr = to_cpp(*problem);
+    p->plan = pass == MCONV_PASS_DGRAD ? engine->engine->plan_backward_data(pr, to_cpp(*a), to_cpp(*b), to_cpp(*out), opt)
+                                       : engine->engine->plan_backward_filter(pr, to_cpp(*a), to_cpp(*b), to_cpp(*out), opt);
+    *plan = p.release();
+  });
+}
+
+mconv_status_t mconv_backward_plan_destroy(mconv_backward_plan_t plan) {
+  return guarded([&] { delete plan; });
+}
+
+mconv_status_t mconv_conv2d_backward_data(mconv_engine_t engine, mconv_backward_plan_t plan, const void* dy,
+                                          const void* w, void* dx, float alpha, float beta) {
+  return guarded([&] {
+    require(engine, "engine");
+    require(plan, "plan");
+    engine->engine->conv2d_backward_data(*plan->plan, dy, w, dx, alpha, beta);
+  });
+}
+
+mconv_status_t mconv_conv2d_backward_filter(mconv_engine_t engine, mconv_backward_plan_t plan, const void* x,
+                                            const void* dy, void* dw, float alpha, float beta) {
+  return guarded([&] {
+    require(engine, "engine");
+    require(plan, "plan");
+    engine->engine->conv2d_backward_filter(*plan->plan, x, dy, dw, alpha, beta);
   });
 }
 

@@ -236,8 +236,8 @@ bool BackwardPlan::deterministic() const {
 
 int64_t BackwardPlan::table_bytes() const {
   int64_t b = 0;
-  for (const auto& p : plans)
-    if (p->device_table()) b += p->table_bytes();
+  for (const auto& p : plans)  // only the implicit GEMMs read an offset table
+    if (p->algorithm() == Algorithm::ImplicitPrecomp || p->algorithm() == Algorithm::ImplicitMma) b += p->table_bytes();
   return b;
 }
 

@@ -73,5 +73,8 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
 /// and copies y back. Defined in bench_cuda.cpp (CUDA builds).
 void run_on_cuda(Engine& engine, const Plan& plan, const std::vector<unsigned char>& x,
                  const std::vector<unsigned char>& w, std::vector<unsigned char>& y, const Epilogue& e);
+/// A backward pass on device copies of the host buffers (a, b: its inputs; out read for beta, written back).
+void run_backward_on_cuda(Engine& engine, const BackwardPlan& plan, const std::vector<unsigned char>& a,
+                          const std::vector<unsigned char>& b, std::vector<unsigned char>& out, float alpha, float beta);
 
 }  // namespace mconv::tools

@@ -195,4 +195,20 @@ void run_on_cuda(Engine& engine, const Plan& plan, const std::vector<unsigned ch
   cuda_ok(cudaMemcpy(y.data(), dy.ptr, y.size(), cudaMemcpyDeviceToHost), "cudaMemcpy y back");
 }
 
+void run_backward_on_cuda(Engine& engine, const BackwardPlan& plan, const std::vector<unsigned char>& a,
+                          const std::vector<unsigned char>& b, std::vector<unsigned char>& out, float alpha,
+                          float beta) {
+  auto floats = [](size_t bytes) { return (bytes + 3) / 4; };
+  DeviceArray da(floats(a.size())), db(floats(b.size())), dout(floats(out.size()));
+  cuda_ok(cudaMemcpy(da.ptr, a.data(), a.size(), cudaMemcpyHostToDevice), "cudaMemcpy a");
+  cuda_ok(cudaMemcpy(db.ptr, b.data(), b.size(), cudaMemcpyHostToDevice), "cudaMemcpy b");
+  cuda_ok(cudaMemcpy(dout.ptr, out.data(), out.size(), cudaMemcpyHostToDevice), "cudaMemcpy out");  // beta reads it
+  if (plan.pass == Pass::BackwardData)
+    engine.conv2d_backward_data(plan, da.ptr, db.ptr, dout.ptr, alpha, beta);
+  else
+    engine.conv2d_backward_filter(plan, da.ptr, db.ptr, dout.ptr, alpha, beta);
+  engine.synchronize();
+  cuda_ok(cudaMemcpy(out.data(), dout.ptr, out.size(), cudaMemcpyDeviceToHost), "cudaMemcpy out back");
+}
+
 }  // namespace mconv::tools

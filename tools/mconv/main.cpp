@@ -183,6 +183,70 @@ int cmd_run(mt::LayerArgs& args, const CLI::App& cmd, const std::string& input, 
   return 0;
 }
 
+// `mconv run --pass dgrad|wgrad`: random dy and w (dgrad) or x and dy (wgrad), the pass on the chosen
+// target, and with --check its error against the double reference of the pass.
+int cmd_run_backward(mt::LayerArgs& args, mconv::Pass pass, bool check, uint64_t seed) {
+  using namespace mconv;
+  Problem p = args.resolved_problem();
+  p.validate();
+  const TensorDesc xd = args.x_desc(), wd = args.w_desc(), yd = args.y_desc();
+  p.validate(xd, wd, yd);
+  const bool dgrad = pass == Pass::BackwardData;
+  const TensorDesc ad = dgrad ? yd : xd, bd = dgrad ? wd : yd, od = dgrad ? xd : wd;
+  std::vector<float> a = mt::host_tensor(dgrad ? "dy" : "x", ad.span_elements()),
+                     b = mt::host_tensor(dgrad ? "w" : "dy", bd.span_elements()),
+                     out = mt::host_tensor(dgrad ? "dx" : "dw", od.span_elements());
+  mt::fill_uniform(a, seed);
+  mt::fill_uniform(b, seed + 1);
+  if (args.beta != 0.0f) mt::fill_uniform(out, seed + 2);
+  const DType dtype = xd.dtype;
+  for (auto* v : {&a, &b, &out}) mt::round_to_storage(*v, dtype);
+  const std::vector<float> out0 = out;
+  Engine engine(parse_target(args.target));
+  auto plan = dgrad ? engine.plan_backward_data(p, ad, bd, od, args.plan_options())
+                    : engine.plan_backward_filter(p, ad, bd, od, args.plan_options());
+  std::cerr << "mconv run: " << pass_name(pass) << " of " << p.to_string() << " on " << target_name(engine.target())
+            << ", " << plan->decomposition.steps.size() << " forward step(s), " << plan->decomposition.fills.size()
+            << " fill(s)\n";
+  {
+    const auto as = mt::to_storage(a, dtype), bs = mt::to_storage(b, dtype);
+    auto os = mt::to_storage(out, dtype);
+    if (engine.target() == Target::Cpu) {
+      if (dgrad)
+        engine.conv2d_backward_data(*plan, as.data(), bs.data(), os.data(), args.alpha, args.beta);
+      else
+        engine.conv2d_backward_filter(*plan, as.data(), bs.data(), os.data(), args.alpha, args.beta);
+    } else {
+#ifdef MCONV_HAVE_CUDA
+      mt::run_backward_on_cuda(engine, *plan, as, bs, os, args.alpha, args.beta);
+#else
+      throw Error(Status::NoDevice, "target: this mconv was built without CUDA");
+#endif
+    }
+    out = mt::from_storage(os, dtype);
+  }
+  if (!check) return 0;
+  std::vector<float> ref = out0;
+  if (dgrad)
+    cpu::reference_backward_data(p, mt::widened(ad), a.data(), mt::widened(bd), b.data(), mt::widened(od), ref.data(),
+                                 args.alpha, args.beta);
+  else
+    cpu::reference_backward_filter(p, mt::widened(ad), a.data(), mt::widened(bd), b.data(), mt::widened(od),
+                                   ref.data(), args.alpha, args.beta);
+  double e2 = 0, r2 = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    e2 += double(out[i] - ref[i]) * (out[i] - ref[i]);
+    r2 += double(ref[i]) * ref[i];
+  }
+  const double rel = r2 > 0 ? std::sqrt(e2 / r2) : std::sqrt(e2);
+  const MathMode math = plan->plans.empty() ? MathMode::Exact : plan->plans.front()->math();
+  const double tolerance = mt::precision_tolerance(dtype, math);
+  const bool ok = rel < tolerance && std::isfinite(rel);
+  std::cout << "check: " << pass_name(pass) << " relative error " << rel << " against the double reference ("
+            << args.dtype << " tolerance " << tolerance << "): " << (ok ? "PASS" : "FAIL") << "\n";
+  return ok ? 0 : 1;
+}
+
 // Exit codes (documented in --help): 0 success; 1 a result failed its check; 2 bad input (a flag,
 // field or file content); 3 not enough memory; 4 a file could not be read or written; 5 no usable
 // device; 6 a CUDA error; 7 an internal error.
@@ -267,6 +331,10 @@ int run_main(int argc, char** argv) {
       ->check(CLI::IsMember({"identity", "relu", "silu"}))
       ->capture_default_str();
   run->add_option("--seed", seed, "seed of the random inputs")->capture_default_str();
+  std::string run_pass = "fwd";
+  run->add_option("--pass", run_pass, "fwd, dgrad (dx from dy, w) or wgrad (dw from x, dy); random inputs")
+      ->check(CLI::IsMember({"fwd", "dgrad", "wgrad"}))
+      ->capture_default_str();
 
   mt::LayerArgs plan_args;
   std::string plan_format = "text";
@@ -275,6 +343,10 @@ int run_main(int argc, char** argv) {
   plan_args.add_to(*plan);
   plan->add_option("--format", plan_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  std::string plan_pass = "fwd";
+  plan->add_option("--pass", plan_pass, "fwd, dgrad or wgrad: a backward pass prints its forward steps' plans")
+      ->check(CLI::IsMember({"fwd", "dgrad", "wgrad"}))
       ->capture_default_str();
   plan->add_option("--max-rows", max_rows, "offset-table rows to print (-1: all)")
       ->check(CLI::Range(int64_t(-1), int64_t(1) << 40))
@@ -367,11 +439,33 @@ int run_main(int argc, char** argv) {
       if (relu && activation != "identity" && activation != "relu")
         throw Error(mconv::Status::BadParam, "--relu: conflicts with --activation " + activation);
       const mconv::Activation act = relu ? mconv::Activation::ReLU : mconv::parse_activation(activation);
+      if (run_pass != "fwd") {
+        for (const auto* flag : {"--input", "--filter", "--output", "--save-inputs"})
+          if (run->count(flag) > 0)
+            throw Error(mconv::Status::Unsupported,
+                        std::string(flag) + ": the .npy options run the forward pass; --pass " + run_pass +
+                            " runs on random inputs");
+        if (act != mconv::Activation::Identity)
+          throw Error(mconv::Status::BadParam, "--activation: a backward pass has no activation");
+        return cmd_run_backward(run_args, mconv::parse_pass(run_pass), check, seed);
+      }
       return cmd_run(run_args, *run, input, filter, output, save_inputs, check, act, seed);
     }
     if (*plan) {
       plan_args.resolved_problem().validate();  // before any size is computed from the fields
       mconv::PlanOptions o = plan_args.plan_options();
+      if (plan_pass != "fwd") {
+        if (plan_format == "json")
+          throw Error(mconv::Status::Unsupported, "--format json: a backward pass prints as text (its steps' plans)");
+        mconv::Engine engine(o.target);  // a backward plan's steps are made by an engine: a GPU for cuda
+        const auto& pr = plan_args.resolved_problem();
+        const auto bp = plan_pass == "dgrad"
+                            ? engine.plan_backward_data(pr, plan_args.y_desc(), plan_args.w_desc(), plan_args.x_desc(), o)
+                            : engine.plan_backward_filter(pr, plan_args.x_desc(), plan_args.y_desc(),
+                                                          plan_args.w_desc(), o);
+        std::cout << bp->to_text(max_rows);
+        return 0;
+      }
       std::shared_ptr<const mconv::Plan> pl;
       if (o.target == mconv::Target::Cuda && !mconv::cuda_available()) {
         // Planning is pure: a CUDA plan can be inspected without a GPU, for the reference H100.
