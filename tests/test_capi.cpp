@@ -80,8 +80,7 @@ TEST(CApi, BackwardPassesOnTheCpu) {
   fill(yv, g, false);
   std::vector<float> dx(xv.size(), NAN), dw(wv.size(), NAN), ref_dx(xv.size()), ref_dw(wv.size());
   ASSERT_EQ(mconv_conv2d_backward_data(e, dgrad, yv.data(), wv.data(), dx.data(), 1.0f, 0.0f), MCONV_STATUS_SUCCESS);
-  ASSERT_EQ(mconv_conv2d_backward_filter(e, wgrad, xv.data(), yv.data(), dw.data(), 1.0f, 0.0f),
-            MCONV_STATUS_SUCCESS);
+  ASSERT_EQ(mconv_conv2d_backward_filter(e, wgrad, xv.data(), yv.data(), dw.data(), 1.0f, 0.0f), MCONV_STATUS_SUCCESS);
   Problem q = make(2, 4, 7, 7, 6, 3, 3, 1, 2);
   const TensorDesc xd = q.x_desc(Layout::NHWC), wd = q.w_desc(Layout::NCHW), yd = q.y_desc(Layout::NHWC);
   cpu::reference_backward_data(q, yd, yv.data(), wd, wv.data(), xd, ref_dx.data());

@@ -3,6 +3,7 @@
     python -m mconv.train --task digits                     # CPU or GPU: loss curves, test accuracy
     python -m mconv.train --task digits --world 2           # DistributedDataParallel, 2 processes (gloo)
     python -m mconv.train --task resnet18 --dtype fp32,bf16 # GPU: 100 steps on random data, step time
+    python -m mconv.train --task resnet18 --world 2 --backend nccl   # 2 GPUs vs 1: parameters, scaling
 
 digits: scikit-learn's handwritten digits (1,797 8x8 images, shipped inside the package), a small CNN
 trained with SGD from one seed, once with nn.Conv2d and once after mconv.convert. Data-parallel: the
@@ -83,7 +84,8 @@ def train_digits(use_mconv, steps=300, batch=64, lr=0.1, seed=0, device="cpu", r
     return losses, acc, {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
 
 
-def _ddp_worker(rank, world, backend, use_mconv, steps, port, result_path):
+def _ddp_worker(rank, world, backend, port, result_path, train_fn, kw):
+    """One process of a data-parallel run: joins the group, trains on its device, rank 0 saves the result."""
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     torch.distributed.init_process_group(backend, rank=rank, world_size=world)
@@ -91,21 +93,25 @@ def _ddp_worker(rank, world, backend, use_mconv, steps, port, result_path):
     if backend == "nccl":
         torch.cuda.set_device(rank)
     try:
-        losses, acc, state = train_digits(use_mconv, steps=steps, device=device, rank=rank, world=world)
+        out = train_fn(device=device, rank=rank, world=world, **kw)
         if rank == 0:
-            torch.save({"losses": losses, "acc": acc, "state": state}, result_path)
+            torch.save(out, result_path)
     finally:
         torch.distributed.destroy_process_group()
+
+
+def _spawn(train_fn, kw, world, backend, port, tmpdir):
+    path = os.path.join(tmpdir, f"mconv_ddp_{train_fn.__name__}_{os.getpid()}.pt")
+    torch.multiprocessing.spawn(_ddp_worker, args=(world, backend, port, path, train_fn, kw), nprocs=world)
+    out = torch.load(path)
+    os.remove(path)
+    return out
 
 
 def train_digits_ddp(use_mconv, world=2, backend="gloo", steps=300, port=29517, tmpdir="."):
     """The digits training under DistributedDataParallel with `world` processes; returns rank 0's
     (losses, accuracy, state)."""
-    path = os.path.join(tmpdir, f"mconv_ddp_{os.getpid()}.pt")
-    torch.multiprocessing.spawn(_ddp_worker, args=(world, backend, use_mconv, steps, port, path), nprocs=world)
-    r = torch.load(path)
-    os.remove(path)
-    return r["losses"], r["acc"], r["state"]
+    return _spawn(train_digits, dict(use_mconv=use_mconv, steps=steps), world, backend, port, tmpdir)
 
 
 def max_param_diff(a, b):
@@ -115,35 +121,70 @@ def max_param_diff(a, b):
     return num / den
 
 
-def train_resnet18(use_mconv, dtype=torch.float32, steps=100, batch=64, seed=0, device="cuda"):
-    """A torchvision resnet18 on random data (fixed per seed), SGD; bf16/fp16 under autocast with fp32
-    weights. Returns (losses, median step time in ms)."""
+def train_resnet18(use_mconv, dtype=torch.float32, steps=100, batch=64, seed=0, device="cuda", rank=0, world=1,
+                   image=224, bn="train"):
+    """A torchvision resnet18 (channels_last) on random data fixed by the seed, SGD with momentum; bf16 or
+    fp16 under autocast with fp32 weights. `batch` is the global batch: with world > 1 (inside an
+    initialised process group) each rank takes its slice under DistributedDataParallel. bn: "train"
+    (batch statistics), "sync" (SyncBatchNorm: statistics over the global batch, so a data-parallel
+    run computes what one process on the global batch does) or "frozen" (running statistics, for
+    backends SyncBatchNorm does not run on, gloo). Returns (losses, median step ms, final state)."""
     import torchvision
 
     torch.manual_seed(seed)
-    model = torchvision.models.resnet18(num_classes=100).to(device).to(memory_format=torch.channels_last)
+    model = torchvision.models.resnet18(num_classes=100)
+    if bn == "sync":
+        model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    model = model.to(device).to(memory_format=torch.channels_last)
+    if bn == "frozen":
+        for m in model.modules():
+            if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                m.eval()
     if use_mconv:
         convert(model)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    g = torch.Generator(device=device).manual_seed(seed)
-    x = torch.randn(batch, 3, 224, 224, device=device, generator=g).to(memory_format=torch.channels_last)
-    y = torch.randint(0, 100, (batch,), device=device, generator=g)
+    net = model
+    if world > 1:
+        net = nn.parallel.DistributedDataParallel(model, device_ids=[rank] if device != "cpu" else None)
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch, 3, image, image, generator=g).chunk(world)[rank]
+    y = torch.randint(0, 100, (batch,), generator=g).chunk(world)[rank]
+    x = x.to(device).contiguous(memory_format=torch.channels_last)
+    y = y.to(device)
+    cuda = device != "cpu"
     losses, times = [], []
     for _ in range(steps):
-        t0 = torch.cuda.Event(enable_timing=True)
-        t1 = torch.cuda.Event(enable_timing=True)
-        t0.record()
-        with torch.autocast("cuda", dtype=dtype, enabled=dtype != torch.float32):
-            loss = F.cross_entropy(model(x), y)
+        if cuda:
+            t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            t0.record()
+        else:
+            c0 = time.perf_counter()
+        with torch.autocast(torch.device(device).type, dtype=dtype, enabled=dtype != torch.float32):
+            loss = F.cross_entropy(net(x), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        t1.record()
-        t1.synchronize()
-        times.append(t0.elapsed_time(t1))
-        losses.append(float(loss))
-    times = sorted(times[10:])
-    return losses, times[len(times) // 2]
+        if world > 1:
+            loss = loss.detach().clone()
+            torch.distributed.all_reduce(loss)
+            loss /= world
+        if cuda:
+            t1.record()
+            t1.synchronize()
+            times.append(t0.elapsed_time(t1))
+        else:
+            times.append((time.perf_counter() - c0) * 1e3)
+        losses.append(float(loss.detach()))
+    times = sorted(times[min(10, steps // 2):])
+    state = {k: v.detach().float().cpu().clone() for k, v in model.state_dict().items() if v.is_floating_point()}
+    return losses, times[len(times) // 2], state
+
+
+def train_resnet18_ddp(world=2, backend="nccl", port=29527, tmpdir=".", **kw):
+    """train_resnet18 under DistributedDataParallel with `world` processes (one per GPU with nccl;
+    SyncBatchNorm there, frozen statistics with gloo); returns rank 0's (losses, step ms, state)."""
+    kw.setdefault("bn", "sync" if backend == "nccl" else "frozen")
+    return _spawn(train_resnet18, kw, world, backend, port, tmpdir)
 
 
 def _plot(curves, path, title):
@@ -173,7 +214,8 @@ def main(argv=None):
     ap.add_argument("--world", type=int, default=1, help="digits: DistributedDataParallel processes")
     ap.add_argument("--backend", choices=["gloo", "nccl"], default="gloo")
     ap.add_argument("--dtype", default="fp32,bf16", help="resnet18: fp32, bf16, fp16 (autocast)")
-    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--batch", type=int, default=64, help="resnet18: the global batch")
+    ap.add_argument("--image", type=int, default=224, help="resnet18: image size")
     ap.add_argument("--out", default=None, help="directory for CSV, JSON and PNG")
     a = ap.parse_args(argv)
     rows, curves = [], {}
@@ -197,24 +239,50 @@ def main(argv=None):
         curves["nn.Conv2d"] = ref_l
         rows.insert(0, {"run": "nn.Conv2d", "final_loss": ref_l[-1], "test_accuracy": ref_acc,
                         "max_loss_diff_vs_nn": 0.0, "max_param_diff_vs_nn": 0.0})
-    else:
+    elif a.world == 1:
         steps = a.steps or 100
+        device = "cuda" if torch.cuda.is_available() else "cpu"
         for dt in a.dtype.split(","):
-            ref_l, ref_t = train_resnet18(False, _DTYPES[dt], steps, a.batch)
-            got_l, got_t = train_resnet18(True, _DTYPES[dt], steps, a.batch)
+            kw = dict(dtype=_DTYPES[dt], steps=steps, batch=a.batch, image=a.image, device=device)
+            print(f"  resnet18 {dt}: nn.Conv2d, then mconv ...", flush=True)
+            ref_l, ref_t, _ = train_resnet18(False, **kw)
+            got_l, got_t, _ = train_resnet18(True, **kw)
             curves[f"nn.Conv2d {dt}"] = ref_l
             curves[f"mconv {dt}"] = got_l
             rows.append({"run": f"resnet18 {dt} b{a.batch}", "step_ms_torch": ref_t, "step_ms_mconv": got_t,
                          "torch_over_mconv": ref_t / got_t, "final_loss_torch": ref_l[-1],
                          "final_loss_mconv": got_l[-1],
                          "max_loss_diff": max(abs(u - v) for u, v in zip(ref_l, got_l))})
+    else:
+        # Data-parallel: the global batch on one process, then split over `world` processes; the final
+        # parameters of the two compared, step times and the scaling efficiency t1 / (world * t_world)
+        # (the same global batch, so ideal scaling halves the step), for nn.Conv2d and mconv.
+        steps = a.steps or 100
+        cuda = a.backend == "nccl"
+        bn = "sync" if cuda else "frozen"
+        for dt in a.dtype.split(","):
+            for name, use_mconv in (("nn.Conv2d", False), ("mconv", True)):
+                kw = dict(use_mconv=use_mconv, dtype=_DTYPES[dt], steps=steps, batch=a.batch, image=a.image)
+                print(f"  resnet18 {dt} {name}: 1 process, then {a.world} ({a.backend}) ...", flush=True)
+                one_l, one_t, one_s = train_resnet18(device="cuda" if cuda else "cpu",
+                                                     bn="train" if cuda else "frozen", **kw)
+                dist_l, dist_t, dist_s = train_resnet18_ddp(world=a.world, backend=a.backend, bn=bn, **kw)
+                curves[f"{name} {dt} x1"] = one_l
+                curves[f"{name} {dt} x{a.world}"] = dist_l
+                rows.append({"run": f"resnet18 {dt} {name}", "global_batch": a.batch, "step_ms_1": one_t,
+                             f"step_ms_{a.world}": dist_t, "scaling_efficiency": one_t / (a.world * dist_t),
+                             "max_param_diff": max_param_diff(one_s, dist_s),
+                             "max_loss_diff": max(abs(u - v) for u, v in zip(one_l, dist_l)),
+                             "final_loss": dist_l[-1]})
+    if a.out:
+        os.makedirs(a.out, exist_ok=True)
     keys = list(rows[0].keys())
     print("  ".join(f"{k:>20}" for k in keys))
     for r in rows:
         print("  ".join(f"{v:>20.6g}" if isinstance(v, float) else f"{v:>20}" for v in r.values()))
     if a.out:
         os.makedirs(a.out, exist_ok=True)
-        base = os.path.join(a.out, f"train_{a.task}")
+        base = os.path.join(a.out, f"train_{a.task}" + (f"_x{a.world}_{a.backend}" if a.world > 1 else ""))
         with open(base + ".csv", "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=keys)
             w.writeheader()

@@ -226,8 +226,9 @@ mconv_status_t mconv_backward_plan_create(mconv_engine_t engine, int pass, const
     opt.deterministic = deterministic != 0;
     auto p = std::make_unique<mconv_backward_plan_s>();
     const mconv::Problem pr = to_cpp(*problem);
-    p->plan = pass == MCONV_PASS_DGRAD ? engine->engine->plan_backward_data(pr, to_cpp(*a), to_cpp(*b), to_cpp(*out), opt)
-                                       : engine->engine->plan_backward_filter(pr, to_cpp(*a), to_cpp(*b), to_cpp(*out), opt);
+    p->plan = pass == MCONV_PASS_DGRAD
+                  ? engine->engine->plan_backward_data(pr, to_cpp(*a), to_cpp(*b), to_cpp(*out), opt)
+                  : engine->engine->plan_backward_filter(pr, to_cpp(*a), to_cpp(*b), to_cpp(*out), opt);
     *plan = p.release();
   });
 }

@@ -45,3 +45,16 @@ def test_digits_data_parallel_equals_one_process(tmp_path):
           f"{train.max_param_diff(one_state, state):.2e}")
     assert train.max_param_diff(one_state, state) < 1e-4
     assert max(abs(a - b) for a, b in zip(losses, one_losses)) < 1e-4
+
+
+def test_resnet18_data_parallel_gloo_equals_one_process(tmp_path):
+    # The script of the multi-GPU run (python -m mconv.train --task resnet18 --world 2), on 2 CPU
+    # processes over gloo: small images and a few steps, batch-norm statistics frozen (SyncBatchNorm
+    # needs a GPU backend).
+    pytest.importorskip("torchvision")
+    kw = dict(use_mconv=True, steps=3, batch=8, image=32)
+    with torch.enable_grad():
+        one_l, _, one_s = train.train_resnet18(device="cpu", bn="frozen", **kw)
+    dist_l, _, dist_s = train.train_resnet18_ddp(world=2, backend="gloo", port=29531, tmpdir=str(tmp_path), **kw)
+    assert train.max_param_diff(one_s, dist_s) < 1e-5
+    assert max(abs(a - b) for a, b in zip(one_l, dist_l)) < 1e-4

@@ -75,6 +75,7 @@ void run_on_cuda(Engine& engine, const Plan& plan, const std::vector<unsigned ch
                  const std::vector<unsigned char>& w, std::vector<unsigned char>& y, const Epilogue& e);
 /// A backward pass on device copies of the host buffers (a, b: its inputs; out read for beta, written back).
 void run_backward_on_cuda(Engine& engine, const BackwardPlan& plan, const std::vector<unsigned char>& a,
-                          const std::vector<unsigned char>& b, std::vector<unsigned char>& out, float alpha, float beta);
+                          const std::vector<unsigned char>& b, std::vector<unsigned char>& out, float alpha,
+                          float beta);
 
 }  // namespace mconv::tools

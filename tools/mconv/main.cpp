@@ -231,8 +231,8 @@ int cmd_run_backward(mt::LayerArgs& args, mconv::Pass pass, bool check, uint64_t
     cpu::reference_backward_data(p, mt::widened(ad), a.data(), mt::widened(bd), b.data(), mt::widened(od), ref.data(),
                                  args.alpha, args.beta);
   else
-    cpu::reference_backward_filter(p, mt::widened(ad), a.data(), mt::widened(bd), b.data(), mt::widened(od),
-                                   ref.data(), args.alpha, args.beta);
+    cpu::reference_backward_filter(p, mt::widened(ad), a.data(), mt::widened(bd), b.data(), mt::widened(od), ref.data(),
+                                   args.alpha, args.beta);
   double e2 = 0, r2 = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
     e2 += double(out[i] - ref[i]) * (out[i] - ref[i]);
@@ -442,9 +442,9 @@ int run_main(int argc, char** argv) {
       if (run_pass != "fwd") {
         for (const auto* flag : {"--input", "--filter", "--output", "--save-inputs"})
           if (run->count(flag) > 0)
-            throw Error(mconv::Status::Unsupported,
-                        std::string(flag) + ": the .npy options run the forward pass; --pass " + run_pass +
-                            " runs on random inputs");
+            throw Error(mconv::Status::Unsupported, std::string(flag) +
+                                                        ": the .npy options run the forward pass; --pass " + run_pass +
+                                                        " runs on random inputs");
         if (act != mconv::Activation::Identity)
           throw Error(mconv::Status::BadParam, "--activation: a backward pass has no activation");
         return cmd_run_backward(run_args, mconv::parse_pass(run_pass), check, seed);
@@ -459,10 +459,10 @@ int run_main(int argc, char** argv) {
           throw Error(mconv::Status::Unsupported, "--format json: a backward pass prints as text (its steps' plans)");
         mconv::Engine engine(o.target);  // a backward plan's steps are made by an engine: a GPU for cuda
         const auto& pr = plan_args.resolved_problem();
-        const auto bp = plan_pass == "dgrad"
-                            ? engine.plan_backward_data(pr, plan_args.y_desc(), plan_args.w_desc(), plan_args.x_desc(), o)
-                            : engine.plan_backward_filter(pr, plan_args.x_desc(), plan_args.y_desc(),
-                                                          plan_args.w_desc(), o);
+        const auto bp =
+            plan_pass == "dgrad"
+                ? engine.plan_backward_data(pr, plan_args.y_desc(), plan_args.w_desc(), plan_args.x_desc(), o)
+                : engine.plan_backward_filter(pr, plan_args.x_desc(), plan_args.y_desc(), plan_args.w_desc(), o);
         std::cout << bp->to_text(max_rows);
         return 0;
       }
