@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Data-parallel training of a converted torchvision resnet18 in one call: one process on the global
 # batch, then one process per device under DistributedDataParallel, for nn.Conv2d and for mconv, in
-# fp32 and under bf16 autocast; final parameters compared, step times and scaling efficiency reported.
+# fp32 and under bf16 autocast; parameters compared (SyncBatchNorm, after 5 steps and after all), step
+# times of DDP with per-process batch statistics and the scaling efficiency reported.
 #   scripts/train_ddp.sh [OUT]            NCCL, one process per GPU (at least 2 visible), 224x224, 100 steps
 #   BACKEND=gloo scripts/train_ddp.sh     2 CPU processes: 32x32 images, 3 steps (what CI runs, in pytest)
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1).

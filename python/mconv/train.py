@@ -122,13 +122,14 @@ def max_param_diff(a, b):
 
 
 def train_resnet18(use_mconv, dtype=torch.float32, steps=100, batch=64, seed=0, device="cuda", rank=0, world=1,
-                   image=224, bn="train"):
+                   image=224, bn="train", snapshot=5):
     """A torchvision resnet18 (channels_last) on random data fixed by the seed, SGD with momentum; bf16 or
     fp16 under autocast with fp32 weights. `batch` is the global batch: with world > 1 (inside an
     initialised process group) each rank takes its slice under DistributedDataParallel. bn: "train"
     (batch statistics), "sync" (SyncBatchNorm: statistics over the global batch, so a data-parallel
     run computes what one process on the global batch does) or "frozen" (running statistics, for
-    backends SyncBatchNorm does not run on, gloo). Returns (losses, median step ms, final state)."""
+    backends SyncBatchNorm does not run on, gloo). Returns (losses, median step ms, final state, state
+    after `snapshot` steps)."""
     import torchvision
 
     torch.manual_seed(seed)
@@ -153,7 +154,12 @@ def train_resnet18(use_mconv, dtype=torch.float32, steps=100, batch=64, seed=0, 
     y = y.to(device)
     cuda = device != "cpu"
     losses, times = [], []
-    for _ in range(steps):
+
+    def state_now():
+        return {k: v.detach().float().cpu().clone() for k, v in model.state_dict().items() if v.is_floating_point()}
+
+    early = None
+    for step in range(steps):
         if cuda:
             t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             t0.record()
@@ -175,9 +181,10 @@ def train_resnet18(use_mconv, dtype=torch.float32, steps=100, batch=64, seed=0, 
         else:
             times.append((time.perf_counter() - c0) * 1e3)
         losses.append(float(loss.detach()))
+        if step + 1 == min(snapshot, steps):
+            early = state_now()
     times = sorted(times[min(10, steps // 2):])
-    state = {k: v.detach().float().cpu().clone() for k, v in model.state_dict().items() if v.is_floating_point()}
-    return losses, times[len(times) // 2], state
+    return losses, times[len(times) // 2], state_now(), early
 
 
 def train_resnet18_ddp(world=2, backend="nccl", port=29527, tmpdir=".", **kw):
@@ -245,8 +252,8 @@ def main(argv=None):
         for dt in a.dtype.split(","):
             kw = dict(dtype=_DTYPES[dt], steps=steps, batch=a.batch, image=a.image, device=device)
             print(f"  resnet18 {dt}: nn.Conv2d, then mconv ...", flush=True)
-            ref_l, ref_t, _ = train_resnet18(False, **kw)
-            got_l, got_t, _ = train_resnet18(True, **kw)
+            ref_l, ref_t, _, _ = train_resnet18(False, **kw)
+            got_l, got_t, _, _ = train_resnet18(True, **kw)
             curves[f"nn.Conv2d {dt}"] = ref_l
             curves[f"mconv {dt}"] = got_l
             rows.append({"run": f"resnet18 {dt} b{a.batch}", "step_ms_torch": ref_t, "step_ms_mconv": got_t,
@@ -254,26 +261,30 @@ def main(argv=None):
                          "final_loss_mconv": got_l[-1],
                          "max_loss_diff": max(abs(u - v) for u, v in zip(ref_l, got_l))})
     else:
-        # Data-parallel: the global batch on one process, then split over `world` processes; the final
-        # parameters of the two compared, step times and the scaling efficiency t1 / (world * t_world)
-        # (the same global batch, so ideal scaling halves the step), for nn.Conv2d and mconv.
+        # Data-parallel, for nn.Conv2d and mconv: one process on the global batch against `world`
+        # processes under DDP with SyncBatchNorm (the same computation), parameters compared after 5
+        # steps and after all of them; step times of DDP as users run it (batch statistics per
+        # process) and the scaling efficiency t1 / (world * t_world) at the same global batch.
         steps = a.steps or 100
         cuda = a.backend == "nccl"
-        bn = "sync" if cuda else "frozen"
         for dt in a.dtype.split(","):
             for name, use_mconv in (("nn.Conv2d", False), ("mconv", True)):
                 kw = dict(use_mconv=use_mconv, dtype=_DTYPES[dt], steps=steps, batch=a.batch, image=a.image)
                 print(f"  resnet18 {dt} {name}: 1 process, then {a.world} ({a.backend}) ...", flush=True)
-                one_l, one_t, one_s = train_resnet18(device="cuda" if cuda else "cpu",
-                                                     bn="train" if cuda else "frozen", **kw)
-                dist_l, dist_t, dist_s = train_resnet18_ddp(world=a.world, backend=a.backend, bn=bn, **kw)
+                one_l, one_t, one_s, one_5 = train_resnet18(device="cuda" if cuda else "cpu",
+                                                            bn="train" if cuda else "frozen", **kw)
+                same_l, _, same_s, same_5 = train_resnet18_ddp(world=a.world, backend=a.backend,
+                                                               bn="sync" if cuda else "frozen", **kw)
+                dist_t = train_resnet18_ddp(world=a.world, backend=a.backend, bn="train" if cuda else "frozen",
+                                            **kw)[1]
                 curves[f"{name} {dt} x1"] = one_l
-                curves[f"{name} {dt} x{a.world}"] = dist_l
+                curves[f"{name} {dt} x{a.world}"] = same_l
                 rows.append({"run": f"resnet18 {dt} {name}", "global_batch": a.batch, "step_ms_1": one_t,
                              f"step_ms_{a.world}": dist_t, "scaling_efficiency": one_t / (a.world * dist_t),
-                             "max_param_diff": max_param_diff(one_s, dist_s),
-                             "max_loss_diff": max(abs(u - v) for u, v in zip(one_l, dist_l)),
-                             "final_loss": dist_l[-1]})
+                             f"param_diff_{min(5, steps)}_steps": max_param_diff(one_5, same_5),
+                             f"param_diff_{steps}_steps": max_param_diff(one_s, same_s),
+                             "max_loss_diff": max(abs(u - v) for u, v in zip(one_l, same_l)),
+                             "final_loss": same_l[-1]})
     if a.out:
         os.makedirs(a.out, exist_ok=True)
     keys = list(rows[0].keys())

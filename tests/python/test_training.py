@@ -52,9 +52,11 @@ def test_resnet18_data_parallel_gloo_equals_one_process(tmp_path):
     # processes over gloo: small images and a few steps, batch-norm statistics frozen (SyncBatchNorm
     # needs a GPU backend).
     pytest.importorskip("torchvision")
-    kw = dict(use_mconv=True, steps=3, batch=8, image=32)
+    kw = dict(use_mconv=True, steps=3, batch=8, image=32, snapshot=1)
     with torch.enable_grad():
-        one_l, _, one_s = train.train_resnet18(device="cpu", bn="frozen", **kw)
-    dist_l, _, dist_s = train.train_resnet18_ddp(world=2, backend="gloo", port=29531, tmpdir=str(tmp_path), **kw)
+        one_l, _, one_s, one_1 = train.train_resnet18(device="cpu", bn="frozen", **kw)
+    dist_l, _, dist_s, dist_1 = train.train_resnet18_ddp(world=2, backend="gloo", port=29531, tmpdir=str(tmp_path),
+                                                         **kw)
+    assert train.max_param_diff(one_1, dist_1) < 1e-6
     assert train.max_param_diff(one_s, dist_s) < 1e-5
     assert max(abs(a - b) for a, b in zip(one_l, dist_l)) < 1e-4
