@@ -36,7 +36,7 @@ if [ "$part" = check ]; then
     --gtest_filter='*RandomProblems*:*EdgeCasesFloat*:*HostPointers*:*SplitK*:*DirectBlock*:*SingleChannel*:*StrideFixed*:*Graph*:TensorCores.*:BackwardGpu.EdgeCases*' \
     > "$LOG/memcheck.log" 2>&1
   say "memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$LOG/memcheck.log" | tail -1)"
-  MCONV_GPU_TEST_FEW=1 MCONV_GPU_TEST_RANDOM=3 timeout 200 compute-sanitizer --tool racecheck --error-exitcode 3 \
+  MCONV_GPU_TEST_FEW=1 MCONV_GPU_TEST_RANDOM=3 timeout 320 compute-sanitizer --tool racecheck --error-exitcode 3 \
     "$B/mconv_gpu_tests" --gtest_filter='*EdgeCasesExactEveryTile*:*SplitK*:*DirectBlockEdge*:*SingleChannel*:*StrideFixed*:TensorCores.VectorAndElement*:TensorCores.LargeReduction*:BackwardGpu.LargeReduction*' \
     > "$LOG/racecheck.log" 2>&1
   say "racecheck exit $?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$LOG/racecheck.log" | tail -1)"
