@@ -8,7 +8,8 @@
 #                                       python -m mconv.bench (PY_SUITES, PY_MODELS, host overhead)
 #   scripts/gpu_run.sh bench [suite..]  every suite against cuDNN (default: the five of the benchmark
 #                                       and efficientnet_dw5, convnext_dw7), plots; PRECISIONS (default
-#                                       "fp32:NCHW") lists dtype:layout pairs, each suite runs in each
+#                                       "fp32:NCHW") lists dtype:layout pairs, each suite runs in each;
+#                                       PASS=dgrad|wgrad benchmarks a backward pass instead
 # Logs and results go to $OUT (packed into results-<part>[-$TAG].tar.gz); a summary is printed last.
 set -u
 cd "$(dirname "$0")/.."
@@ -96,10 +97,11 @@ else
     tag=""
     [ "$layout" != NCHW ] && tag="_$layout"
     [ "$dtype" != fp32 ] && tag="${tag}_$dtype"
+    [ "${PASS:-fwd}" != fwd ] && tag="${tag}_$PASS"
     for s in "${suites[@]}"; do
-      say "== bench $s $dtype $layout"
+      say "== bench $s $dtype $layout ${PASS:-fwd}"
       timeout "${SUITE_TIMEOUT:-150}" "$B/mconv" bench --suite "bench/suites/$s.csv" --vs cudnn --dtype "$dtype" \
-        --layout "$layout" --out "$LOG/$s$tag" > "$LOG/$s$tag.txt" 2> "$LOG/$s$tag.err"
+        --layout "$layout" --pass "${PASS:-fwd}" --out "$LOG/$s$tag" > "$LOG/$s$tag.txt" 2> "$LOG/$s$tag.err"
       say "exit $? $(tail -1 "$LOG/$s$tag.txt")"
     done
   done

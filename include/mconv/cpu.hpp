@@ -32,6 +32,13 @@ void reference_backward_filter(const Problem& problem, const TensorDesc& xd, con
                                const float* dy, const TensorDesc& dwd, float* dw, float alpha = 1.0f,
                                float beta = 0.0f);
 
+/// One element of each, before alpha/beta, in double: dx[n, c, h, w] and dw[k, c, r, s] (cross-correlation).
+double reference_backward_data_point(const Problem& problem, const TensorDesc& dyd, const float* dy,
+                                     const TensorDesc& wd, const float* w, int64_t n, int64_t c, int64_t h, int64_t w_);
+double reference_backward_filter_point(const Problem& problem, const TensorDesc& xd, const float* x,
+                                       const TensorDesc& dyd, const float* dy, int64_t k, int64_t c, int64_t r,
+                                       int64_t s);
+
 /// Implicit GEMM that executes the Plan: tiles of the virtual matrix are gathered through the offset
 /// table into a small per-thread buffer (no im2col), multiplied with register-blocked, vectorised
 /// loops, threads over (group, column tiles) with OpenMP.

@@ -18,6 +18,7 @@ struct BenchOptions {
   int64_t batch = 0;             ///< overrides n when > 0
   Layout layout = Layout::NCHW;  ///< of x, w (KCRS/KRSC/CKRS) and y
   DType dtype = DType::Float32;  ///< of x, w and y (plan.math says whether fp32 may use TF32)
+  Pass pass = Pass::Forward;     ///< fwd, or a backward pass (CUDA; its peer: cuDNN's Find of that pass)
   PlanOptions plan;              ///< algorithm / tile overrides
   bool vs_cudnn = false;         ///< time the two cuDNN peers too (CUDA builds with cuDNN)
   /// cuDNN peers: how many of Find's candidates of each class (any workspace, within 64 KiB) are

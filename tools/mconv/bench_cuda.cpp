@@ -60,6 +60,104 @@ void measure_peaks(Peaks& peaks, DType dtype, MathMode math) {
   }
 }
 
+// One layer of `mconv bench --pass dgrad|wgrad`: the backward plan, its output (poisoned first)
+// checked on sampled elements against the double sums of its definition, timed like the forward
+// over rotating copies, beside cuDNN's Find of the same pass.
+LayerResult bench_backward_layer(Engine& engine, const Layer& layer, const Problem& p, const BenchOptions& opt,
+                                 const LoopTiming& timing, int l2, uint64_t seed) {
+  LayerResult r;
+  r.name = layer.name;
+  r.problem = p;
+  r.target = "cuda";
+  const bool dgrad = opt.pass == Pass::BackwardData;
+  std::shared_ptr<const BackwardPlan> plan;
+  TensorDesc ad, bd, od;
+  try {
+    p.validate();
+    const TensorDesc xd = p.x_desc(opt.layout, opt.dtype), wd = p.w_desc(opt.layout, opt.dtype),
+                     yd = p.y_desc(opt.layout, opt.dtype);
+    ad = dgrad ? yd : xd;
+    bd = dgrad ? wd : yd;
+    od = dgrad ? xd : wd;
+    PlanOptions po = opt.plan;
+    po.target = Target::Cuda;
+    plan = dgrad ? engine.plan_backward_data(p, ad, bd, od, po) : engine.plan_backward_filter(p, ad, bd, od, po);
+  } catch (const Error& e) {
+    r.ran = false;
+    r.note = std::string("mconv: ") + e.what();
+    std::cerr << "  not run: " << e.what() << "\n";
+    return r;
+  }
+  const int esz = dtype_size(opt.dtype);
+  std::vector<float> ha = host_tensor("a", ad.span_elements()), hb = host_tensor("b", bd.span_elements());
+  fill_uniform(ha, seed);
+  fill_uniform(hb, seed + 1);
+  round_to_storage(ha, opt.dtype);
+  round_to_storage(hb, opt.dtype);
+  const auto sa = to_storage(ha, opt.dtype), sb = to_storage(hb, opt.dtype);
+  const size_t out_bytes = size_t(od.span_elements()) * esz;
+  const double set_bytes = double(sa.size() + sb.size() + out_bytes);
+  const int copies = int(std::min(16.0, std::max(1.0, std::ceil(3.0 * l2 / set_bytes))));
+  std::vector<DeviceArray> ba, bb, bo;
+  std::vector<float*> as, bs, outs;
+  for (int c = 0; c < copies; ++c) {
+    ba.emplace_back((sa.size() + 3) / 4);
+    bb.emplace_back((sb.size() + 3) / 4);
+    bo.emplace_back((out_bytes + 3) / 4);
+    cuda_ok(cudaMemcpy(ba.back().ptr, sa.data(), sa.size(), cudaMemcpyHostToDevice), "copy a");
+    cuda_ok(cudaMemcpy(bb.back().ptr, sb.data(), sb.size(), cudaMemcpyHostToDevice), "copy b");
+    as.push_back(ba.back().ptr);
+    bs.push_back(bb.back().ptr);
+    outs.push_back(bo.back().ptr);
+  }
+  std::vector<unsigned char> hout(out_bytes);
+  // wgrad's samples each sum N*P*Q products: fewer of them.
+  const int64_t samples = dgrad ? opt.check_samples : std::min<int64_t>(opt.check_samples, 512);
+  auto error_of = [&](const float* dev) {
+    cuda_ok(cudaMemcpy(hout.data(), dev, hout.size(), cudaMemcpyDeviceToHost), "copy out");
+    const std::vector<float> out = from_storage(hout, opt.dtype);
+    return sampled_backward_error(opt.pass, p, widened(ad), ha.data(), widened(bd), hb.data(), widened(od), out.data(),
+                                  samples, seed + 7);
+  };
+  auto run = [&](int i) {
+    const int c = i % copies;
+    if (dgrad)
+      engine.conv2d_backward_data(*plan, as[c], bs[c], outs[c]);
+    else
+      engine.conv2d_backward_filter(*plan, as[c], bs[c], outs[c]);
+  };
+  r.algorithm = std::string(pass_name(opt.pass)) + ":" +
+                (plan->plans.empty() ? std::string("fill") : algorithm_name(plan->plans.front()->algorithm()));
+  r.tile = std::to_string(plan->decomposition.steps.size()) + " step(s)" +
+           (plan->plans.empty()
+                ? std::string()
+                : " " + division_name(plan->plans.front()->division()) +
+                      (plan->plans.front()->split_k() > 1 ? " sk" + std::to_string(plan->plans.front()->split_k())
+                                                          : std::string()));
+  cuda_ok(cudaMemset(outs[0], 0xff, out_bytes), "poison out");  // NaN in every dtype
+  run(0);
+  engine.synchronize();
+  r.rel_err = error_of(outs[0]);
+  // The backward passes are held to their precision's tolerance (tf32 wgrad runs exact FFMA).
+  const MathMode math = plan->plans.empty() ? MathMode::Exact : plan->plans.front()->math();
+  r.correct = r.rel_err < sampled_tolerance(opt.dtype, math);
+  r.ms = median_ms_per_launch(run, timing);
+  r.extra_bytes = plan->table_bytes();
+#ifdef MCONV_HAVE_CUDNN
+  if (opt.vs_cudnn) {
+    try {
+      time_cudnn_peers(opt.pass, p, opt.layout, opt.dtype, opt.plan.math, as, bs, outs, timing, error_of,
+                       opt.peer_candidates, opt.peer_cap_factor, r.fastest, r.matched, r.note);
+    } catch (const std::exception& e) {
+      r.note += (r.note.empty() ? "" : "; ") + std::string("cuDNN: ") + e.what();
+    }
+  }
+#else
+  if (opt.vs_cudnn) throw Error(Status::Unsupported, "--vs cudnn: this build did not find cuDNN");
+#endif
+  return r;
+}
+
 }  // namespace
 
 std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const BenchOptions& opt, Peaks& peaks) {
@@ -70,7 +168,8 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
   std::unique_ptr<CUstream_st, decltype(&cudaStreamDestroy)> stream_owner(stream, cudaStreamDestroy);
   Engine engine(Target::Cuda, 0, stream);
   const LoopTiming timing{opt.launches, opt.repeats, opt.graph, stream};
-  peaks.timing = "median of " + std::to_string(opt.repeats) + " loops of " + std::to_string(opt.launches) +
+  peaks.timing = (opt.pass == Pass::Forward ? std::string() : std::string(pass_name(opt.pass)) + " pass; ") +
+                 "median of " + std::to_string(opt.repeats) + " loops of " + std::to_string(opt.launches) +
                  (opt.graph ? " launches replayed as one CUDA graph" : " launches enqueued from the host");
   if (opt.vs_cudnn)
     peaks.timing += opt.peer_candidates == 1 ? "; cuDNN peers: Find's picks"
@@ -89,6 +188,19 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
     if (opt.batch > 0) p.n = opt.batch;
     std::cerr << "[" << li + 1 << "/" << layers.size() << "] " << layers[li].name << " (" << p.to_string() << ")"
               << std::flush;
+    if (opt.pass != Pass::Forward) {
+      LayerResult r = bench_backward_layer(engine, layers[li], p, opt, timing, l2, opt.seed + 2 * li);
+      if (peaks.gemm_flops > 0 && r.ran)
+        r.floor_ms = 1e3 * std::max(p.flops() / peaks.gemm_flops, min_bytes(p, esz) / peaks.bytes_per_s);
+      std::cerr << "  " << r.ms << " ms"
+                << (r.fastest.valid
+                        ? ", cuDNN " + std::to_string(r.fastest.ms) + " / " + std::to_string(r.matched.ms) + " ms"
+                        : "")
+                << (r.correct || !r.ran ? "" : "  WRONG") << (r.note.empty() ? "" : "  (" + r.note + ")") << "\n";
+      if (opt.on_row) opt.on_row(r);
+      out.push_back(r);
+      continue;
+    }
     LayerResult r;
     const auto plan = plan_layer(engine, layers[li], p, opt.plan, opt, r, out);
     if (!plan) continue;
@@ -162,8 +274,8 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
 #ifdef MCONV_HAVE_CUDNN
     if (opt.vs_cudnn) {
       try {
-        time_cudnn_peers(p, opt.layout, opt.dtype, opt.plan.math, xs, ws, ys, timing, error_of, opt.peer_candidates,
-                         opt.peer_cap_factor, r.fastest, r.matched, r.note);
+        time_cudnn_peers(Pass::Forward, p, opt.layout, opt.dtype, opt.plan.math, xs, ws, ys, timing, error_of,
+                         opt.peer_candidates, opt.peer_cap_factor, r.fastest, r.matched, r.note);
       } catch (const std::exception& e) {
         r.note += (r.note.empty() ? "" : "; ") + std::string("cuDNN: ") + e.what();
         std::cerr << "  cuDNN: " << e.what();

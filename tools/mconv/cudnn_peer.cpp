@@ -41,6 +41,44 @@ const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
   }
 }
 
+const char* algo_name(cudnnConvolutionBwdDataAlgo_t a) {
+  switch (a) {
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0:
+      return "BWD_DATA_ALGO_0";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_1:
+      return "BWD_DATA_ALGO_1";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT:
+      return "BWD_DATA_FFT";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING:
+      return "BWD_DATA_FFT_TILING";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD:
+      return "BWD_DATA_WINOGRAD";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED:
+      return "BWD_DATA_WINOGRAD_NONFUSED";
+    default:
+      return "?";
+  }
+}
+
+const char* algo_name(cudnnConvolutionBwdFilterAlgo_t a) {
+  switch (a) {
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0:
+      return "BWD_FILTER_ALGO_0";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1:
+      return "BWD_FILTER_ALGO_1";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT:
+      return "BWD_FILTER_FFT";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3:
+      return "BWD_FILTER_ALGO_3";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED:
+      return "BWD_FILTER_WINOGRAD_NONFUSED";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING:
+      return "BWD_FILTER_FFT_TILING";
+    default:
+      return "?";
+  }
+}
+
 struct Descriptors {
   cudnnTensorDescriptor_t x{}, y{};
   cudnnFilterDescriptor_t w{};
@@ -84,49 +122,29 @@ cudnnHandle_t handle() {
   return h;
 }
 
-}  // namespace
-
-void time_cudnn_peers(const Problem& p, Layout layout, DType dtype, MathMode math, const std::vector<float*>& xs,
-                      const std::vector<float*>& ws, const std::vector<float*>& ys, const LoopTiming& timing,
-                      const std::function<double(const float*)>& error_of, int candidates, double cap_factor,
-                      PeerTime& fastest, PeerTime& matched, std::string& note) {
-  Descriptors d(p, layout, dtype, math);
-  const bool exact = dtype == DType::Float32 && math == MathMode::Exact;
-  ok(cudnnSetStream(handle(), timing.stream), "cudnnSetStream");
-  // "A few GB of workspace to choose from" (docs/BENCHMARKING.md), bounded by what is free.
-  size_t free_b = 0, total_b = 0;
-  cuda_ok(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
-  size_t ws_bytes = std::min<size_t>(size_t(4) << 30, free_b / 2);
-  void* workspace = nullptr;
-  cuda_ok(cudaMalloc(&workspace, ws_bytes), "cudaMalloc workspace");
-  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  int returned = 0;
-  ok(cudnnFindConvolutionForwardAlgorithmEx(handle(), d.x, xs[0], d.w, ws[0], d.conv, d.y, ys[0],
-                                            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, workspace, ws_bytes),
-     "cudnnFindConvolutionForwardAlgorithmEx");
-  const float one = 1.0f, zero = 0.0f;
-  auto measure = [&](const cudnnConvolutionFwdAlgoPerf_t& a, const LoopTiming& loop) {
+// Find's candidates of one pass (`Perf`: cuDNN's perf struct of that pass), timed like mconv:
+// `run(a, copy)` launches candidate a on rotating copy `copy`, into that copy's output; `out0` is
+// the output of copy 0, checked by `error_of`.
+template <class Perf>
+void pick_peers(const Perf* perf, int returned, bool exact, const std::function<void(const Perf&, int)>& run,
+                const float* out0, const LoopTiming& timing, const std::function<double(const float*)>& error_of,
+                int candidates, double cap_factor, PeerTime& fastest, PeerTime& matched, std::string& note) {
+  auto measure = [&](const Perf& a, const LoopTiming& loop) {
     PeerTime out;
     out.valid = true;
     out.algo = algo_name(a.algo);
     out.workspace = int64_t(a.memory);
-    auto launch = [&](int i) {
-      const size_t s = i % xs.size();
-      ok(cudnnConvolutionForward(handle(), &one, d.x, xs[s], d.w, ws[s], d.conv, a.algo, workspace, a.memory, &zero,
-                                 d.y, ys[s]),
-         "cudnnConvolutionForward");
-    };
-    launch(0);
+    run(a, 0);
     cuda_ok(cudaStreamSynchronize(timing.stream), "cudnn run");
-    out.rel_err = error_of(ys[0]);
-    out.ms = median_ms_per_launch(launch, loop);
+    out.rel_err = error_of(out0);
+    out.ms = median_ms_per_launch([&](int i) { run(a, i); }, loop);
     return out;
   };
   // Find's candidates in its order (fastest first by its own timing), each timed at most once: the
   // first `candidates` of any workspace and the first `candidates` within 64 KiB. The fastest peer is
   // the fastest of all of them ("whatever its workspace": never slower than the memory-matched one),
   // the memory-matched peer the fastest within 64 KiB.
-  auto usable = [&](const cudnnConvolutionFwdAlgoPerf_t& a) {
+  auto usable = [&](const Perf& a) {
     // Exact fp32 takes no tensor-core algorithm; the other precisions take any (as mconv does).
     return a.status == CUDNN_STATUS_SUCCESS &&
            (!exact || (a.mathType != CUDNN_TENSOR_OP_MATH && a.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION));
@@ -168,7 +186,76 @@ void time_cudnn_peers(const Problem& p, Layout layout, DType dtype, MathMode mat
     fastest_timed += for_fastest;
     if (for_matched) keep(matched, t), ++matched_timed;
   }
-  cudaFree(workspace);
+}
+
+// "A few GB of workspace to choose from" (docs/BENCHMARKING.md), bounded by what is free.
+struct Workspace {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  Workspace() {
+    size_t free_b = 0, total_b = 0;
+    cuda_ok(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+    bytes = std::min<size_t>(size_t(4) << 30, free_b / 2);
+    cuda_ok(cudaMalloc(&ptr, bytes), "cudaMalloc workspace");
+  }
+  ~Workspace() { cudaFree(ptr); }
+};
+
+}  // namespace
+
+void time_cudnn_peers(Pass pass, const Problem& p, Layout layout, DType dtype, MathMode math,
+                      const std::vector<float*>& as, const std::vector<float*>& bs, const std::vector<float*>& outs,
+                      const LoopTiming& timing, const std::function<double(const float*)>& error_of, int candidates,
+                      double cap_factor, PeerTime& fastest, PeerTime& matched, std::string& note) {
+  Descriptors d(p, layout, dtype, math);
+  const bool exact = dtype == DType::Float32 && math == MathMode::Exact;
+  ok(cudnnSetStream(handle(), timing.stream), "cudnnSetStream");
+  Workspace ws;
+  const float one = 1.0f, zero = 0.0f;
+  const auto n = as.size();
+  int returned = 0;
+  if (pass == Pass::Forward) {  // as = x, bs = w, outs = y
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    ok(cudnnFindConvolutionForwardAlgorithmEx(handle(), d.x, as[0], d.w, bs[0], d.conv, d.y, outs[0],
+                                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, ws.ptr, ws.bytes),
+       "cudnnFindConvolutionForwardAlgorithmEx");
+    pick_peers<cudnnConvolutionFwdAlgoPerf_t>(
+        perf, returned, exact,
+        [&](const cudnnConvolutionFwdAlgoPerf_t& a, int i) {
+          ok(cudnnConvolutionForward(handle(), &one, d.x, as[i % n], d.w, bs[i % n], d.conv, a.algo, ws.ptr, a.memory,
+                                     &zero, d.y, outs[i % n]),
+             "cudnnConvolutionForward");
+        },
+        outs[0], timing, error_of, candidates, cap_factor, fastest, matched, note);
+  } else if (pass == Pass::BackwardData) {  // as = dy, bs = w, outs = dx
+    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    ok(cudnnFindConvolutionBackwardDataAlgorithmEx(handle(), d.w, bs[0], d.y, as[0], d.conv, d.x, outs[0],
+                                                   CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf, ws.ptr,
+                                                   ws.bytes),
+       "cudnnFindConvolutionBackwardDataAlgorithmEx");
+    pick_peers<cudnnConvolutionBwdDataAlgoPerf_t>(
+        perf, returned, exact,
+        [&](const cudnnConvolutionBwdDataAlgoPerf_t& a, int i) {
+          ok(cudnnConvolutionBackwardData(handle(), &one, d.w, bs[i % n], d.y, as[i % n], d.conv, a.algo, ws.ptr,
+                                          a.memory, &zero, d.x, outs[i % n]),
+             "cudnnConvolutionBackwardData");
+        },
+        outs[0], timing, error_of, candidates, cap_factor, fastest, matched, note);
+  } else {  // as = x, bs = dy, outs = dw
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    ok(cudnnFindConvolutionBackwardFilterAlgorithmEx(handle(), d.x, as[0], d.y, bs[0], d.conv, d.w, outs[0],
+                                                     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf, ws.ptr,
+                                                     ws.bytes),
+       "cudnnFindConvolutionBackwardFilterAlgorithmEx");
+    pick_peers<cudnnConvolutionBwdFilterAlgoPerf_t>(
+        perf, returned, exact,
+        [&](const cudnnConvolutionBwdFilterAlgoPerf_t& a, int i) {
+          ok(cudnnConvolutionBackwardFilter(handle(), &one, d.x, as[i % n], d.y, bs[i % n], d.conv, a.algo, ws.ptr,
+                                            a.memory, &zero, d.w, outs[i % n]),
+             "cudnnConvolutionBackwardFilter");
+        },
+        outs[0], timing, error_of, candidates, cap_factor, fastest, matched, note);
+  }
 }
 
 }  // namespace mconv::tools

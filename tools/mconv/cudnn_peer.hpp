@@ -1,8 +1,8 @@
-// The cuDNN peer of the benchmark (legacy C API, same process, same tensors): one
-// cudnnFindConvolutionForwardAlgorithmEx call, then its candidates are timed like mconv and the
-// fastest (any workspace) and the fastest whose workspace is at most 64 KiB (memory-matched) are the
-// peers, in the suite's precision: fp32 exact with CUDNN_FMA_MATH (no tensor cores, mconv's FFMA
-// math); TF32, fp16 and bf16 with CUDNN_TENSOR_OP_MATH and fp32 accumulation, like mconv's implicit_mma.
+// The cuDNN peer of the benchmark (legacy C API, same process, same tensors): one Find call of the
+// pass (cudnnFindConvolution{Forward,BackwardData,BackwardFilter}AlgorithmEx), then its candidates are timed like mconv
+// and the fastest (any workspace) and the fastest whose workspace is at most 64 KiB (memory-matched) are the peers, in
+// the suite's precision: fp32 exact with CUDNN_FMA_MATH (no tensor cores, mconv's FFMA math); TF32, fp16 and bf16 with
+// CUDNN_TENSOR_OP_MATH and fp32 accumulation, like mconv's implicit_mma.
 #pragma once
 
 #include <functional>
@@ -10,21 +10,24 @@
 
 #include "bench_report.hpp"
 #include "gpu_timing.hpp"
+#include "mconv/backward.hpp"
 #include "mconv/plan.hpp"
 
 namespace mconv::tools {
 
 inline constexpr size_t kMemoryMatchedWorkspace = 64 * 1024;
 
-/// xs/ws/ys: rotating device copies, fp32, all in `layout` (NCHW or NHWC). cuDNN runs on `timing.stream`. `error_of(y)`
-/// returns the norm-relative error of a device output against the reference. `candidates`: how many of Find's
+/// as/bs/outs: rotating device copies of the pass's two inputs and its output (forward: x, w, y;
+/// dgrad: dy, w, dx; wgrad: x, dy, dw), all in `layout` (NCHW or NHWC). cuDNN runs on
+/// `timing.stream`. `error_of(out)` returns the norm-relative error of a device output against the
+/// reference. `candidates`: how many of Find's
 /// algorithms of each peer class are timed, in Find's order (1: Find's picks). The fastest peer is the fastest of
 /// everything timed, the memory-matched peer the fastest of those within 64 KiB of workspace. A candidate
 /// whose Find time exceeds `cap_factor` times the best Find time of its class (and 1 ms) is skipped and named
 /// in `note`, as is a candidate that fails.
-void time_cudnn_peers(const Problem& p, Layout layout, DType dtype, MathMode math, const std::vector<float*>& xs,
-                      const std::vector<float*>& ws, const std::vector<float*>& ys, const LoopTiming& timing,
-                      const std::function<double(const float*)>& error_of, int candidates, double cap_factor,
-                      PeerTime& fastest, PeerTime& matched, std::string& note);
+void time_cudnn_peers(Pass pass, const Problem& p, Layout layout, DType dtype, MathMode math,
+                      const std::vector<float*>& as, const std::vector<float*>& bs, const std::vector<float*>& outs,
+                      const LoopTiming& timing, const std::function<double(const float*)>& error_of, int candidates,
+                      double cap_factor, PeerTime& fastest, PeerTime& matched, std::string& note);
 
 }  // namespace mconv::tools

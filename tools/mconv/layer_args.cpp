@@ -157,4 +157,30 @@ double sampled_error(const Problem& p, const TensorDesc& xd, const float* x, con
   return ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
 }
 
+double sampled_backward_error(Pass pass, const Problem& p, const TensorDesc& ad, const float* a, const TensorDesc& bd,
+                              const float* b, const TensorDesc& od, const float* out, int64_t samples, uint64_t seed) {
+  const auto& d = od.dims;
+  const int64_t total = d[0] * d[1] * d[2] * d[3];
+  std::mt19937_64 gen(seed);
+  std::uniform_int_distribution<int64_t> pick(0, total - 1);
+  auto at = [](const TensorDesc& t, const float* v, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    return double(v[i0 * t.strides[0] + i1 * t.strides[1] + i2 * t.strides[2] + i3 * t.strides[3]]);
+  };
+  double err2 = 0, ref2 = 0;
+  const int64_t count = std::min(samples, total);
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t idx = total <= samples ? i : pick(gen);
+    const int64_t i3 = idx % d[3], i2 = (idx / d[3]) % d[2], i1 = (idx / (d[3] * d[2])) % d[1],
+                  i0 = idx / (d[3] * d[2] * d[1]);
+    const double ref = pass == Pass::BackwardData
+                           ? cpu::reference_backward_data_point(p, ad, a, bd, b, i0, i1, i2, i3)     // a = dy, b = w
+                           : cpu::reference_backward_filter_point(p, ad, a, bd, b, i0, i1, i2, i3);  // a = x, b = dy
+    const double got = at(od, out, i0, i1, i2, i3);
+    if (!std::isfinite(got)) return INFINITY;
+    err2 += (got - ref) * (got - ref);
+    ref2 += ref * ref;
+  }
+  return ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+}
+
 }  // namespace mconv::tools

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "mconv/backward.hpp"
 #include "mconv/plan.hpp"
 
 namespace mconv::tools {
@@ -62,5 +63,10 @@ void fill_uniform(std::vector<float>& v, uint64_t seed);
 /// (all of them when the output is smaller), against the double reference (alpha 1, beta 0).
 double sampled_error(const Problem& p, const TensorDesc& xd, const float* x, const TensorDesc& wd, const float* w,
                      const TensorDesc& yd, const float* y, int64_t samples, uint64_t seed);
+
+/// The same for a backward pass: sampled elements of its output (dx or dw) against the double sums
+/// of their definitions; a and b are the pass's inputs (dgrad: dy, w; wgrad: x, dy).
+double sampled_backward_error(Pass pass, const Problem& p, const TensorDesc& ad, const float* a, const TensorDesc& bd,
+                              const float* b, const TensorDesc& od, const float* out, int64_t samples, uint64_t seed);
 
 }  // namespace mconv::tools

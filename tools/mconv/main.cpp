@@ -380,7 +380,13 @@ int run_main(int argc, char** argv) {
       ->check(CLI::Range(0, 1 << 20));
   bench->add_option("--vs", vs, "peer to time beside mconv: cudnn")->check(CLI::IsMember({"cudnn"}));
   bench->add_flag("--deterministic", bopt.plan.deterministic, "plans without atomics (split-K off)");
-  std::string bench_dtype = "fp32";
+  std::string bench_dtype = "fp32", bench_pass = "fwd";
+  bench
+      ->add_option("--pass", bench_pass,
+                   "fwd, dgrad or wgrad (the backward passes: cuda target; peer: cuDNN's Find "
+                   "of the same pass)")
+      ->check(CLI::IsMember({"fwd", "dgrad", "wgrad"}))
+      ->capture_default_str();
   bench
       ->add_option("--dtype", bench_dtype,
                    "fp32 (exact), tf32 (fp32 tensors on tensor cores), fp16 or bf16; cuDNN runs the same precision")
@@ -514,6 +520,7 @@ int run_main(int argc, char** argv) {
       bopt.layout = mconv::parse_layout(bench_layout);
       if (bopt.layout != mconv::Layout::NCHW) suite_name += std::string("_") + mconv::layout_name(bopt.layout);
       std::tie(bopt.dtype, bopt.plan.math) = mt::parse_precision(bench_dtype);
+      bopt.pass = mconv::parse_pass(bench_pass);
       if (bench_dtype != "fp32") suite_name += "_" + bench_dtype;
       bopt.plan.tile = tile;
       bopt.vs_cudnn = vs == "cudnn";
@@ -534,6 +541,11 @@ int run_main(int argc, char** argv) {
       }
       if (t == mconv::Target::Cpu) {
         if (bopt.vs_cudnn) throw Error(mconv::Status::Unsupported, "--vs cudnn: needs the cuda target");
+        if (bopt.pass != mconv::Pass::Forward)
+          throw Error(mconv::Status::Unsupported,
+                      "--pass " + bench_pass +
+                          ": the backward benchmark runs on the cuda target (mconv run --pass "
+                          "checks a backward pass on the CPU)");
         // The CPU default runs the suite at batch 1: batch 32 would take minutes on a laptop.
         if (suite_path.empty() && bopt.batch == 0) bopt.batch = 1;
         peaks.device = "CPU";
