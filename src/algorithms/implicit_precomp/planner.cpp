@@ -65,7 +65,12 @@ int choose_split_k(const Problem& p, const TileShape& t, const HardwareModel& hw
   // pipeline runs long enough to pay for its prologue, epilogue atomics and the y pre-pass.
   // Measured on the H100 (multi_channel suite, 7x7/14x14 maps with C = 512): 16 blocks for 132 SMs
   // ran 2x slower than cuDNN before split-K.
-  int64_t split = std::min<int64_t>({2 * sms / std::max<int64_t>(blocks, 1), k_tiles / 8, 32});
+  // Reductions of 32K rows and more (a wgrad step's N*P*Q; no forward layer of the suites comes near)
+  // on few blocks may take 64 slices. H100, resnet50 wgrad fp32 with 64 slices forced: the first layer
+  // 1.107 -> 0.615 ms, the 56x56 1x1 layers 0.313 -> 0.163 and 0.413 -> 0.359 ms; layers with shorter
+  // reductions ran slower with 64 than with the planner's choice.
+  const int64_t cap = k_tiles >= 4096 ? 64 : 32;
+  int64_t split = std::min<int64_t>({2 * sms / std::max<int64_t>(blocks, 1), k_tiles / 8, cap});
   if (split < 2) return 1;
   std::ostringstream os;
   os << "split_k " << split << ": " << blocks << " blocks for " << sms << " SMs, " << k_tiles
