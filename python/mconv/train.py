@@ -281,7 +281,7 @@ def main(argv=None):
                 curves[f"{name} {dt} x{a.world}"] = same_l
                 rows.append({"run": f"resnet18 {dt} {name}", "global_batch": a.batch, "step_ms_1": one_t,
                              f"step_ms_{a.world}": dist_t, "scaling_efficiency": one_t / (a.world * dist_t),
-                             f"param_diff_{min(5, steps)}_steps": max_param_diff(one_5, same_5),
+                             "param_diff_5_steps": max_param_diff(one_5, same_5) if steps > 5 else None,
                              f"param_diff_{steps}_steps": max_param_diff(one_s, same_s),
                              "max_loss_diff": max(abs(u - v) for u, v in zip(one_l, same_l)),
                              "final_loss": same_l[-1]})
@@ -290,7 +290,8 @@ def main(argv=None):
     keys = list(rows[0].keys())
     print("  ".join(f"{k:>20}" for k in keys))
     for r in rows:
-        print("  ".join(f"{v:>20.6g}" if isinstance(v, float) else f"{v:>20}" for v in r.values()))
+        print("  ".join(f"{v:>20.6g}" if isinstance(v, float) else f"{'-' if v is None else v:>20}"
+                        for v in r.values()))
     if a.out:
         os.makedirs(a.out, exist_ok=True)
         base = os.path.join(a.out, f"train_{a.task}" + (f"_x{a.world}_{a.backend}" if a.world > 1 else ""))
