@@ -131,6 +131,47 @@ TEST(Backward, WgradIsOneStepForEveryGroupCount) {
   }
 }
 
+// The tensor-core plans of the steps (planned for the reference H100, no GPU needed): channels-last
+// bf16 dgrad gathers dy as vectors of channels and the filter, contiguous in C, transposed; wgrad
+// gathers both operands transposed and splits its few tiles' long reduction among a cluster.
+TEST(Backward, HalfStepsGatherTransposedOperandsAndSplitWgradByCluster) {
+  const Problem p = make(32, 64, 56, 56, 64, 3, 3, 1);
+  const TensorDesc x = p.x_desc(Layout::NHWC, DType::BFloat16), w = p.w_desc(Layout::NHWC, DType::BFloat16),
+                   y = p.y_desc(Layout::NHWC, DType::BFloat16);
+  PlanOptions o;
+  o.target = Target::Cuda;
+  auto step_division = [&](const ForwardStep& s) {
+    const Plan plan = Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o);
+    EXPECT_EQ(plan.algorithm(), Algorithm::ImplicitMma);
+    EXPECT_TRUE(plan.deterministic());  // the cluster sums in rank order
+    return std::get<ImplicitMmaDivision>(plan.division());
+  };
+  const ImplicitMmaDivision dgrad = step_division(decompose_backward_data(p, y, w, x).steps.at(0));
+  EXPECT_EQ(dgrad.a_gather, GatherForm::Vector);
+  EXPECT_EQ(dgrad.b_gather, GatherForm::Transposed);
+  EXPECT_FALSE(dgrad.images_fastest);
+  EXPECT_EQ(dgrad.cluster_split, 1);  // 32*56*56 pixels fill the SMs
+  const ImplicitMmaDivision wgrad = step_division(decompose_backward_filter(p, x, y, w).steps.at(0));
+  EXPECT_EQ(wgrad.a_gather, GatherForm::Transposed);
+  EXPECT_EQ(wgrad.b_gather, GatherForm::Transposed);
+  EXPECT_TRUE(wgrad.images_fastest);
+  EXPECT_EQ(wgrad.cluster_split, 15);  // 9 tiles of 64x64 over 3136 row tiles: 135 blocks for 132 SMs
+  EXPECT_EQ(wgrad.launch.grid_z, 15);
+  // fp32 in TF32 math has no transposed form (ldmatrix.trans moves 16-bit elements).
+  o.math = MathMode::TF32;
+  const Plan tf32 = Plan::build(p, p.x_desc(Layout::NHWC), p.w_desc(Layout::NHWC), p.y_desc(Layout::NHWC),
+                                HardwareModel::reference_h100(), o);
+  const auto dtf = decompose_backward_data(p, p.y_desc(Layout::NHWC), p.w_desc(Layout::NHWC), p.x_desc(Layout::NHWC));
+  const Plan dgrad_tf32 = Plan::build(dtf.steps[0].problem, dtf.steps[0].x, dtf.steps[0].w, dtf.steps[0].y,
+                                      HardwareModel::reference_h100(), o);
+  EXPECT_EQ(std::get<ImplicitMmaDivision>(dgrad_tf32.division()).b_gather, GatherForm::Element);
+  EXPECT_EQ(std::get<ImplicitMmaDivision>(tf32.division()).b_gather, GatherForm::Vector);
+  // A forced split beyond the 16 blocks of a cluster is a clear error.
+  o.math = MathMode::Exact;
+  o.split_k = 17;
+  EXPECT_THROW(Plan::build(p, x, w, y, HardwareModel::reference_h100(), o), Error);
+}
+
 TEST(Backward, DeterministicWgradIsBitwiseReproducible) {
   Engine engine(Target::Cpu);
   const Problem p = make(4, 16, 12, 12, 8, 3, 3, 1);

@@ -87,6 +87,41 @@ TEST_F(BackwardGpu, RandomCases) {
   }
 }
 
+// Note [mma gather forms]: channels-last fp16/bf16 steps gather the filter (dgrad) or both operands
+// (wgrad) transposed; wgrad splits tiles among a cluster. Strides, dilation, groups, partial tiles,
+// alpha/beta, and every forced split, each against the double reference.
+TEST_F(BackwardGpu, ChannelsLastHalfStepsTransposedGathersAndClusterSplits) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 954);
+  std::vector<Case> cases = {{make(4, 64, 14, 14, 72, 3, 3, 1)},           // K = 72: a partial filter tile
+                             {make(8, 32, 15, 15, 48, 3, 3, 1, 2)},        // stride 2: dgrad phases
+                             {make(8, 64, 10, 10, 64, 3, 3, 1, 1, 1, 4)},  // groups of 16 channels
+                             {make(16, 128, 7, 7, 256, 1, 1)},             // 1x1
+                             {make(8, 16, 12, 12, 24, 3, 3, 2, 1, 2)}};    // dilation 2
+  cases[0].alpha = 0.5f;
+  cases[0].beta = 0.75f;
+  for (Case& c : cases) c.xl = c.wl = c.yl = Layout::NHWC;
+  for (const Precision& pr : {kPrecisions[2], kPrecisions[3]})
+    for (const Case& c0 : cases)
+      for (Pass pass : {Pass::BackwardData, Pass::BackwardFilter})
+        for (int split : {0, 1, 3, 8}) {
+          const Case c = backward_case(c0, pass);
+          PlanOptions o;
+          o.split_k = split;
+          o.math = pr.math;
+          if (split == 0) {  // the planner's forms: what the test is for
+            BackwardTensors bt(c, pass, pr.dtype, g);
+            auto plan = pass == Pass::BackwardData ? engine.plan_backward_data(c.p, bt.ad, bt.bd, bt.outd, o)
+                                                   : engine.plan_backward_filter(c.p, bt.ad, bt.bd, bt.outd, o);
+            const auto& d = std::get<ImplicitMmaDivision>(plan->plans.at(0)->division());
+            EXPECT_EQ(d.b_gather, GatherForm::Transposed) << pass_name(pass) << " " << c.name();
+            EXPECT_EQ(d.a_gather, pass == Pass::BackwardData ? GatherForm::Vector : GatherForm::Transposed);
+          }
+          EXPECT_LT(run_gpu(engine, c, pass, pr, g, o), pr.tolerance)
+              << pass_name(pass) << " " << dtype_name(pr.dtype) << " split " << split << " " << c.name();
+        }
+}
+
 TEST_F(BackwardGpu, LargeReductionWgradAndDeterministicMode) {
   // A ResNet-like layer whose wgrad reduction (N*P*Q = 6272) is long: split-K with atomics by
   // default, bitwise reproducible with deterministic.

@@ -57,11 +57,13 @@ TEST(PlanDtypes, HalfAndTf32RunOnTensorCores) {
     const Plan nhwc = plan_for(p, Layout::NHWC, t);
     EXPECT_EQ(nhwc.algorithm(), Algorithm::ImplicitMma);
     const auto& d = std::get<ImplicitMmaDivision>(nhwc.division());
-    EXPECT_TRUE(d.vector_gather);
-    EXPECT_EQ(d.block_k, 64);  // a 128-byte stage of 16-bit rows
+    EXPECT_EQ(d.a_gather, GatherForm::Vector);
+    EXPECT_EQ(d.b_gather, GatherForm::Vector);
+    EXPECT_EQ(d.cluster_split, 1);  // 1568 tiles fill the SMs
+    EXPECT_EQ(d.block_k, 64);       // a 128-byte stage of 16-bit rows
     EXPECT_EQ(d.launch.grid_z, 1);
     EXPECT_NE(nhwc.to_text(0).find("tensor cores, fp32 accumulation"), std::string::npos);
-    EXPECT_FALSE(std::get<ImplicitMmaDivision>(plan_for(p, Layout::NCHW, t).division()).vector_gather);
+    EXPECT_EQ(std::get<ImplicitMmaDivision>(plan_for(p, Layout::NCHW, t).division()).a_gather, GatherForm::Element);
     EXPECT_TRUE(nhwc.deterministic());
   }
   PlanOptions tf32;
@@ -129,7 +131,7 @@ TEST(PlanDtypes, VectorGatherNeedsWholeVectorsOfChannels) {
        {std::tuple{64, 1, true}, {12, 1, false}, {3, 1, false}, {64, 8, true}, {48, 8, false}}) {
     const Problem p = make(2, c, 9, 9, 16, 3, 3, 1, 1, 1, groups);
     const Plan plan = plan_for(p, Layout::NHWC, DType::Float16);
-    EXPECT_EQ(std::get<ImplicitMmaDivision>(plan.division()).vector_gather, vector) << p.to_string();
+    EXPECT_EQ(std::get<ImplicitMmaDivision>(plan.division()).a_gather == GatherForm::Vector, vector) << p.to_string();
   }
 }
 
@@ -152,8 +154,11 @@ TEST(PlanDtypes, UnsupportedCombinationsAreClearErrors) {
   mma.target = Target::Cpu;
   EXPECT_EQ(status_of([&] { plan_for(p, Layout::NHWC, DType::Float16, mma); }), Status::Unsupported);
   PlanOptions split;
-  split.split_k = 2;
+  split.split_k = 17;  // implicit_mma splits among at most the 16 blocks of a cluster
   EXPECT_EQ(status_of([&] { plan_for(p, Layout::NHWC, DType::BFloat16, split); }), Status::BadParam);
+  split.split_k = 2;
+  EXPECT_EQ(std::get<ImplicitMmaDivision>(plan_for(p, Layout::NHWC, DType::BFloat16, split).division()).cluster_split,
+            2);
   PlanOptions bad_tile;
   bad_tile.tile = "128x128x8";
   EXPECT_EQ(status_of([&] { plan_for(p, Layout::NHWC, DType::BFloat16, bad_tile); }), Status::BadParam);

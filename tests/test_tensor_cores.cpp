@@ -42,7 +42,7 @@ struct DeviceBytes {
 // Runs one case in one precision (tile "" = the planner's), returns the norm-relative error.
 // `algorithm`: ImplicitMma (forced), or Auto to run the planner's choice.
 double run_mma(Engine& engine, const Case& c, std::mt19937_64& g, const Precision& pr, const std::string& tile = "",
-               std::string* division = nullptr, Algorithm algorithm = Algorithm::ImplicitMma) {
+               std::string* division = nullptr, Algorithm algorithm = Algorithm::ImplicitMma, int split_k = 0) {
   DtypeTensors t(c, g, pr.dtype);
   const std::vector<float> ref = t.reference(c);
   const int esz = dtype_size(pr.dtype);
@@ -59,6 +59,7 @@ double run_mma(Engine& engine, const Case& c, std::mt19937_64& g, const Precisio
   o.tile = tile;
   o.math = pr.math;
   o.algorithm = algorithm;  // under TF32 Auto keeps the FFMA families of C/G = 1 layers
+  o.split_k = split_k;
   auto plan = engine.plan(c.p, t.xd, t.wd, t.yd, o);
   if (algorithm != Algorithm::Auto) EXPECT_EQ(plan->algorithm(), algorithm);
   if (division) *division = division_name(plan->division()) + "\n" + division_text(plan->division());
@@ -112,6 +113,27 @@ TEST_F(TensorCores, EdgeCasesEveryTilePrecisionAndLayout) {
         }
 }
 
+// Note [mma cluster split]: tiles' rows split among 2 to 16 blocks of a cluster, in the vector and the
+// element forms, with the whole epilogue (alpha, beta, bias, ReLU), groups and partial tiles.
+TEST_F(TensorCores, ClusterSplitsMatchTheReference) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 105);
+  const std::vector<Case> cases = mma_edge_cases();
+  for (const Precision& pr : kPrecisions)
+    for (const char* tile : {"mma128x256_8w_128B", "mma64x64_4w_64B"})
+      for (int split : {2, 3, 8, 16})
+        for (size_t i = few() ? cases.size() - 4 : 0; i < cases.size(); ++i)
+          for (Layout l : {Layout::NHWC, Layout::NCHW}) {
+            Case c = cases[i];
+            c.xl = c.wl = c.yl = l;
+            std::string division;
+            EXPECT_LT(run_mma(engine, c, g, pr, tile, &division, Algorithm::ImplicitMma, split),
+                      tolerance(pr.dtype, pr.math))
+                << pr.name << " " << tile << " split " << split << " " << c.name();
+            EXPECT_NE(division.find("cluster split " + std::to_string(split)), std::string::npos) << division;
+          }
+}
+
 // fp16/bf16 depthwise layers with channels-last x and y: Auto picks single_channel's channels-last
 // kernel (Note [channels-last depthwise]); with x one element off 16 bytes it goes a channel at a time.
 TEST_F(TensorCores, ChannelsLastDepthwiseKernel) {
@@ -161,7 +183,7 @@ TEST_F(TensorCores, VectorAndElementGathersAgree) {
     c.xl = c.wl = c.yl = Layout::NHWC;
     std::string division;
     EXPECT_LT(run_mma(engine, c, g, pr, "", &division), tolerance(pr.dtype, pr.math)) << pr.name;
-    EXPECT_NE(division.find("16-byte vector gather"), std::string::npos) << division;
+    EXPECT_NE(division.find("gather vector/vector"), std::string::npos) << division;
     c.x_offset = 1;
     EXPECT_LT(run_mma(engine, c, g, pr), tolerance(pr.dtype, pr.math)) << pr.name << " misaligned x";
   }

@@ -32,6 +32,13 @@ struct ImplicitPrecompDivision {
   LaunchShape launch;      ///< with split_k slices (grid_z = groups * split_k)
 };
 
+/// How implicit_mma moves one operand's tile into shared memory (Note [mma gather forms]).
+enum class GatherForm {
+  Vector,      ///< 16-byte vectors along the reduction (channels contiguous: NHWC x, KRSC w)
+  Transposed,  ///< 16-byte vectors across pixels or filters (images or filters contiguous); fp16/bf16
+  Element,     ///< single elements, any strides
+};
+
 /// implicit_mma (src/algorithms/implicit_mma): one tile of its tile table on tensor cores.
 struct ImplicitMmaDivision {
   int tile = 0;           ///< index into the family's tile table
@@ -40,12 +47,16 @@ struct ImplicitMmaDivision {
   int block_k = 0;  ///< rows (elements of the reduction) per pipeline stage
   int stages = 0;
   int k_tiles = 0;  ///< row tiles of block_k rows
-  /// The gather moves 16-byte vectors (8 fp16/bf16 or 4 fp32 channels of one row chunk) when the
-  /// channels are contiguous in x and w and C/G, the strides and the group offsets are multiples of
-  /// a vector (Note [mma vector gather]); else it moves single elements. The launcher also needs
-  /// 16-byte aligned x and w pointers for the vector form.
-  bool vector_gather = false;
-  LaunchShape launch;
+  /// The gather forms of the image (A) and filter (B) tiles. Vector and Transposed forms also need
+  /// 16-byte aligned x and w pointers and group offsets; a call without them runs the element form.
+  GatherForm a_gather = GatherForm::Element, b_gather = GatherForm::Element;
+  /// Output pixels numbered images-fastest (m = (p*Q + q)*N + n), so that eight consecutive pixels
+  /// of the transposed image gather are eight contiguous images of one window.
+  bool images_fastest = false;
+  /// Row slices of one tile, one block each, summed in rank order through the thread-block
+  /// cluster's distributed shared memory (Note [mma cluster split]): no workspace, no atomics.
+  int cluster_split = 1;
+  LaunchShape launch;  ///< with cluster_split slices (grid_z = groups * cluster_split)
 };
 
 /// direct_block (src/algorithms/direct_block): one of its thread-group shapes.
@@ -144,6 +155,8 @@ using Division = std::variant<std::monostate, ImplicitPrecompDivision, DirectBlo
                               PlaneStreamDivision, PlaneBulkDivision, StrideFixedDivision, ImplicitMmaDivision,
                               ChannelsLastDepthwiseDivision>;
 
+/// "vector", "transposed" or "element".
+const char* gather_form_name(GatherForm f);
 /// The division's name as `mconv plan` and the benchmark print it (a tile or shape name; empty on the CPU).
 std::string division_name(const Division& d);
 /// One line per field, for `mconv plan`.

@@ -119,7 +119,10 @@ struct PlanOptions {
   Target target = Target::Auto;
   Algorithm algorithm = Algorithm::Auto;
   std::string tile;  ///< CUDA tile, shape or variant name to force; empty = the planner's choice
-  int split_k = 0;   ///< CUDA: 0 = planner's choice, 1 = off (bitwise reproducible), n = force n slices
+  /// CUDA: 0 = planner's choice, 1 = off, n = force n slices of the reduction: implicit_precomp sums
+  /// them with atomics (1 is bitwise reproducible); implicit_mma sums at most 8 through a cluster's
+  /// shared memory, in rank order (reproducible either way).
+  int split_k = 0;
   /// No atomics in any family (split-K and channel slices off): the same inputs give bitwise the
   /// same y on every run. Slower only where the planner would have split (small maps, many channels).
   bool deterministic = false;

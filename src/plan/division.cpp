@@ -16,7 +16,9 @@ std::string launch_text(const LaunchShape& l) {
 struct NameOf {
   std::string operator()(const std::monostate&) const { return ""; }
   std::string operator()(const ImplicitPrecompDivision& d) const { return d.tile_name; }
-  std::string operator()(const ImplicitMmaDivision& d) const { return d.tile_name; }
+  std::string operator()(const ImplicitMmaDivision& d) const {
+    return d.tile_name + (d.cluster_split > 1 ? "_cs" + std::to_string(d.cluster_split) : "");
+  }
   std::string operator()(const DirectBlockDivision& d) const { return d.shape_name; }
   std::string operator()(const SingleChannelDivision& d) const {
     return "single_channel_m" + std::to_string(d.method) + (d.shaped ? "_shaped" : "");
@@ -43,7 +45,8 @@ struct TextOf {
     std::ostringstream os;
     os << "division  tile " << d.tile_name << " (" << d.block_m << " pixels x " << d.block_n << " filters x "
        << d.block_k << " rows per stage, " << d.stages << " stages), " << d.k_tiles << " row tiles, "
-       << (d.vector_gather ? "16-byte vector gather" : "element gather") << "\n";
+       << "gather " << gather_form_name(d.a_gather) << "/" << gather_form_name(d.b_gather)
+       << (d.images_fastest ? ", images fastest" : "") << ", cluster split " << d.cluster_split << "\n";
     return os.str() + launch_text(d.launch);
   }
   std::string operator()(const DirectBlockDivision& d) const {
@@ -89,6 +92,18 @@ struct TextOf {
 };
 
 }  // namespace
+
+const char* gather_form_name(GatherForm f) {
+  switch (f) {
+    case GatherForm::Vector:
+      return "vector";
+    case GatherForm::Transposed:
+      return "transposed";
+    case GatherForm::Element:
+      return "element";
+  }
+  return "?";
+}
 
 std::string division_name(const Division& d) {
   return std::visit(NameOf{}, d);

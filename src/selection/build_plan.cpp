@@ -122,13 +122,12 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
       if (options.algorithm != Algorithm::Auto && options.algorithm != Algorithm::ImplicitMma)
         throw Error(Status::Unsupported, std::string("algorithm: ") + algorithm_name(options.algorithm) +
                                              " has fp32 FFMA kernels only; " + what + " run on implicit_mma");
-      if (options.split_k > 1) throw Error(Status::BadParam, "split_k: implicit_mma does not split the reduction");
       plan.decisions_.push_back(options.algorithm == Algorithm::Auto
                                     ? "algorithm implicit_mma: " + what + " run on the tensor cores"
                                     : "algorithm implicit_mma: forced");
       plan.algorithm_ = Algorithm::ImplicitMma;
       plan.division_ = detail::plan_implicit_mma(pr, x, w, plan.valid_rows_, plan.row_order_ == RowOrder::RSC, hw,
-                                                 options.tile, plan.decisions_);
+                                                 options.tile, options.split_k, plan.decisions_);
       return plan;
     }
   } else if (options.algorithm == Algorithm::ImplicitMma) {

@@ -3,6 +3,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
+#include <array>
+
 #include "../launch.hpp"
 #include "cuda_check.cuh"
 #include "storage.cuh"
@@ -41,13 +44,17 @@ void fill_view(const TensorDesc& view, void* base, float beta, void* stream) {
   prm.base = base;
   prm.total = view.element_count();
   if (prm.total == 0) return;
-  prm.d1 = view.dims[1];
-  prm.d2 = view.dims[2];
-  prm.d3 = view.dims[3];
-  prm.s0 = view.strides[0];
-  prm.s1 = view.strides[1];
-  prm.s2 = view.strides[2];
-  prm.s3 = view.strides[3];
+  // Walk the view with its smallest stride fastest, so that consecutive threads write neighbouring
+  // elements whatever the layout (a channels-last view's channels, an NCHW view's columns).
+  std::array<int, 4> order{0, 1, 2, 3};
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return view.strides[a] > view.strides[b]; });
+  prm.d1 = view.dims[order[1]];
+  prm.d2 = view.dims[order[2]];
+  prm.d3 = view.dims[order[3]];
+  prm.s0 = view.strides[order[0]];
+  prm.s1 = view.strides[order[1]];
+  prm.s2 = view.strides[order[2]];
+  prm.s3 = view.strides[order[3]];
   prm.beta = beta;
   const int threads = 256;
   const long long blocks = std::min<long long>((prm.total + threads - 1) / threads, 4096);

@@ -15,6 +15,17 @@
 // ldmatrix moves 16-bit pairs, so in bytes its fragments are the same for 4-byte TF32 elements: an
 // 8x8 b16 matrix is 8 rows of 4 fp32, exactly the m16n8k8 TF32 fragment layout.
 //
+// Note [mma gather forms]: each operand tile comes into shared memory in one of three forms. Vector
+// (Note [mma vector gather], planner.cpp): 16-byte runs of reduction rows, stored reduction-fastest
+// as above. Transposed (fp16/bf16): when the operand's contiguous axis is the GEMM's M or N instead
+// -- the filter of a backward-data step is w read as (C, K, R, S), contiguous in C; the image and
+// filter of a backward-filter step are x read as (C, N, H, W) and dy as (K, N, P, Q), contiguous in
+// C and K -- a stage stores each reduction row as BlockM (or BlockN) contiguous elements
+// ([kk][pixel], [kk][filter]), gathered as 16-byte vectors of 8 pixels or 8 filters, and fragments
+// load with ldmatrix.trans, which hands each lane the same registers the .row.col MMA takes. Eight
+// consecutive pixels are eight images of one window when pixels are numbered images-fastest. Element
+// (any strides): see below.
+//
 // Note [mma vector gather]: see planner.cpp. The element form moves one element per copy (cp.async
 // of 4 bytes for fp32; a predicated load and store for 16-bit types, which cp.async cannot copy) with
 // consecutive threads on consecutive pixels, so NCHW/CNHW inputs read along their contiguous axis.
@@ -25,8 +36,16 @@
 // pipeline's buffers are free by then) and every thread then handles 16-byte runs of filters of one
 // pixel: beta*y read, ReLU, rounding and the store are all whole 16-byte vectors, a warp covering
 // whole pixels' rows. Other y layouts keep the direct fragment store.
+//
+// Note [mma cluster split]: a layer whose tiles cannot fill the GPU (a backward-filter step: the
+// output is a filter, the reduction N*P*Q long) splits each tile's rows among the S blocks of a
+// thread-block cluster. Every block parks its fp32 partial tile in its own shared memory; after a
+// cluster barrier block r sums rows r*BM/S.. of all S partials in rank order through distributed
+// shared memory and runs the epilogue on them, and a second barrier keeps every block resident until
+// its peers have read it. No workspace, no atomics: y is bitwise the same on every run.
 #pragma once
 
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -34,6 +53,7 @@
 
 #include "../common/cp_async.cuh"
 #include "../common/implicit_gemm_geometry.cuh"
+#include "mconv/division.hpp"
 #include "mconv/plan.hpp"
 
 namespace mconv::cuda {
@@ -42,9 +62,29 @@ struct ImplicitMmaParams : ImplicitGemmGeometry {
   const void* x;  // tensors of the plan's dtype
   const void* w;
   void* y;
-  int pair_store;    // y.stride_k == 1 and every filter pair 2t, 2t+1 aligned for one paired store
-  int staged_store;  // Note [mma staged epilogue]: y.stride_k == 1 and 16-byte aligned runs of filters
+  int pair_store;      // y.stride_k == 1 and every filter pair 2t, 2t+1 aligned for one paired store
+  int staged_store;    // Note [mma staged epilogue]: y.stride_k == 1 and 16-byte aligned runs of filters
+  int images;          // N
+  int images_fastest;  // pixel m is (n, p, q) = (m % N, (m / N) / Q, (m / N) % Q); else n-major
+  int splits;          // Note [mma cluster split]: blocks of one tile's cluster (1: no split)
+  int k_tiles_per_split;
+  int store_pixels_fastest;  // cluster-split epilogue: consecutive threads on pixels (y.stride_k != 1)
 };
+
+/// The output pixel (n, p, q) of GEMM column m in the plan's pixel order.
+__device__ __forceinline__ void pixel_coords(const ImplicitMmaParams& prm, long long m, int& n, int& p, int& q) {
+  int rem;
+  if (prm.images_fastest) {
+    const int pq = static_cast<int>(m / prm.images);
+    n = static_cast<int>(m - static_cast<long long>(pq) * prm.images);
+    rem = pq;
+  } else {
+    n = static_cast<int>(m / prm.pq);
+    rem = static_cast<int>(m - static_cast<long long>(n) * prm.pq);
+  }
+  p = rem / prm.q;
+  q = rem - p * prm.q;
+}
 
 /// The element types: storage, the MMA instruction and conversions.
 struct MmaFp16 {
@@ -105,6 +145,12 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t smem_addr
                : "r"(smem_addr));
 }
 
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t smem_addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr));
+}
+
 __device__ __forceinline__ void cp_async_16(uint32_t smem_addr, const void* gmem, bool pred) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr), "l"(gmem), "r"(pred ? 16 : 0));
 }
@@ -114,7 +160,7 @@ __device__ __forceinline__ void cp_async_4(uint32_t smem_addr, const void* gmem,
 
 }  // namespace detail
 
-template <class Tile, class Math, bool kVector>
+template <class Tile, class Math, GatherForm kA, GatherForm kB>
 __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma_kernel(const ImplicitMmaParams prm) {
   using T = typename Math::Storage;
   constexpr int BM = Tile::kBlockM, BN = Tile::kBlockN, NT = Tile::kThreads, S = Tile::kStages;
@@ -125,30 +171,43 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
   constexpr int V = 16 / EB;   // rows per 16-byte vector
   constexpr int VR = Tile::kRowVectors;
   constexpr int FM = Tile::kFragsM, FN = Tile::kFragsN;
+  static_assert(kA != GatherForm::Element || kB == GatherForm::Element, "element images come with element filters");
+  static_assert(kB != GatherForm::Element || Tile::kElementGather, "the tile has the element form");
+  static_assert((kA != GatherForm::Transposed && kB != GatherForm::Transposed) || EB == 2,
+                "ldmatrix.trans moves 16-bit elements");
+  // Note [mma gather forms]: the image tile's bytes in a stage, then the filter tile's.
+  constexpr int kABytes = kA == GatherForm::Transposed ? BK * Tile::kPitchA : BM * kPitch;
   extern __shared__ __align__(128) unsigned char smem[];
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   auto image_row = [&](int stage, int pixel) { return smem_base + stage * Tile::kStageBytes + pixel * kPitch; };
-  auto filter_row = [&](int stage, int f) { return smem_base + stage * Tile::kStageBytes + BM * kPitch + f * kPitch; };
+  auto filter_row = [&](int stage, int f) { return smem_base + stage * Tile::kStageBytes + kABytes + f * kPitch; };
+  auto image_t_row = [&](int stage, int kk) { return smem_base + stage * Tile::kStageBytes + kk * Tile::kPitchA; };
+  auto filter_t_row = [&](int stage, int kk) {
+    return smem_base + stage * Tile::kStageBytes + kABytes + kk * Tile::kPitchB;
+  };
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const long long block_m = static_cast<long long>(blockIdx.x) * BM;
   const int block_n = blockIdx.y * BN;
-  const int group = blockIdx.z;
+  const int group = blockIdx.z / prm.splits, slice = blockIdx.z - group * prm.splits;
   const T* __restrict__ gX = static_cast<const T*>(prm.x) + group * prm.x_group;
   const T* __restrict__ gW = static_cast<const T*>(prm.w) + group * prm.w_group;
 
   // The pixels this thread gathers: vector form, chunk c = tid + i*NT is (pixel c/VR, vector c%VR);
-  // element form, pixel tid % BM for every row it copies.
-  constexpr int kPix = kVector ? BM * VR / NT : 1;
+  // transposed form, the 8 pixels from (tid % (BM/8)) * 8 for every row it copies (one window: their
+  // start addresses differ by their images' stride, 1); element form, pixel tid % BM.
+  constexpr int kPix = kA == GatherForm::Vector ? BM * VR / NT : 1;
   long long rStart[kPix];
   int rH0[kPix], rW0[kPix];
 #pragma unroll
   for (int i = 0; i < kPix; ++i) {
-    const int pixel = kVector ? (tid + i * NT) / VR : tid % BM;
+    const int pixel = kA == GatherForm::Vector       ? (tid + i * NT) / VR
+                      : kA == GatherForm::Transposed ? (tid % (BM / 8)) * 8
+                                                     : tid % BM;
     const long long m = block_m + pixel;
     if (m < prm.npq) {
-      const int n = static_cast<int>(m / prm.pq), rem = static_cast<int>(m - static_cast<long long>(n) * prm.pq);
-      const int p = rem / prm.q, q = rem - p * prm.q;
+      int n, p, q;
+      pixel_coords(prm, m, n, p, q);
       rH0[i] = window_origin(p, prm.stride_h, prm.pad_h);
       rW0[i] = window_origin(q, prm.stride_w, prm.pad_w);
       rStart[i] = n * prm.x_sn + rH0[i] * prm.x_sh + rW0[i] * prm.x_sw;
@@ -162,22 +221,48 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
            static_cast<unsigned>(rW0[i] + row.z) < static_cast<unsigned>(prm.W);
   };
 
-  auto load_stage = [&](int stage, int k0) {
-    if constexpr (kVector) {
+  // Note [mma table prefetch]: the offset-table rows a thread's copies of a stage need, read one
+  // stage ahead into registers, so that issuing a stage's copies never waits on a table load (with
+  // few blocks an SM, as a cluster split has, that wait was most of a stage's time). The element
+  // forms read many rows a thread and keep reading them in place.
+  constexpr int kVecsA = BM / 8, kVecsB = BN / 8;
+  constexpr int kRowsA = kA == GatherForm::Vector ? 1 : kA == GatherForm::Transposed ? BK * kVecsA / NT : 0;
+  constexpr int kRowsB = kB == GatherForm::Transposed ? BK * kVecsB / NT : 0;
+  struct TableRows {
+    int4 a[kRowsA > 0 ? kRowsA : 1];
+    int b[kRowsB > 0 ? kRowsB : 1];
+  };
+  auto fetch_rows = [&](int k0, TableRows& t) {
+    if constexpr (kA == GatherForm::Vector) {
+      t.a[0] = __ldg(prm.table + k0 + (tid % VR) * V);
+    } else if constexpr (kA == GatherForm::Transposed) {
+#pragma unroll
+      for (int i = 0; i < kRowsA; ++i) t.a[i] = __ldg(prm.table + k0 + tid / kVecsA + i * (NT / kVecsA));
+    }
+    if constexpr (kB == GatherForm::Transposed) {
+#pragma unroll
+      for (int i = 0; i < kRowsB; ++i) t.b[i] = __ldg(&prm.table[k0 + tid / kVecsB + i * (NT / kVecsB)].w);
+    }
+  };
+
+  auto load_images = [&](int stage, int k0, const TableRows& t) {
+    if constexpr (kA == GatherForm::Vector) {
       const int vec = tid % VR;  // the same vector of rows for every chunk of this thread
-      const int4 row = __ldg(prm.table + k0 + vec * V);
+      const int4 row = t.a[0];
 #pragma unroll
       for (int i = 0; i < kPix; ++i) {
         const int pixel = (tid + i * NT) / VR;
         const bool ok = inside(i, row);
         detail::cp_async_16(image_row(stage, pixel) + vec * 16, ok ? gX + rStart[i] + row.x : gX, ok);
       }
-      const bool row_ok = k0 + vec * V < prm.rows;
+    } else if constexpr (kA == GatherForm::Transposed) {
+      const int vec = tid % kVecsA;
 #pragma unroll
-      for (int i = 0; i < BN * VR / NT; ++i) {
-        const int f = (tid + i * NT) / VR;
-        const bool ok = row_ok && block_n + f < prm.kg;
-        detail::cp_async_16(filter_row(stage, f) + vec * 16, ok ? gW + (block_n + f) * prm.w_sk + row.w : gW, ok);
+      for (int i = 0; i < kRowsA; ++i) {
+        const int kk = tid / kVecsA + i * (NT / kVecsA);
+        const int4 row = t.a[i];
+        const bool ok = inside(0, row);
+        detail::cp_async_16(image_t_row(stage, kk) + vec * 16, ok ? gX + rStart[0] + row.x : gX, ok);
       }
     } else {
       const int pixel = tid % BM;
@@ -194,6 +279,32 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
           asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(dst), "h"(v));
         }
       }
+    }
+  };
+  auto load_filters = [&](int stage, int k0, const TableRows& t) {
+    if constexpr (kB == GatherForm::Vector) {
+      static_assert(kA == GatherForm::Vector, "vector filters read the images' table row");
+      const int vec = tid % VR;
+      const bool row_ok = k0 + vec * V < prm.rows;
+      const int w_offset = t.a[0].w;
+#pragma unroll
+      for (int i = 0; i < BN * VR / NT; ++i) {
+        const int f = (tid + i * NT) / VR;
+        const bool ok = row_ok && block_n + f < prm.kg;
+        detail::cp_async_16(filter_row(stage, f) + vec * 16, ok ? gW + (block_n + f) * prm.w_sk + w_offset : gW, ok);
+      }
+    } else if constexpr (kB == GatherForm::Transposed) {
+      // Filters contiguous (w.stride_k == 1, K/G a multiple of 8): 8 filters of one row per copy.
+      const int vec = tid % kVecsB;
+      const bool f_ok = block_n + vec * 8 < prm.kg;
+#pragma unroll
+      for (int i = 0; i < kRowsB; ++i) {
+        const int kk = tid / kVecsB + i * (NT / kVecsB);
+        const int w_offset = t.b[i];
+        const bool ok = f_ok && k0 + kk < prm.rows;
+        detail::cp_async_16(filter_t_row(stage, kk) + vec * 16, ok ? gW + block_n + vec * 8 + w_offset : gW, ok);
+      }
+    } else {
 #pragma unroll
       for (int i = 0; i < BN * BK / NT; ++i) {
         const int e = tid + i * NT, kk = e % BK, f = e / BK;
@@ -210,6 +321,10 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
       }
     }
   };
+  auto load_stage = [&](int stage, int k0, const TableRows& t) {
+    load_images(stage, k0, t);
+    load_filters(stage, k0, t);
+  };
 
   float acc[FM][FN][4];
 #pragma unroll
@@ -219,22 +334,41 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
 #pragma unroll
       for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
 
-  const int k_tiles = (prm.rows + BK - 1) / BK;
+  // This block's row tiles: all of them, or its slice of the cluster (Note [mma cluster split]).
+  const int k_total = (prm.rows + BK - 1) / BK;
+  const int kt_begin = min(slice * prm.k_tiles_per_split, k_total);
+  const int k_tiles = min(kt_begin + prm.k_tiles_per_split, k_total) - kt_begin;
+  // Rows of the stages this block copies, [k_first, k_end); `ahead` holds the next stage's table rows.
+  const int k_first = kt_begin * BK, k_end = (kt_begin + k_tiles) * BK;
+  TableRows ahead;
+  if (k_tiles > 0) fetch_rows(k_first, ahead);
 #pragma unroll
   for (int s = 0; s < S - 1; ++s) {
-    if (s < k_tiles) load_stage(s, s * BK);
+    if (s < k_tiles) {
+      load_stage(s, k_first + s * BK, ahead);
+      if (k_first + (s + 1) * BK < k_end) fetch_rows(k_first + (s + 1) * BK, ahead);
+    }
     detail::cp_async_commit();
   }
   const int wm = warp % Tile::kWarpsM, wn = warp / Tile::kWarpsM;
   // ldmatrix lane addresses (Note [mma shared layout]): A, lanes 0-15 rows 0-15 at byte 0, lanes
   // 16-31 the same rows at byte 16; B, lane l reads filter (l & 7) + 8 (l >> 4) at byte 16 ((l >> 3) & 1).
+  // Transposed (Note [mma gather forms]): the same four 8x8 matrices, addressed by their rows of 8
+  // pixels or filters: lane l gives row (l & 7) of matrix l >> 3.
   const int a_row = wm * Tile::kWarpM + (lane & 15), a_byte = (lane >> 4) * 16;
   const int b_row = wn * Tile::kWarpN + (lane & 7) + ((lane >> 4) << 3), b_byte = ((lane >> 3) & 1) * 16;
+  const int mat = lane >> 3;
+  const int at_kk = (mat >> 1) * 8 + (lane & 7), at_byte = (wm * Tile::kWarpM + (mat & 1) * 8) * 2;
+  const int bt_kk = (mat & 1) * 8 + (lane & 7), bt_byte = (wn * Tile::kWarpN + (mat >> 1) * 8) * 2;
   for (int kt = 0; kt < k_tiles; ++kt) {
     detail::cp_async_wait<S - 2>();
     __syncthreads();  // stage kt visible to all; stage kt-1 no longer read by anyone
     const int next = kt + S - 1;
-    if (next < k_tiles) load_stage(next % S, next * BK);
+    if (next < k_tiles) {
+      const int k0 = k_first + next * BK;
+      load_stage(next % S, k0, ahead);
+      if (k0 + BK < k_end) fetch_rows(k0 + BK, ahead);
+    }
     detail::cp_async_commit();
     const int st = kt % S;
 #pragma unroll
@@ -242,13 +376,19 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
       uint32_t a[FM][4], b[FN / 2][4];
 #pragma unroll
       for (int i = 0; i < FM; ++i) {
-        detail::ldmatrix_x4(a[i], image_row(st, a_row + i * 16) + ks * 32 + a_byte);
+        if constexpr (kA == GatherForm::Transposed)
+          detail::ldmatrix_x4_trans(a[i], image_t_row(st, ks * 16 + at_kk) + at_byte + i * 32);
+        else
+          detail::ldmatrix_x4(a[i], image_row(st, a_row + i * 16) + ks * 32 + a_byte);
 #pragma unroll
         for (int r = 0; r < 4; ++r) Math::convert_fragment(a[i][r]);
       }
 #pragma unroll
       for (int j = 0; j < FN / 2; ++j) {
-        detail::ldmatrix_x4(b[j], filter_row(st, b_row + j * 16) + ks * 32 + b_byte);
+        if constexpr (kB == GatherForm::Transposed)
+          detail::ldmatrix_x4_trans(b[j], filter_t_row(st, ks * 16 + bt_kk) + bt_byte + j * 32);
+        else
+          detail::ldmatrix_x4(b[j], filter_row(st, b_row + j * 16) + ks * 32 + b_byte);
 #pragma unroll
         for (int r = 0; r < 4; ++r) Math::convert_fragment(b[j][r]);
       }
@@ -265,6 +405,47 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
   T* __restrict__ gY = static_cast<T*>(prm.y) + group * prm.y_group;
   const float* gBias = prm.bias ? prm.bias + static_cast<long long>(group) * prm.kg : nullptr;
   const int g = lane >> 2, t4 = lane & 3;
+  auto finish = [&](float v, int f, const T* old) {
+    v *= prm.alpha;
+    if (prm.beta != 0.0f) v = fmaf(prm.beta, Math::to_float(*old), v);
+    if (gBias) v += __ldg(gBias + f);
+    return prm.relu ? fmaxf(v, 0.0f) : v;
+  };
+  if (prm.splits > 1) {
+    // Note [mma cluster split].
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    __syncthreads();  // every warp is done with the pipeline's buffers
+    float* sOut = reinterpret_cast<float*>(smem);
+#pragma unroll
+    for (int i = 0; i < FM; ++i)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int row = wm * Tile::kWarpM + i * 16 + g + half * 8;
+#pragma unroll
+        for (int j = 0; j < FN; ++j)
+          *reinterpret_cast<float2*>(sOut + row * Tile::kOutPitch + wn * Tile::kWarpN + j * 8 + t4 * 2) =
+              make_float2(acc[i][j][half * 2], acc[i][j][half * 2 + 1]);
+      }
+    cluster.sync();  // every partial tile written and visible to the cluster
+    const int rows = (BM + prm.splits - 1) / prm.splits;
+    const int r0 = min(slice * rows, BM), r1 = min(r0 + rows, BM), mine = r1 - r0;
+    for (int e = tid; e < mine * BN; e += NT) {
+      const int pixel = r0 + (prm.store_pixels_fastest ? e % mine : e / BN);
+      const int col = prm.store_pixels_fastest ? e / mine : e % BN;
+      const long long m = block_m + pixel;
+      const int f = block_n + col;
+      if (m >= prm.npq || f >= prm.kg) continue;
+      float v = 0.0f;
+      for (int r = 0; r < prm.splits; ++r) v += cluster.map_shared_rank(sOut, r)[pixel * Tile::kOutPitch + col];
+      int n, p, q;
+      pixel_coords(prm, m, n, p, q);
+      T* dst = gY + n * prm.y_sn + p * prm.y_sp + q * prm.y_sq + f * prm.y_sk;
+      *dst = Math::from_float(finish(v, f, dst));
+    }
+    cluster.sync();  // no block leaves while a peer still reads its shared memory
+    return;
+  }
   if (prm.staged_store) {
     // Note [mma staged epilogue].
     __syncthreads();  // every warp is done with the pipeline's buffers
@@ -292,8 +473,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
       const long long m = block_m + pixel;
       const int f = block_n + col;
       if (m >= prm.npq || f >= prm.kg) continue;
-      const int n = static_cast<int>(m / prm.pq), rem = static_cast<int>(m - static_cast<long long>(n) * prm.pq);
-      const int p = rem / prm.q, q = rem - p * prm.q;
+      int n, p, q;
+      pixel_coords(prm, m, n, p, q);
       T* dst = gY + n * prm.y_sn + p * prm.y_sp + q * prm.y_sq + f;
       const float* src = sOut + pixel * Tile::kOutPitch + col;
       if (f + kRun <= prm.kg) {
@@ -317,20 +498,14 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
     }
     return;
   }
-  auto finish = [&](float v, int f, const T* old) {
-    v *= prm.alpha;
-    if (prm.beta != 0.0f) v = fmaf(prm.beta, Math::to_float(*old), v);
-    if (gBias) v += __ldg(gBias + f);
-    return prm.relu ? fmaxf(v, 0.0f) : v;
-  };
 #pragma unroll
   for (int i = 0; i < FM; ++i) {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const long long m = block_m + wm * Tile::kWarpM + i * 16 + g + half * 8;
       if (m >= prm.npq) continue;
-      const int n = static_cast<int>(m / prm.pq), rem = static_cast<int>(m - static_cast<long long>(n) * prm.pq);
-      const int p = rem / prm.q, q = rem - p * prm.q;
+      int n, p, q;
+      pixel_coords(prm, m, n, p, q);
       T* yPix = gY + n * prm.y_sn + p * prm.y_sp + q * prm.y_sq;
 #pragma unroll
       for (int j = 0; j < FN; ++j) {

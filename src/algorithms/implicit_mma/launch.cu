@@ -1,6 +1,8 @@
 // Launcher of the tensor-core implicit-GEMM family: fills the parameters from the Plan and its
-// division, picks the vector gather when the pointers allow it, and launches the tile in the plan's
-// dtype and math mode.
+// division, keeps the division's gather forms when the pointers and group offsets allow them (the
+// element form on the fallback tile otherwise), and launches the tile in the plan's dtype and math
+// mode, as a cluster when the division splits its tiles' rows.
+#include <atomic>
 #include <cstdint>
 
 #include "../common/cuda_check.cuh"
@@ -13,16 +15,68 @@ namespace {
 
 using cuda::ImplicitMmaParams;
 
-template <class Tile, class Math, bool kVector>
+template <GatherForm A, GatherForm B>
+struct Forms {
+  static constexpr GatherForm kA = A, kB = B;
+};
+
+template <class Tile, class Math, class F>
 void launch(const ImplicitMmaParams& prm, dim3 grid, cudaStream_t stream) {
-  cuda::implicit_mma_kernel<Tile, Math, kVector><<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(prm);
+  auto* kernel = cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB>;
+  if (prm.splits == 1) {
+    kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(prm);
+  } else {
+    // Note [mma cluster split]: the slices of a tile are consecutive z blocks, one cluster.
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = dim3(Tile::kThreads);
+    config.dynamicSmemBytes = Tile::kSmemBytes;
+    config.stream = stream;
+    cudaLaunchAttribute cluster{};
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = 1;
+    cluster.val.clusterDim.y = 1;
+    cluster.val.clusterDim.z = static_cast<unsigned>(prm.splits);
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    MCONV_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, prm));
+  }
   MCONV_CUDA_CHECK(cudaGetLastError());
 }
 
-template <class Tile, class Math, bool kVector>
-void allow_shared_memory() {
-  MCONV_CUDA_CHECK(cudaFuncSetAttribute(cuda::implicit_mma_kernel<Tile, Math, kVector>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
+/// The split a launch can take: a cluster beyond the portable 8 blocks is Hopper's non-portable size,
+/// which a device may not schedule with this kernel's shared memory; it then runs 8 slices. Asked
+/// once per kernel instantiation (devices of one process are taken to be alike).
+template <class Tile, class Math, class F>
+int schedulable_split(int splits) {
+  if (splits <= kPortableClusterSplit) return splits;
+  // The largest split known to fit, and the smallest known not to.
+  static std::atomic<int> fits{0}, fails{kMaxClusterSplit + 1};
+  if (fits.load() >= splits) return splits;
+  if (fails.load() <= splits) return kPortableClusterSplit;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(1, 1, static_cast<unsigned>(splits));
+  config.blockDim = dim3(Tile::kThreads);
+  config.dynamicSmemBytes = Tile::kSmemBytes;
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = 1;
+  cluster.val.clusterDim.y = 1;
+  cluster.val.clusterDim.z = static_cast<unsigned>(splits);
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB>, &config) !=
+      cudaSuccess) {
+    (void)cudaGetLastError();  // an unsupported size is an answer, not a sticky error
+    clusters = 0;
+  }
+  if (clusters <= 0) {
+    fails.store(splits);
+    return kPortableClusterSplit;
+  }
+  fits.store(splits);
+  return splits;
 }
 
 /// Calls f(Math{}) for the plan's element type and math mode.
@@ -36,8 +90,55 @@ void visit_math(const Plan& plan, F&& f) {
     case DType::Float32:
       if (plan.math() == MathMode::TF32) return f(cuda::MmaTf32{});
       break;
+    case DType::Float64:
+      break;
   }
   throw Error(Status::Internal, "implicit_mma: a plan in fp32 exact math reached the tensor-core launcher");
+}
+
+/// Calls f(Forms<a, b>{}) where tile and element type have that instantiation (mma_tile_has_forms;
+/// the transposed forms are 16-bit only); false where they have none.
+template <class Tile, class Math, class F>
+bool visit_forms(GatherForm a, GatherForm b, F&& f) {
+  using G = GatherForm;
+  constexpr bool k16 = Math::kBytes == 2;
+  if (a == G::Vector && b == G::Vector) return f(Forms<G::Vector, G::Vector>{}), true;
+  if constexpr (k16)
+    if (a == G::Vector && b == G::Transposed) return f(Forms<G::Vector, G::Transposed>{}), true;
+  if constexpr (Tile::kElementGather) {
+    if (a == G::Element && b == G::Element) return f(Forms<G::Element, G::Element>{}), true;
+    if (a == G::Vector && b == G::Element) return f(Forms<G::Vector, G::Element>{}), true;
+    if constexpr (k16)
+      if (a == G::Transposed && b == G::Transposed) return f(Forms<G::Transposed, G::Transposed>{}), true;
+  }
+  return false;
+}
+
+/// Calls f(Tile{}, Forms{}) for the tile and forms of one launch.
+template <class Math, class F>
+void visit_instance(int tile, GatherForm a, GatherForm b, F&& f) {
+  bool found = false;
+  const bool known = visit_mma_tile(tile, [&](auto t) {
+    using Tile = decltype(t);
+    found = visit_forms<Tile, Math>(a, b, [&](auto forms) { f(t, forms); });
+  });
+  if (!known || !found)
+    throw Error(Status::Internal, "implicit_mma: no instantiation of tile " + std::to_string(tile) + " with the " +
+                                      gather_form_name(a) + "/" + gather_form_name(b) + " gather");
+}
+
+/// The kernel's attributes: its dynamic shared memory, and clusters beyond the portable 8 blocks
+/// where the plan splits among more.
+template <class Math>
+void set_attributes(int tile, GatherForm a, GatherForm b, int splits) {
+  visit_instance<Math>(tile, a, b, [&](auto t, auto forms) {
+    using Tile = decltype(t);
+    using F = decltype(forms);
+    const auto kernel = cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB>;
+    MCONV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
+    if (splits > kPortableClusterSplit)
+      MCONV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  });
 }
 
 }  // namespace
@@ -45,15 +146,10 @@ void visit_math(const Plan& plan, F&& f) {
 void implicit_mma_prepare(const Plan& plan, const ImplicitMmaDivision& d) {
   visit_math(plan, [&](auto math) {
     using Math = decltype(math);
-    auto allow = [&](auto tile) {
-      using Tile = decltype(tile);
-      allow_shared_memory<Tile, Math, true>();
-      if constexpr (Tile::kElementGather) allow_shared_memory<Tile, Math, false>();
-    };
-    visit_mma_tile(kElementFallbackTile, allow);  // for calls whose pointers the vector gather cannot take
-    if (!visit_mma_tile(d.tile, allow))
-      throw Error(Status::Internal,
-                  "tile: plan names implicit_mma tile " + std::to_string(d.tile) + " that has no instantiation");
+    // The fallback for calls whose pointers or group offsets the division's forms cannot take.
+    set_attributes<Math>(kElementFallbackTile, GatherForm::Element, GatherForm::Element, d.cluster_split);
+    if (mma_tile_has_forms(kMmaTileCatalog.at(d.tile), d.a_gather, d.b_gather))
+      set_attributes<Math>(d.tile, d.a_gather, d.b_gather, d.cluster_split);
   });
 }
 
@@ -65,6 +161,8 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   prm.x = x;
   prm.w = w;
   prm.y = y;
+  prm.images = static_cast<int>(plan.problem().n);
+  prm.store_pixels_fastest = out.stride_k != 1;
   // Filters 2t and 2t+1 adjacent, and every pair's first element aligned to two elements.
   const int esz = dtype_size(plan.dtype());
   prm.pair_store = out.stride_k == 1 && reinterpret_cast<uintptr_t>(y) % (2 * esz) == 0 && out.stride_n % 2 == 0 &&
@@ -73,30 +171,34 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   const int run = 16 / esz;
   prm.staged_store = out.stride_k == 1 && reinterpret_cast<uintptr_t>(y) % 16 == 0 && out.stride_n % run == 0 &&
                      out.stride_p % run == 0 && out.stride_q % run == 0 && prm.y_group % run == 0;
-  // Note [mma vector gather]: the division says the strides allow it; the pointers must too.
-  const bool vector =
-      d.vector_gather && reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(w) % 16 == 0;
-  const auto s = static_cast<cudaStream_t>(stream);
-  // A tile without the element form hands a call it cannot gather to the fallback tile, on its grid.
-  const bool fallback = !vector && !kMmaTileCatalog[d.tile].element_gather;
-  const int tile_index = fallback ? kElementFallbackTile : d.tile;
+  // The vector and transposed forms: the division says the strides allow them; the pointers and the
+  // group offsets (a backward step's views set their own) must too.
+  const bool grouped = plan.problem().groups > 1;
+  auto aligned = [&](GatherForm f, const void* p, long long group_stride) {
+    return f == GatherForm::Element ||
+           (reinterpret_cast<uintptr_t>(p) % 16 == 0 && (!grouped || group_stride % run == 0));
+  };
+  const bool keep = aligned(d.a_gather, x, prm.x_group) && aligned(d.b_gather, w, prm.w_group) &&
+                    mma_tile_has_forms(kMmaTileCatalog.at(d.tile), d.a_gather, d.b_gather);
+  const int tile_index = keep ? d.tile : kElementFallbackTile;
+  const MmaTileShape& t = kMmaTileCatalog[tile_index];
+  const GatherForm a = keep ? d.a_gather : GatherForm::Element, b = keep ? d.b_gather : GatherForm::Element;
+  prm.images_fastest = a == GatherForm::Transposed;
+  const int k_tiles = static_cast<int>(ceil_div(plan.rows(), t.row_bytes / esz));
   dim3 grid = cuda::grid_of(d.launch);
-  if (fallback) {
-    const MmaTileShape& f = kMmaTileCatalog[kElementFallbackTile];
-    grid.x = static_cast<unsigned>(ceil_div(prm.npq, f.block_m));
-    grid.y = static_cast<unsigned>(ceil_div(prm.kg, f.block_n));
-  }
+  grid.x = static_cast<unsigned>(ceil_div(prm.npq, t.block_m));
+  grid.y = static_cast<unsigned>(ceil_div(prm.kg, t.block_n));
+  const auto s = static_cast<cudaStream_t>(stream);
   visit_math(plan, [&](auto math) {
     using Math = decltype(math);
-    if (!visit_mma_tile(tile_index, [&](auto tile) {
-          using Tile = decltype(tile);
-          if constexpr (Tile::kElementGather) {
-            if (!vector) return launch<Tile, Math, false>(prm, grid, s);
-          }
-          launch<Tile, Math, true>(prm, grid, s);
-        }))
-      throw Error(Status::Internal,
-                  "tile: plan names implicit_mma tile " + std::to_string(d.tile) + " that has no instantiation");
+    visit_instance<Math>(tile_index, a, b, [&](auto tile, auto forms) {
+      using Tile = decltype(tile);
+      using F = decltype(forms);
+      prm.splits = schedulable_split<Tile, Math, F>(d.cluster_split);
+      prm.k_tiles_per_split = static_cast<int>(ceil_div(k_tiles, prm.splits));
+      grid.z = static_cast<unsigned>(plan.problem().groups * prm.splits);
+      launch<Tile, Math, F>(prm, grid, s);
+    });
   });
 }
 

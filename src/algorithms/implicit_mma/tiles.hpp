@@ -8,14 +8,17 @@
 #include <tuple>
 
 #include "../common/host_math.hpp"
+#include "mconv/division.hpp"
 
 namespace mconv::detail {
 
 /// A block of BlockM output pixels x BlockN filters, split among WarpsM x WarpsN warps, each warp a
 /// (BlockM/WarpsM) x (BlockN/WarpsN) tile of 16x8 MMA fragments. A pipeline stage holds RowBytes
 /// bytes of every pixel's and every filter's reduction rows (RowBytes/2 fp16/bf16 or RowBytes/4 fp32
-/// rows), Stages deep. `ElementGather`: the tile also has the element-gather form (Note [mma vector
-/// gather]); tiles without it run layers the vector gather cannot take on kElementFallbackTile.
+/// rows), Stages deep. Every tile has the vector forms (both operands vector, or vector images and
+/// transposed filters: Note [mma gather forms]); `ElementGather` tiles also have the element forms
+/// and the both-transposed form (mma_tile_has_forms). Calls the plan's forms cannot take run on
+/// kElementFallbackTile.
 template <int BlockM, int BlockN, int WarpsM, int WarpsN, int RowBytes, int Stages, int MinBlocks, bool ElementGather>
 struct ImplicitMmaTile {
   static constexpr int kBlockM = BlockM, kBlockN = BlockN, kWarpsM = WarpsM, kWarpsN = WarpsN;
@@ -40,6 +43,15 @@ struct ImplicitMmaTile {
   static_assert(kThreads % kRowVectors == 0, "vector gather: a thread keeps one vector position");
   static_assert((BlockM * kRowVectors) % kThreads == 0 && (BlockN * kRowVectors) % kThreads == 0,
                 "vector gather: equal chunks");
+  // Note [mma gather forms]: a transposed stage holds the rows of BlockM (or BlockN) 16-bit elements,
+  // padded by 16 bytes; it never needs more than the reduction-fastest layout of the same operand.
+  static constexpr int kTransposedRows = RowBytes / 2;
+  static constexpr int kPitchA = BlockM * 2 + 16, kPitchB = BlockN * 2 + 16;
+  static_assert(kTransposedRows * kPitchA <= BlockM * kRowPitch && kTransposedRows * kPitchB <= BlockN * kRowPitch,
+                "a transposed operand fits the operand's stage bytes");
+  static_assert(kThreads % (BlockM / 8) == 0 && kThreads % (BlockN / 8) == 0 &&
+                    (kTransposedRows * BlockM / 8) % kThreads == 0 && (kTransposedRows * BlockN / 8) % kThreads == 0,
+                "transposed gather: a thread keeps one vector column and copies equal chunks");
   static_assert(kSmemBytes <= 227 * 1024, "dynamic shared memory of one block on sm_90");
   static_assert(RowBytes / 2 <= 64, "a stage's rows stay inside the offset table's padding (kOffsetTableRowAlign)");
 };
@@ -77,6 +89,20 @@ constexpr std::array<MmaTileShape, sizeof...(Tiles)> make_mma_catalog(std::tuple
             Tiles::kThreads, Tiles::kSmemBytes, Tiles::kElementGather}...}};
 }
 inline constexpr auto kMmaTileCatalog = make_mma_catalog(static_cast<ImplicitMmaTiles*>(nullptr));
+
+/// Whether tile `t` has an instantiation of these gather forms (the catalog's rule, which the
+/// launcher's dispatch follows): vector images with vector or transposed filters on every tile;
+/// element filters (under vector or element images) and the both-transposed form on ElementGather
+/// tiles.
+inline bool mma_tile_has_forms(const MmaTileShape& t, GatherForm a, GatherForm b) {
+  if (a == GatherForm::Vector && b != GatherForm::Element) return true;
+  return t.element_gather && (a == b || (a == GatherForm::Vector && b == GatherForm::Element));
+}
+
+/// Note [mma cluster split]: slices of one tile, the blocks of one thread-block cluster: up to
+/// Hopper's non-portable 16, lowered at launch to the portable 8 where a device cannot schedule 16.
+inline constexpr int kPortableClusterSplit = 8;
+inline constexpr int kMaxClusterSplit = 16;
 
 inline int find_mma_tile(std::string_view name) {
   return find_by_name(kMmaTileCatalog, name);
