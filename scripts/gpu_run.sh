@@ -2,7 +2,9 @@
 # Runs on a GPU machine from binaries staged by scripts/stage_gpu_bundle.sh. Two parts, so that each
 # fits one device call:
 #   scripts/gpu_run.sh check            GPU tests (a CUDA-graph replay among them), compute-sanitizer
-#                                       memcheck and racecheck, the host cost of a call, the hardware model
+#                                       memcheck and racecheck, the host cost of a call, the hardware model;
+#                                       CHECKS (default "tests memcheck racecheck initcheck overhead")
+#                                       picks some, to split the part over calls
 #   scripts/gpu_run.sh python           the Python package from .py-bundle (scripts/stage_python_bundle.sh):
 #                                       its tests on CPU and GPU, memcheck over the GPU ones, and
 #                                       python -m mconv.bench (PY_SUITES, PY_MODELS, host overhead)
@@ -24,32 +26,38 @@ S=$LOG/summary.txt
 say() { echo "$*" | tee -a "$S"; }
 
 if [ "$part" = check ]; then
+  checks=" ${CHECKS:-tests memcheck racecheck initcheck overhead} "
+  want() { [[ "$checks" == *" $1 "* ]]; }
   nvidia-smi > "$LOG/nvidia-smi.txt" 2>&1
   ldd "$B/mconv" | grep "not found" && say "missing libraries"
   XDG_CACHE_HOME=$OUT/cache "$B/mconv" device > "$LOG/device.txt" 2>&1
-  say "== CPU tests on the GPU machine"
-  "$B/mconv_tests" > "$LOG/cpu_tests.log" 2>&1; say "cpu tests exit $?"
-  say "== GPU tests"
-  timeout 240 "$B/mconv_gpu_tests" > "$LOG/gpu_tests.log" 2>&1; say "gpu tests exit $?"
-  grep -E "MCONV_TEST_SEED|PASSED|FAILED|SKIPPED" "$LOG/gpu_tests.log" | head -20 | tee -a "$S"
+  if want tests; then
+    say "== CPU tests on the GPU machine"
+    "$B/mconv_tests" > "$LOG/cpu_tests.log" 2>&1; say "cpu tests exit $?"
+    say "== GPU tests"
+    timeout 240 "$B/mconv_gpu_tests" > "$LOG/gpu_tests.log" 2>&1; say "gpu tests exit $?"
+    grep -E "MCONV_TEST_SEED|PASSED|FAILED|SKIPPED" "$LOG/gpu_tests.log" | head -20 | tee -a "$S"
+  fi
   say "== compute-sanitizer"
-  MCONV_GPU_TEST_FEW=1 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 3 "$B/mconv_gpu_tests" \
-    --gtest_filter='*RandomProblems*:*EdgeCasesFloat*:*HostPointers*:*SplitK*:*DirectBlock*:*SingleChannel*:*StrideFixed*:*Graph*:TensorCores.*:BackwardGpu.EdgeCases*' \
+  want memcheck && MCONV_GPU_TEST_FEW=1 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 3 "$B/mconv_gpu_tests" \
+    --gtest_filter='*RandomProblems*:*EdgeCasesFloat*:*HostPointers*:*SplitK*:*DirectBlock*:*SingleChannel*:*StrideFixed*:*Graph*:TensorCores.*:BackwardGpu.EdgeCases*:BackwardGpu.ChannelsLast*' \
     > "$LOG/memcheck.log" 2>&1
-  say "memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$LOG/memcheck.log" | tail -1)"
-  MCONV_GPU_TEST_FEW=1 MCONV_GPU_TEST_RANDOM=3 timeout 320 compute-sanitizer --tool racecheck --error-exitcode 3 \
-    "$B/mconv_gpu_tests" --gtest_filter='*EdgeCasesExactEveryTile*:*SplitK*:*DirectBlockEdge*:*SingleChannel*:*StrideFixed*:TensorCores.VectorAndElement*:TensorCores.LargeReduction*:BackwardGpu.LargeReduction*' \
+  want memcheck && say "memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$LOG/memcheck.log" | tail -1)"
+  want racecheck && MCONV_GPU_TEST_FEW=1 MCONV_GPU_TEST_RANDOM=3 timeout 320 compute-sanitizer --tool racecheck --error-exitcode 3 \
+    "$B/mconv_gpu_tests" --gtest_filter="${RACECHECK_FILTER:-*EdgeCasesExactEveryTile*:*SplitK*:*DirectBlockEdge*:*SingleChannel*:*StrideFixed*:TensorCores.VectorAndElement*:TensorCores.ClusterSplits*:BackwardGpu.ChannelsLast*:TensorCores.LargeReduction*:BackwardGpu.LargeReduction*}" \
     > "$LOG/racecheck.log" 2>&1
-  say "racecheck exit $?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$LOG/racecheck.log" | tail -1)"
-  MCONV_GPU_TEST_FEW=1 MCONV_GPU_TEST_RANDOM=3 timeout 200 compute-sanitizer --tool initcheck --error-exitcode 3 \
+  want racecheck && say "racecheck exit $?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$LOG/racecheck.log" | tail -1)"
+  want initcheck && MCONV_GPU_TEST_FEW=1 MCONV_GPU_TEST_RANDOM=3 timeout 200 compute-sanitizer --tool initcheck --error-exitcode 3 \
     "$B/mconv_gpu_tests" --gtest_filter='*EdgeCasesFloat*:*SplitK*:*DirectBlockEdge*:*SingleChannel*:*StrideFixed*:*Graph*:*Deterministic*' \
     > "$LOG/initcheck.log" 2>&1
-  say "initcheck exit $?: $(grep -E 'ERROR SUMMARY' "$LOG/initcheck.log" | tail -1)"
-  say "== host cost of one conv2d_forward call (GPU busy)"
-  "$B/mconv_host_overhead" "$LOG/host_overhead.csv" 2>&1 | tee -a "$S"
-  if [ -x "${OLD_BUNDLE:-}/host_overhead_old" ]; then
-    say "-- the same layer through the previous runtime"
-    LD_LIBRARY_PATH=$OLD_BUNDLE "$OLD_BUNDLE/host_overhead_old" 2>&1 | tee -a "$S"
+  want initcheck && say "initcheck exit $?: $(grep -E 'ERROR SUMMARY' "$LOG/initcheck.log" | tail -1)"
+  if want overhead; then
+    say "== host cost of one conv2d_forward call (GPU busy)"
+    "$B/mconv_host_overhead" "$LOG/host_overhead.csv" 2>&1 | tee -a "$S"
+    if [ -x "${OLD_BUNDLE:-}/host_overhead_old" ]; then
+      say "-- the same layer through the previous runtime"
+      LD_LIBRARY_PATH=$OLD_BUNDLE "$OLD_BUNDLE/host_overhead_old" 2>&1 | tee -a "$S"
+    fi
   fi
 elif [ "$part" = python ]; then
   P=$PWD/.py-bundle

@@ -41,7 +41,7 @@ struct DeviceBuffer {
 
 // Runs one case on the GPU with the given tile ("" = planner's choice); compares with the reference.
 void run_case(Engine& engine, Case c, std::mt19937_64& g, bool integers, const std::string& tile = "", int split_k = 0,
-              Algorithm algo = Algorithm::Auto) {
+              Algorithm algo = Algorithm::Auto, bool deterministic = false) {
   // SiLU's exponential is not an exact integer operation: the bit-exact checks take ReLU in its place.
   if (integers && c.act == Activation::SiLU) c.act = Activation::ReLU;
   SCOPED_TRACE(c.name() + (tile.empty() ? "" : " tile " + tile) +
@@ -63,7 +63,10 @@ void run_case(Engine& engine, Case c, std::mt19937_64& g, bool integers, const s
   o.tile = tile;
   o.split_k = split_k;
   o.algorithm = algo;
+  o.deterministic = deterministic;
   auto plan = engine.plan(c.p, t.xd, t.wd, t.yd, o);
+  if (deterministic && split_k > 1)
+    EXPECT_TRUE(std::get<ImplicitPrecompDivision>(plan->division()).ordered_split) << plan->to_text(0);
   Epilogue e{c.alpha, c.beta, t.bias.empty() ? nullptr : db.ptr, c.act};
   engine.conv2d_forward(*plan, x_dev, dw.ptr, dy.ptr, e);
   engine.synchronize();
@@ -131,6 +134,29 @@ TEST_F(CudaExecutor, SplitKExactWithBetaBiasAndReluFallback) {
       }
     }
   }
+}
+
+// Note [ordered split-k]: the deterministic split, up to the 16 blocks of a cluster, with beta, bias
+// and ReLU (which the ordered split keeps split: its epilogue has the whole sum), in every layout
+// and in tiles of every thread shape. Integer inputs: exact.
+TEST_F(CudaExecutor, OrderedSplitKExactWithBetaBiasAndRelu) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 9);
+  const bool few = std::getenv("MCONV_GPU_TEST_FEW") != nullptr;  // under the sanitizers
+  const std::vector<int> splits = few ? std::vector<int>{16} : std::vector<int>{2, 5, 16};
+  const std::vector<const char*> tiles = few ? std::vector<const char*>{"128x128x8", "64x32x8"}
+                                             : std::vector<const char*>{"128x128x8", "64x32x8", "128x64x16"};
+  for (int split : splits)
+    for (const char* tile : tiles)  // rows for 18+ row tiles of 16 (C/G*R*S = 864 and 288)
+      for (Case c : {Case{make(2, 96, 7, 9, 70, 3, 3, 1)}, Case{make(2, 96, 9, 9, 48, 3, 3, 1, 1, 1, 3)}})
+        for (int l = 0; l < 3; ++l) {
+          c.xl = c.wl = c.yl = Layout(l);
+          c.alpha = l == 0 ? 1.0f : 2.0f;
+          c.beta = l == 0 ? 0.0f : 1.0f;
+          c.bias = l != 0;
+          c.act = l == 2 ? Activation::ReLU : Activation::Identity;
+          run_case(engine, c, g, true, tile, split, Algorithm::ImplicitPrecomp, true);
+        }
 }
 
 TEST_F(CudaExecutor, DirectBlockEdgeCasesExact) {

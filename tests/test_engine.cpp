@@ -99,14 +99,25 @@ TEST(Plan, DeterministicPlansUseNoAtomics) {
     o.deterministic = true;
     const Plan det = Plan::build(small_map, small_map.x_desc(Layout::NCHW), small_map.w_desc(Layout::NCHW),
                                  small_map.y_desc(Layout::NCHW), hw, o);
-    EXPECT_EQ(det.split_k(), 1) << algorithm_name(a);
-    EXPECT_TRUE(det.deterministic());
+    if (a == Algorithm::StrideFixed) {
+      EXPECT_EQ(det.split_k(), 1);
+    } else {  // Note [ordered split-k]: the slices are one cluster, summed in rank order
+      EXPECT_GT(det.split_k(), 1);
+      EXPECT_LE(det.split_k(), 16);
+      EXPECT_TRUE(std::get<ImplicitPrecompDivision>(det.division()).ordered_split);
+      EXPECT_NE(det.to_text(0).find("summed in rank order"), std::string::npos);
+    }
+    EXPECT_TRUE(det.deterministic()) << algorithm_name(a);
     EXPECT_NE(det.to_text(0).find("deterministic yes"), std::string::npos);
   }
-  PlanOptions forced{Target::Cuda, Algorithm::ImplicitPrecomp, "", 4, true};
+  PlanOptions forced{Target::Cuda, Algorithm::ImplicitPrecomp, "", 17, true};  // beyond one cluster
   EXPECT_THROW(Plan::build(small_map, small_map.x_desc(Layout::NCHW), small_map.w_desc(Layout::NCHW),
                            small_map.y_desc(Layout::NCHW), hw, forced),
                Error);
+  forced.split_k = 4;
+  EXPECT_TRUE(Plan::build(small_map, small_map.x_desc(Layout::NCHW), small_map.w_desc(Layout::NCHW),
+                          small_map.y_desc(Layout::NCHW), hw, forced)
+                  .deterministic());
 }
 
 // Resident set size in bytes (Linux).

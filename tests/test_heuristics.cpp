@@ -16,14 +16,14 @@ const HardwareModel kH100 = HardwareModel::reference_h100();
 /// The implicit-GEMM tile the planner picks for `p` (`rows_gather`: channels innermost).
 std::string tile_of(const Problem& p, bool rows_gather) {
   std::vector<std::string> why;
-  const auto d = detail::plan_implicit_precomp(p, p.c_per_group() * p.r * p.s, rows_gather, kH100, "", 0, why);
+  const auto d = detail::plan_implicit_precomp(p, p.c_per_group() * p.r * p.s, rows_gather, kH100, "", 0, false, why);
   EXPECT_FALSE(why.empty()) << "every choice gives its reason";
   return d.tile_name;
 }
 /// The split-K slices the planner picks for `p` with `tile`.
 int split_of(const Problem& p, const std::string& tile) {
   std::vector<std::string> why;
-  return detail::plan_implicit_precomp(p, p.c_per_group() * p.r * p.s, false, kH100, tile, 0, why).split_k;
+  return detail::plan_implicit_precomp(p, p.c_per_group() * p.r * p.s, false, kH100, tile, 0, false, why).split_k;
 }
 
 Algorithm pick(const Problem& p, Layout x_layout = Layout::NCHW) {

@@ -27,6 +27,9 @@ struct ImplicitPrecompDivision {
   int block_m = 0, block_n = 0, block_k = 0;
   int k_tiles = 0;  ///< row tiles of block_k rows
   int split_k = 1;  ///< row slices summed into y with atomics (Note [split-k without workspace])
+  /// The slices are one thread-block cluster, summed in rank order through distributed shared memory
+  /// (Note [ordered split-k]): deterministic, no pre-pass; at most 16 slices.
+  bool ordered_split = false;
   int k_tiles_per_split = 0;
   int prepass_blocks = 0;  ///< blocks of the split-K pre-pass (y = beta*y + bias)
   LaunchShape launch;      ///< with split_k slices (grid_z = groups * split_k)

@@ -120,11 +120,12 @@ struct PlanOptions {
   Algorithm algorithm = Algorithm::Auto;
   std::string tile;  ///< CUDA tile, shape or variant name to force; empty = the planner's choice
   /// CUDA: 0 = planner's choice, 1 = off, n = force n slices of the reduction: implicit_precomp sums
-  /// them with atomics (1 is bitwise reproducible); implicit_mma sums at most 8 through a cluster's
-  /// shared memory, in rank order (reproducible either way).
+  /// them with atomics, or in rank order inside a cluster (at most 16) in a deterministic plan;
+  /// implicit_mma always sums at most 16 in rank order inside a cluster.
   int split_k = 0;
-  /// No atomics in any family (split-K and channel slices off): the same inputs give bitwise the
-  /// same y on every run. Slower only where the planner would have split (small maps, many channels).
+  /// No atomics in any family: the same inputs give bitwise the same y on every run. The implicit
+  /// GEMMs split the reduction only among the blocks of one cluster, summed in rank order (sm_90);
+  /// stride_fixed's channel slices are off. Slower where the planner would have split further.
   bool deterministic = false;
   /// fp32 tensors: Exact (FFMA) or TF32 (tensor cores). Ignored for fp16/bf16 tensors.
   MathMode math = MathMode::Exact;
@@ -162,7 +163,7 @@ class Plan {
   /// Split-K slices of the division (1 where the family has none).
   int split_k() const;
   /// True when no kernel of the plan sums with atomics: y is bitwise the same on every run.
-  bool deterministic() const { return split_k() == 1; }
+  bool deterministic() const;
   /// The reasons behind the algorithm and tile choices, one line each.
   const std::vector<std::string>& decisions() const { return decisions_; }
 

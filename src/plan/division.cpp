@@ -15,7 +15,9 @@ std::string launch_text(const LaunchShape& l) {
 
 struct NameOf {
   std::string operator()(const std::monostate&) const { return ""; }
-  std::string operator()(const ImplicitPrecompDivision& d) const { return d.tile_name; }
+  std::string operator()(const ImplicitPrecompDivision& d) const {
+    return d.tile_name + (d.ordered_split ? "_os" + std::to_string(d.split_k) : "");
+  }
   std::string operator()(const ImplicitMmaDivision& d) const {
     return d.tile_name + (d.cluster_split > 1 ? "_cs" + std::to_string(d.cluster_split) : "");
   }
@@ -38,7 +40,11 @@ struct TextOf {
     std::ostringstream os;
     os << "division  tile " << d.tile_name << " (" << d.block_m << " pixels x " << d.block_n << " filters x "
        << d.block_k << " rows per stage), " << d.k_tiles << " row tiles, split_k " << d.split_k << " ("
-       << d.k_tiles_per_split << " row tiles a slice)\n";
+       << d.k_tiles_per_split << " row tiles a slice"
+       << (d.ordered_split ? ", summed in rank order in a cluster"
+           : d.split_k > 1 ? ", atomics"
+                           : "")
+       << ")\n";
     return os.str() + launch_text(d.launch);
   }
   std::string operator()(const ImplicitMmaDivision& d) const {

@@ -135,6 +135,11 @@ int Plan::split_k() const {
   return 1;
 }
 
+bool Plan::deterministic() const {
+  if (const auto* d = std::get_if<ImplicitPrecompDivision>(&division_)) return d->split_k == 1 || d->ordered_split;
+  return split_k() == 1;
+}
+
 CompiledRepresentation Plan::compile(int64_t threads, int64_t block) const {
   if (threads <= 0) throw Error(Status::BadParam, "threads: must be >= 1");
   if (block < 0) throw Error(Status::BadParam, "block: must be >= 0");

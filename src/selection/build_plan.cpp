@@ -173,14 +173,10 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
       plan.algorithm_ = Algorithm::ImplicitPrecomp;
     }
   }
-  if (options.deterministic && options.split_k > 1)
-    throw Error(Status::BadParam, "split_k: " + std::to_string(options.split_k) +
-                                      " slices sum with atomics, which a deterministic plan excludes");
   if (target == Target::Cuda) {
-    const int split_k = options.deterministic ? 1 : options.split_k;
-    if (options.deterministic) plan.decisions_.push_back("split_k 1: deterministic (no atomics)");
-    plan.division_ = detail::plan_implicit_precomp(pr, plan.valid_rows_, plan.row_order_ == RowOrder::RSC, hw,
-                                                   options.tile, split_k, plan.decisions_);
+    plan.division_ =
+        detail::plan_implicit_precomp(pr, plan.valid_rows_, plan.row_order_ == RowOrder::RSC, hw, options.tile,
+                                      options.split_k, options.deterministic, plan.decisions_);
   } else if (!options.tile.empty() || options.split_k > 1) {
     throw Error(Status::BadParam, "tile: tiles and split_k apply to the cuda target only");
   }

@@ -171,8 +171,9 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
   constexpr int V = 16 / EB;   // rows per 16-byte vector
   constexpr int VR = Tile::kRowVectors;
   constexpr int FM = Tile::kFragsM, FN = Tile::kFragsN;
-  static_assert(kA != GatherForm::Element || kB == GatherForm::Element, "element images come with element filters");
-  static_assert(kB != GatherForm::Element || Tile::kElementGather, "the tile has the element form");
+  static_assert(kA != GatherForm::Element || kB != GatherForm::Vector, "vector filters read the images' table row");
+  static_assert((kA != GatherForm::Element && kB != GatherForm::Element) || Tile::kElementGather,
+                "the tile has the element form");
   static_assert((kA != GatherForm::Transposed && kB != GatherForm::Transposed) || EB == 2,
                 "ldmatrix.trans moves 16-bit elements");
   // Note [mma gather forms]: the image tile's bytes in a stage, then the filter tile's.

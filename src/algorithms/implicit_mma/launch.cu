@@ -2,9 +2,9 @@
 // division, keeps the division's gather forms when the pointers and group offsets allow them (the
 // element form on the fallback tile otherwise), and launches the tile in the plan's dtype and math
 // mode, as a cluster when the division splits its tiles' rows.
-#include <atomic>
 #include <cstdint>
 
+#include "../common/cluster_launch.cuh"
 #include "../common/cuda_check.cuh"
 #include "../launch.hpp"
 #include "kernel.cuh"
@@ -23,60 +23,11 @@ struct Forms {
 template <class Tile, class Math, class F>
 void launch(const ImplicitMmaParams& prm, dim3 grid, cudaStream_t stream) {
   auto* kernel = cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB>;
-  if (prm.splits == 1) {
+  if (prm.splits == 1)
     kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(prm);
-  } else {
-    // Note [mma cluster split]: the slices of a tile are consecutive z blocks, one cluster.
-    cudaLaunchConfig_t config{};
-    config.gridDim = grid;
-    config.blockDim = dim3(Tile::kThreads);
-    config.dynamicSmemBytes = Tile::kSmemBytes;
-    config.stream = stream;
-    cudaLaunchAttribute cluster{};
-    cluster.id = cudaLaunchAttributeClusterDimension;
-    cluster.val.clusterDim.x = 1;
-    cluster.val.clusterDim.y = 1;
-    cluster.val.clusterDim.z = static_cast<unsigned>(prm.splits);
-    config.attrs = &cluster;
-    config.numAttrs = 1;
-    MCONV_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, prm));
-  }
+  else  // Note [mma cluster split]: the slices of a tile are consecutive z blocks, one cluster.
+    cuda::launch_z_clusters(kernel, grid, Tile::kThreads, Tile::kSmemBytes, stream, prm.splits, prm);
   MCONV_CUDA_CHECK(cudaGetLastError());
-}
-
-/// The split a launch can take: a cluster beyond the portable 8 blocks is Hopper's non-portable size,
-/// which a device may not schedule with this kernel's shared memory; it then runs 8 slices. Asked
-/// once per kernel instantiation (devices of one process are taken to be alike).
-template <class Tile, class Math, class F>
-int schedulable_split(int splits) {
-  if (splits <= kPortableClusterSplit) return splits;
-  // The largest split known to fit, and the smallest known not to.
-  static std::atomic<int> fits{0}, fails{kMaxClusterSplit + 1};
-  if (fits.load() >= splits) return splits;
-  if (fails.load() <= splits) return kPortableClusterSplit;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(1, 1, static_cast<unsigned>(splits));
-  config.blockDim = dim3(Tile::kThreads);
-  config.dynamicSmemBytes = Tile::kSmemBytes;
-  cudaLaunchAttribute cluster{};
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = 1;
-  cluster.val.clusterDim.y = 1;
-  cluster.val.clusterDim.z = static_cast<unsigned>(splits);
-  config.attrs = &cluster;
-  config.numAttrs = 1;
-  int clusters = 0;
-  if (cudaOccupancyMaxActiveClusters(&clusters, cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB>, &config) !=
-      cudaSuccess) {
-    (void)cudaGetLastError();  // an unsupported size is an answer, not a sticky error
-    clusters = 0;
-  }
-  if (clusters <= 0) {
-    fails.store(splits);
-    return kPortableClusterSplit;
-  }
-  fits.store(splits);
-  return splits;
 }
 
 /// Calls f(Math{}) for the plan's element type and math mode.
@@ -108,8 +59,10 @@ bool visit_forms(GatherForm a, GatherForm b, F&& f) {
   if constexpr (Tile::kElementGather) {
     if (a == G::Element && b == G::Element) return f(Forms<G::Element, G::Element>{}), true;
     if (a == G::Vector && b == G::Element) return f(Forms<G::Vector, G::Element>{}), true;
-    if constexpr (k16)
+    if constexpr (k16) {
       if (a == G::Transposed && b == G::Transposed) return f(Forms<G::Transposed, G::Transposed>{}), true;
+      if (a == G::Element && b == G::Transposed) return f(Forms<G::Element, G::Transposed>{}), true;
+    }
   }
   return false;
 }
@@ -136,7 +89,7 @@ void set_attributes(int tile, GatherForm a, GatherForm b, int splits) {
     using F = decltype(forms);
     const auto kernel = cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB>;
     MCONV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
-    if (splits > kPortableClusterSplit)
+    if (splits > cuda::kPortableClusterBlocks)
       MCONV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   });
 }
@@ -194,7 +147,8 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
     visit_instance<Math>(tile_index, a, b, [&](auto tile, auto forms) {
       using Tile = decltype(tile);
       using F = decltype(forms);
-      prm.splits = schedulable_split<Tile, Math, F>(d.cluster_split);
+      prm.splits = cuda::schedulable_cluster_blocks<cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB>>(
+          d.cluster_split, Tile::kThreads, Tile::kSmemBytes);
       prm.k_tiles_per_split = static_cast<int>(ceil_div(k_tiles, prm.splits));
       grid.z = static_cast<unsigned>(plan.problem().groups * prm.splits);
       launch<Tile, Math, F>(prm, grid, s);

@@ -92,16 +92,17 @@ inline constexpr auto kMmaTileCatalog = make_mma_catalog(static_cast<ImplicitMma
 
 /// Whether tile `t` has an instantiation of these gather forms (the catalog's rule, which the
 /// launcher's dispatch follows): vector images with vector or transposed filters on every tile;
-/// element filters (under vector or element images) and the both-transposed form on ElementGather
-/// tiles.
+/// element filters (under vector or element images), transposed filters under element images and
+/// the both-transposed form on ElementGather tiles.
 inline bool mma_tile_has_forms(const MmaTileShape& t, GatherForm a, GatherForm b) {
   if (a == GatherForm::Vector && b != GatherForm::Element) return true;
-  return t.element_gather && (a == b || (a == GatherForm::Vector && b == GatherForm::Element));
+  if (a == GatherForm::Transposed) return t.element_gather && b == GatherForm::Transposed;
+  return t.element_gather && b != GatherForm::Vector;
 }
 
 /// Note [mma cluster split]: slices of one tile, the blocks of one thread-block cluster: up to
-/// Hopper's non-portable 16, lowered at launch to the portable 8 where a device cannot schedule 16.
-inline constexpr int kPortableClusterSplit = 8;
+/// Hopper's non-portable 16, lowered at launch to the portable 8 where a device cannot schedule 16
+/// (common/cluster_launch.cuh, which holds the same numbers for the device side).
 inline constexpr int kMaxClusterSplit = 16;
 
 inline int find_mma_tile(std::string_view name) {

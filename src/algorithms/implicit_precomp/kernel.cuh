@@ -17,7 +17,17 @@
 // large C), `splits` blocks share one output tile, each over a slice of the rows. A pre-pass writes
 // y = beta*y + bias (output_prepass_kernel.cuh) and the slices add alpha*partial with atomics, so no
 // buffer beyond y is needed. ReLU needs the full sum, so the launcher does not split when it is asked.
+//
+// Note [ordered split-k]: the deterministic form of the split. The slices of a tile are the blocks
+// of one thread-block cluster. After the main loop each block writes one part of its partial tile
+// (rows of each thread's 4x4 accumulator groups) into its own shared memory (the pipeline's buffers,
+// free by then), a cluster barrier
+// makes them visible, block r sums rows r*rows/S.. of that part over all S blocks in rank order
+// through distributed shared memory and runs the full epilogue (alpha, beta, bias, ReLU) on them;
+// then the next part. No pre-pass, no atomics: y is the same bits on every run.
 #pragma once
+
+#include <cooperative_groups.h>
 
 #include <cstdint>
 
@@ -36,6 +46,8 @@ struct ImplicitPrecompParams : ImplicitGemmGeometry {
   int vector_store;  // Note [vector epilogue]: set by the launcher when its preconditions hold
   int splits;        // Note [split-k without workspace]: row slices; blockIdx.z = group * splits + slice
   int k_tiles_per_split;
+  int ordered;               // Note [ordered split-k]: the slices are one cluster, summed in rank order
+  int store_pixels_fastest;  // ordered epilogue: consecutive threads on pixels (y.stride_k != 1)
 };
 
 /// Which way the gather's threads run: along columns (consecutive output pixels; NCHW/CNHW with
@@ -47,9 +59,12 @@ __global__ void __launch_bounds__(Tile::kThreads, 2) implicit_precomp_kernel(con
   constexpr int BM = Tile::kBlockM, BN = Tile::kBlockN, BK = Tile::kBlockK;
   constexpr int TM = Tile::kThreadM, TN = Tile::kThreadN, S = Tile::kStages, T = Tile::kThreads;
   constexpr bool kByColumns = Order == GatherOrder::Columns;
-  constexpr int kCols = kByColumns ? 1 : Tile::kImageLoads;            // columns a thread gathers
-  __shared__ __align__(16) float sImage[S][BK][Tile::kImageStride];    // [stage][row][pixel]
-  __shared__ __align__(16) float sFilter[S][BK][Tile::kFilterStride];  // [stage][row][filter]
+  constexpr int kCols = kByColumns ? 1 : Tile::kImageLoads;  // columns a thread gathers
+  // The stages, and after the main loop the ordered split's partial tiles (Note [ordered split-k]).
+  __shared__ __align__(16) float sMem[Tile::kSmemFloats];
+  auto& sImage = *reinterpret_cast<float(*)[S][BK][Tile::kImageStride]>(sMem);  // [stage][row][pixel]
+  auto& sFilter =
+      *reinterpret_cast<float(*)[S][BK][Tile::kFilterStride]>(sMem + S * BK * Tile::kImageStride);  // [..][filter]
 
   const int tid = threadIdx.x;
   const long long block_m = static_cast<long long>(blockIdx.x) * BM;
@@ -109,7 +124,7 @@ __global__ void __launch_bounds__(Tile::kThreads, 2) implicit_precomp_kernel(con
     for (int j = 0; j < TN; ++j) rAcc[i][j] = 0.0f;
 
   const int kt_begin = slice * prm.k_tiles_per_split;
-  const int k_tiles = min((prm.rows + BK - 1) / BK - kt_begin, prm.k_tiles_per_split);  // this slice's
+  const int k_tiles = max(min((prm.rows + BK - 1) / BK - kt_begin, prm.k_tiles_per_split), 0);  // this slice's
 #pragma unroll
   for (int s = 0; s < S - 1; ++s) {
     if (s < k_tiles) load_stage(s, (kt_begin + s) * BK);
@@ -153,10 +168,53 @@ __global__ void __launch_bounds__(Tile::kThreads, 2) implicit_precomp_kernel(con
   // Epilogue: y in any layout, alpha/beta (beta == 0 never reads y), bias, ReLU.
   float* __restrict__ gY = prm.y + group * prm.y_group;
   const float* gBias = prm.bias ? prm.bias + static_cast<long long>(group) * prm.kg : nullptr;
-  const bool split = prm.splits > 1;  // Note [split-k without workspace]: y already holds beta*y + bias
   auto finish = [&](float acc, int f, const float* old) {
     return epilogue_value(prm.alpha, acc, prm.beta, old, gBias ? gBias + f : nullptr, prm.relu);
   };
+  if (prm.ordered) {
+    // Note [ordered split-k]: parts of A rows of each thread's 4x4 groups of accumulators: (A *
+    // kThreadsM) pixels x (4 * kThreadsN) filters, A = 4, 2 or 1 as the stage buffers hold them.
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    constexpr int PN = 4 * Tile::kThreadsN;
+    constexpr int A = 4 * Tile::kThreadsM * PN <= Tile::kSmemFloats   ? 4
+                      : 2 * Tile::kThreadsM * PN <= Tile::kSmemFloats ? 2
+                                                                      : 1;
+    constexpr int PM = A * Tile::kThreadsM;
+    static_assert(PM * PN <= Tile::kSmemFloats, "a part of the partial tile fits the stage buffers");
+    const int rows = (PM + prm.splits - 1) / prm.splits;
+    const int r0 = min(slice * rows, PM), mine = min(r0 + rows, PM) - r0;
+#pragma unroll
+    for (int ci = 0; ci < TM / 4; ++ci)
+#pragma unroll
+      for (int cj = 0; cj < TN / 4; ++cj)
+#pragma unroll
+        for (int a0 = 0; a0 < 4; a0 += A) {
+          cluster.sync();  // this block's buffers and every peer's previous part are free
+#pragma unroll
+          for (int a = 0; a < A; ++a)
+#pragma unroll
+            for (int b = 0; b < 4; ++b) sMem[(tm * A + a) * PN + tn * 4 + b] = rAcc[ci * 4 + a0 + a][cj * 4 + b];
+          cluster.sync();  // every block's part written
+          for (int e = tid; e < mine * PN; e += T) {
+            const int row = r0 + (prm.store_pixels_fastest ? e % mine : e / PN);
+            const int fil = prm.store_pixels_fastest ? e / mine : e % PN;
+            // Part row tm*A + a is the thread row tm's pixel tm*4 + a0 + a of group ci.
+            const long long m = block_m + ci * (BM / (TM / 4)) + (row / A) * 4 + a0 + row % A;
+            const int f = block_n + cj * (BN / (TN / 4)) + fil;
+            if (m >= prm.npq || f >= prm.kg) continue;
+            float v = 0.0f;
+            for (int r = 0; r < prm.splits; ++r) v += cluster.map_shared_rank(sMem, r)[row * PN + fil];
+            const int n = static_cast<int>(m / prm.pq), rem = static_cast<int>(m - static_cast<long long>(n) * prm.pq);
+            const int p = rem / prm.q, q = rem - p * prm.q;
+            float* dst = gY + n * prm.y_sn + p * prm.y_sp + q * prm.y_sq + f * prm.y_sk;
+            *dst = finish(v, f, dst);
+          }
+        }
+    cluster.sync();  // no block leaves while a peer still reads its shared memory
+    return;
+  }
+  const bool split = prm.splits > 1;  // Note [split-k without workspace]: y already holds beta*y + bias
   if (prm.vector_store) {
     // Note [vector epilogue]: pixels are contiguous (y.stride_q == 1, rows of Q % 4 == 0 packed), so a
     // thread's 4 consecutive pixels m..m+3 (m % 4 == 0) lie in one output row, 16-byte aligned: one

@@ -1,8 +1,9 @@
 // Launcher of the implicit-GEMM kernel family: fills the parameters from the Plan and its division,
 // checks the call's preconditions (vector stores), and launches the tile the division names in the
-// plan's gather order.
+// plan's gather order, as clusters when the division's split is ordered.
 #include <cstdint>
 
+#include "../common/cluster_launch.cuh"
 #include "../common/cuda_check.cuh"
 #include "../launch.hpp"
 #include "kernel.cuh"
@@ -13,12 +14,24 @@ namespace {
 using cuda::GatherOrder;
 using cuda::ImplicitPrecompParams;
 
-template <class Tile>
-void launch(const ImplicitPrecompParams& prm, GatherOrder order, dim3 grid, cudaStream_t stream) {
-  if (order == GatherOrder::Columns)
-    cuda::implicit_precomp_kernel<Tile, GatherOrder::Columns><<<grid, Tile::kThreads, 0, stream>>>(prm);
-  else
-    cuda::implicit_precomp_kernel<Tile, GatherOrder::Rows><<<grid, Tile::kThreads, 0, stream>>>(prm);
+template <class Tile, GatherOrder Order>
+void launch(ImplicitPrecompParams prm, int k_tiles, dim3 grid, int groups, cudaStream_t stream) {
+  constexpr auto kernel = cuda::implicit_precomp_kernel<Tile, Order>;
+  if (!prm.ordered) {
+    kernel<<<grid, Tile::kThreads, 0, stream>>>(prm);
+  } else {
+    // Note [ordered split-k]: the slices of a tile are consecutive z blocks, one cluster; beyond the
+    // portable 8 where the device schedules it.
+    static const bool non_portable = [] {
+      MCONV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+      return true;
+    }();
+    (void)non_portable;
+    prm.splits = cuda::schedulable_cluster_blocks<kernel>(prm.splits, Tile::kThreads, 0);
+    prm.k_tiles_per_split = (k_tiles + prm.splits - 1) / prm.splits;
+    grid.z = static_cast<unsigned>(groups * prm.splits);
+    cuda::launch_z_clusters(kernel, grid, Tile::kThreads, 0, stream, prm.splits, prm);
+  }
   MCONV_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -39,16 +52,27 @@ void implicit_precomp_forward(const Plan& plan, const ImplicitPrecompDivision& d
                      reinterpret_cast<uintptr_t>(y) % 16 == 0 && out.stride_n % 4 == 0 && out.stride_k % 4 == 0 &&
                      prm.y_group % 4 == 0;
 
-  // Note [split-k without workspace]: ReLU needs the whole sum, so it runs unsplit.
-  prm.splits = e.activation == Activation::ReLU ? 1 : d.split_k;
-  prm.k_tiles_per_split = e.activation == Activation::ReLU ? d.k_tiles : d.k_tiles_per_split;
-  if (prm.splits > 1) output_prepass(plan, d.prepass_blocks, y, e, stream);
+  // Note [split-k without workspace]: ReLU needs the whole sum, so the atomic split runs unsplit. The
+  // ordered split (Note [ordered split-k]) has the whole sum in its epilogue and needs no pre-pass.
+  prm.ordered = d.ordered_split && d.split_k > 1;
+  prm.store_pixels_fastest = out.stride_k != 1;
+  const bool unsplit = e.activation == Activation::ReLU && !prm.ordered;
+  prm.splits = unsplit ? 1 : d.split_k;
+  prm.k_tiles_per_split = unsplit ? d.k_tiles : d.k_tiles_per_split;
+  if (prm.splits > 1 && !prm.ordered) output_prepass(plan, d.prepass_blocks, y, e, stream);
   dim3 grid = cuda::grid_of(d.launch);
   grid.z = static_cast<unsigned>(pr.groups * prm.splits);
 
   const GatherOrder order = plan.row_order() == RowOrder::RSC ? GatherOrder::Rows : GatherOrder::Columns;
   const auto s = static_cast<cudaStream_t>(stream);
-  if (!visit_tile(d.tile, [&](auto tile) { launch<decltype(tile)>(prm, order, grid, s); }))
+  const int groups = static_cast<int>(pr.groups);
+  if (!visit_tile(d.tile, [&](auto tile) {
+        using Tile = decltype(tile);
+        if (order == GatherOrder::Columns)
+          launch<Tile, GatherOrder::Columns>(prm, d.k_tiles, grid, groups, s);
+        else
+          launch<Tile, GatherOrder::Rows>(prm, d.k_tiles, grid, groups, s);
+      }))
     throw Error(Status::Internal, "tile: plan names tile " + std::to_string(d.tile) + " that has no instantiation");
 }
 

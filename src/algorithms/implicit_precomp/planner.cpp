@@ -55,7 +55,8 @@ int choose_tile(const Problem& p, const HardwareModel& hw, bool rows_gather, std
   return last;
 }
 
-int choose_split_k(const Problem& p, const TileShape& t, const HardwareModel& hw, std::vector<std::string>& why) {
+int choose_split_k(const Problem& p, const TileShape& t, const HardwareModel& hw, bool ordered,
+                   std::vector<std::string>& why) {
   const int sms = std::max(hw.sm_count, 1);
   const int64_t cols = p.n * p.p() * p.q();
   const int64_t blocks =
@@ -69,12 +70,14 @@ int choose_split_k(const Problem& p, const TileShape& t, const HardwareModel& hw
   // on few blocks may take 64 slices. H100, resnet50 wgrad fp32 with 64 slices forced: the first layer
   // 1.107 -> 0.615 ms, the 56x56 1x1 layers 0.313 -> 0.163 and 0.413 -> 0.359 ms; layers with shorter
   // reductions ran slower with 64 than with the planner's choice.
-  const int64_t cap = k_tiles >= 4096 ? 64 : 32;
+  // Note [ordered split-k]: a deterministic plan's slices are one cluster, 16 blocks at most.
+  const int64_t cap = ordered ? kMaxOrderedSplit : k_tiles >= 4096 ? 64 : 32;
   int64_t split = std::min<int64_t>({2 * sms / std::max<int64_t>(blocks, 1), k_tiles / 8, cap});
   if (split < 2) return 1;
   std::ostringstream os;
-  os << "split_k " << split << ": " << blocks << " blocks for " << sms << " SMs, " << k_tiles
-     << " row tiles (y pre-scaled by beta, slices added with atomics)";
+  os << "split_k " << split << ": " << blocks << " blocks for " << sms << " SMs, " << k_tiles << " row tiles"
+     << (ordered ? " (deterministic: the slices are one cluster, summed in rank order)"
+                 : " (y pre-scaled by beta, slices added with atomics)");
   why.push_back(os.str());
   return int(split);
 }
@@ -82,7 +85,7 @@ int choose_split_k(const Problem& p, const TileShape& t, const HardwareModel& hw
 }  // namespace
 
 ImplicitPrecompDivision plan_implicit_precomp(const Problem& p, int64_t rows, bool rows_gather, const HardwareModel& hw,
-                                              const std::string& forced_tile, int forced_split_k,
+                                              const std::string& forced_tile, int forced_split_k, bool deterministic,
                                               std::vector<std::string>& why) {
   int tile = -1;
   if (!forced_tile.empty()) {
@@ -107,14 +110,25 @@ ImplicitPrecompDivision plan_implicit_precomp(const Problem& p, int64_t rows, bo
   if (forced_split_k < 0 || forced_split_k > d.k_tiles)
     throw Error(Status::BadParam, "split_k: " + std::to_string(forced_split_k) + " is outside 0.." +
                                       std::to_string(d.k_tiles) + " (the row tiles of this problem)");
+  // Note [ordered split-k]: a deterministic plan splits only into a cluster (sm_90 and later).
+  const bool clusters = hw.cc_major >= 9;
+  if (deterministic && forced_split_k > (clusters ? kMaxOrderedSplit : 1))
+    throw Error(Status::BadParam, "split_k: a deterministic plan sums at most " +
+                                      std::to_string(clusters ? kMaxOrderedSplit : 1) +
+                                      " slices (one thread-block cluster" + (clusters ? "" : ", which needs sm_90") +
+                                      "), not " + std::to_string(forced_split_k));
   if (forced_split_k > 0) {
     d.split_k = forced_split_k;
     why.push_back("split_k " + std::to_string(forced_split_k) + ": forced");
+  } else if (deterministic && !clusters) {
+    d.split_k = 1;
+    why.push_back("split_k 1: deterministic (no atomics; an ordered split needs sm_90's clusters)");
   } else {
-    d.split_k = choose_split_k(p, t, hw, why);
+    d.split_k = choose_split_k(p, t, hw, deterministic, why);
   }
   d.k_tiles_per_split = (d.k_tiles + d.split_k - 1) / d.split_k;
   d.split_k = (d.k_tiles + d.k_tiles_per_split - 1) / d.k_tiles_per_split;  // no empty slice
+  d.ordered_split = deterministic && d.split_k > 1;
   d.prepass_blocks = split_prepass_blocks(p.n * p.k * p.p() * p.q(), hw);
   d.launch.grid_x = (p.n * p.p() * p.q() + t.block_m - 1) / t.block_m;
   d.launch.grid_y = (p.k_per_group() + t.block_n - 1) / t.block_n;

@@ -1,0 +1,73 @@
+// Launching a kernel as thread-block clusters along z (the slices of one tile: Note [mma cluster
+// split], Note [ordered split-k]), and whether a device can schedule a cluster of a given size.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+
+#include "cuda_check.cuh"
+
+namespace mconv::cuda {
+
+/// Clusters of at most this many blocks run on every cluster-capable GPU; Hopper also takes 16
+/// (non-portable) where a GPC can hold them.
+inline constexpr int kPortableClusterBlocks = 8;
+inline constexpr int kMaxClusterBlocks = 16;
+
+inline cudaLaunchAttribute cluster_z_attribute(int blocks) {
+  cudaLaunchAttribute a{};
+  a.id = cudaLaunchAttributeClusterDimension;
+  a.val.clusterDim.x = 1;
+  a.val.clusterDim.y = 1;
+  a.val.clusterDim.z = static_cast<unsigned>(blocks);
+  return a;
+}
+
+/// Launches kernel<<<grid, threads, smem, stream>>>(args...) with clusters of `blocks` consecutive
+/// z blocks (grid.z a multiple of it).
+template <class... Params, class... Args>
+void launch_z_clusters(void (*kernel)(Params...), dim3 grid, int threads, int smem, cudaStream_t stream, int blocks,
+                       Args&&... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = dim3(static_cast<unsigned>(threads));
+  config.dynamicSmemBytes = static_cast<size_t>(smem);
+  config.stream = stream;
+  cudaLaunchAttribute cluster = cluster_z_attribute(blocks);
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  MCONV_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
+}
+
+/// The cluster size a launch of `kernel` can take: `blocks` up to the portable size; beyond it (the
+/// kernel must allow non-portable sizes) `blocks` where the device can schedule such a cluster with
+/// this shared memory, else the portable size. Asked once per kernel; devices of one process are
+/// taken to be alike.
+template <auto Kernel>
+int schedulable_cluster_blocks(int blocks, int threads, int smem) {
+  if (blocks <= kPortableClusterBlocks) return blocks;
+  static std::atomic<int> fits{0}, fails{kMaxClusterBlocks + 1};  // largest known to fit, smallest not
+  if (fits.load() >= blocks) return blocks;
+  if (fails.load() <= blocks) return kPortableClusterBlocks;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(1, 1, static_cast<unsigned>(blocks));
+  config.blockDim = dim3(static_cast<unsigned>(threads));
+  config.dynamicSmemBytes = static_cast<size_t>(smem);
+  cudaLaunchAttribute cluster = cluster_z_attribute(blocks);
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, Kernel, &config) != cudaSuccess) {
+    (void)cudaGetLastError();  // an unsupported size is an answer, not a sticky error
+    clusters = 0;
+  }
+  if (clusters <= 0) {
+    fails.store(blocks);
+    return kPortableClusterBlocks;
+  }
+  fits.store(blocks);
+  return blocks;
+}
+
+}  // namespace mconv::cuda
