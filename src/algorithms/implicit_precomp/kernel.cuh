@@ -16,7 +16,8 @@
 // Note [split-k without workspace]: when the output tiles alone cannot fill the GPU (small maps,
 // large C), `splits` blocks share one output tile, each over a slice of the rows. A pre-pass writes
 // y = beta*y + bias (output_prepass_kernel.cuh) and the slices add alpha*partial with atomics, so no
-// buffer beyond y is needed. ReLU needs the full sum, so the launcher does not split when it is asked.
+// buffer beyond y is needed. ReLU needs the full sum, so the launcher does not split when it is asked
+// (the ordered split below keeps its split: its epilogue has the full sum).
 //
 // Note [ordered split-k]: the deterministic form of the split. The slices of a tile are the blocks
 // of one thread-block cluster. After the main loop each block writes one part of its partial tile
