@@ -47,7 +47,8 @@ void LayerArgs::add_to(CLI::App& app) {
                  "fp32 (exact), tf32 (fp32 tensors on tensor cores), fp16 or bf16 (storage; fp32 accumulation)")
       ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}))
       ->capture_default_str();
-  app.add_flag("--deterministic", deterministic, "no atomics (splits only within a cluster, summed in rank order): bitwise the same y on every run");
+  app.add_flag("--deterministic", deterministic,
+               "no atomics (splits only within a cluster, summed in rank order): bitwise the same y on every run");
 }
 
 Problem LayerArgs::resolved_problem() const {

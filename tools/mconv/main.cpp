@@ -379,7 +379,8 @@ int run_main(int argc, char** argv) {
   bench->add_option("--split-k", bopt.plan.split_k, "CUDA row slices: 0 = planner, 1 = off, n = force")
       ->check(CLI::Range(0, 1 << 20));
   bench->add_option("--vs", vs, "peer to time beside mconv: cudnn")->check(CLI::IsMember({"cudnn"}));
-  bench->add_flag("--deterministic", bopt.plan.deterministic, "plans without atomics (splits only within a cluster, in rank order)");
+  bench->add_flag("--deterministic", bopt.plan.deterministic,
+                  "plans without atomics (splits only within a cluster, in rank order)");
   std::string bench_dtype = "fp32", bench_pass = "fwd";
   bench
       ->add_option("--pass", bench_pass,
