@@ -99,10 +99,10 @@ std::vector<Case> mma_edge_cases() {
 TEST_F(TensorCores, EdgeCasesEveryTilePrecisionAndLayout) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 100);
-  // Every tile; under the sanitizers one with and one without its own element gather.
+  // Every tile; under the sanitizers one with and one without its own element gather, and a wgmma one.
   std::vector<std::string> tiles;
   for (const auto& t : detail::kMmaTileCatalog) tiles.push_back(t.name());
-  if (few()) tiles = {detail::kMmaTileCatalog[0].name(), detail::kMmaTileCatalog.back().name()};
+  if (few()) tiles = {detail::kMmaTileCatalog[0].name(), "mma64x64_4w_64B", "wgmma128x256_s4"};
   for (const Precision& pr : kPrecisions)
     for (const std::string& tile : tiles)
       for (Case c : mma_edge_cases())
@@ -111,6 +111,56 @@ TEST_F(TensorCores, EdgeCasesEveryTilePrecisionAndLayout) {
           EXPECT_LT(run_mma(engine, c, g, pr, tile), tolerance(pr.dtype, pr.math))
               << pr.name << " " << tile << " " << c.name();
         }
+}
+
+// Note [wgmma mainloop]: the warpgroup tiles on channels-last layers that take them (both operands
+// vector): reductions of 1 to 40 stages (the pipeline's fill, wrap and drain), partial pixel and filter
+// tiles, groups, the whole epilogue, a cluster split, and Auto's choice on a layer of each tile.
+TEST_F(TensorCores, WarpgroupTilesMatchTheReference) {
+  Engine engine(Target::Cuda);
+  if (engine.hardware().cc_major != 9 || engine.hardware().cc_minor != 0)
+    GTEST_SKIP() << "wgmma tiles run on sm_90 only";
+  std::mt19937_64 g(test_seed() + 106);
+  std::vector<Case> cases;
+  for (int64_t c : {8, 64, 264})
+    for (int64_t k : {8, 72, 136, 264}) cases.push_back({make(2, c, 9, 11, k, 3, 3, 1)});
+  cases.push_back({make(3, 512, 7, 7, 256, 3, 3, 1)});         // 72 (bf16) or 144 (TF32) stages
+  cases.push_back({make(1, 16, 5, 5, 64, 1, 1)});              // one stage, N*P*Q = 25
+  cases.push_back({make(2, 64, 8, 8, 64, 3, 3, 1, 1, 1, 8)});  // groups of 8 channels
+  cases.push_back({make(2, 32, 14, 14, 48, 3, 3, 1, 2)});      // stride 2
+  Case epi{make(2, 96, 8, 8, 80, 3, 3, 1)};
+  epi.alpha = 0.5f;
+  epi.beta = 0.75f;
+  epi.bias = true;
+  epi.act = Activation::ReLU;
+  cases.push_back(epi);
+  std::vector<std::string> tiles;
+  for (const auto& t : detail::kMmaTileCatalog)
+    if (t.warpgroup) tiles.push_back(t.name());
+  for (const Precision& pr : kPrecisions)
+    for (const std::string& tile : tiles)
+      for (size_t i = 0; i < cases.size(); ++i) {
+        if (few() && i % 3 != 0) continue;
+        Case c = cases[i];
+        c.xl = c.wl = c.yl = Layout::NHWC;
+        std::string division;
+        const int split = i + 1 == cases.size() ? 3 : 0;
+        EXPECT_LT(run_mma(engine, c, g, pr, tile, &division, Algorithm::ImplicitMma, split),
+                  tolerance(pr.dtype, pr.math))
+            << pr.name << " " << tile << " " << c.name();
+        EXPECT_NE(division.find("tile " + tile), std::string::npos) << division;
+        EXPECT_NE(division.find("gather vector/vector"), std::string::npos) << division;
+      }
+  // The planner's own picks on sm_90: warpgroup tiles for a layer each of its rules.
+  for (const Case& c : {Case{make(32, 256, 28, 28, 256, 3, 3, 1)}, Case{make(8, 128, 28, 28, 128, 3, 3, 1)},
+                        Case{make(32, 64, 28, 28, 64, 3, 3, 1)}, Case{make(1, 128, 14, 14, 128, 3, 3, 1)}}) {
+    Case nhwc = c;
+    nhwc.xl = nhwc.wl = nhwc.yl = Layout::NHWC;
+    std::string division;
+    EXPECT_LT(run_mma(engine, nhwc, g, kPrecisions[1], "", &division), tolerance(DType::BFloat16, MathMode::Exact))
+        << c.name();
+    EXPECT_NE(division.find("tile wgmma"), std::string::npos) << division;
+  }
 }
 
 // Note [mma cluster split]: tiles' rows split among 2 to 16 blocks of a cluster, in the vector and the

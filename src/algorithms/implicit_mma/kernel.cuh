@@ -43,6 +43,23 @@
 // cluster barrier block r sums rows r*BM/S.. of all S partials in rank order through distributed
 // shared memory and runs the epilogue on them, and a second barrier keeps every block resident until
 // its peers have read it. No workspace, no atomics: y is bitwise the same on every run.
+//
+// Note [wgmma mainloop]: warpgroup tiles (sm_90a) keep the gather (the same threads, the same
+// offset-table reads, cp.async of 16-byte vectors) but store the stages in wgmma's swizzled K-major
+// layout (Note [wgmma shared layout], wgmma.cuh; a transposed filter stage N-major) and multiply
+// with wgmma: each warpgroup issues the
+// stage's four asynchronous k-steps of its 64 pixels x BN filters straight from shared memory, then
+// issues the copies of a later stage while they run, and waits only for the previous stage's group.
+// With 4 or more stages a wgmma group may stay in flight until the next iteration's copies are
+// issued (wait_group 1), so a stage is refilled two iterations after its wgmma was issued: every
+// thread has by then waited for that group and passed the next iteration's barrier, and no warpgroup
+// still reads it; Stages - 2 stages are in flight ahead. With 3 stages each iteration waits for its
+// own group (wait_group 0) and keeps 2 stages ahead; two blocks an SM then overlap each other.
+// cp.async writes through the generic proxy and wgmma reads through the async proxy, so every thread
+// fences its landed copies (fence.proxy.async) before the barrier that publishes a stage (TF32
+// rounds them to nearest first: wgmma itself would truncate). The
+// accumulators have mma.sync's fragment layout (warp w of the block: pixels 16w..16w+15), so the
+// epilogues below serve both.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -55,6 +72,7 @@
 #include "../common/implicit_gemm_geometry.cuh"
 #include "mconv/division.hpp"
 #include "mconv/plan.hpp"
+#include "wgmma.cuh"
 
 namespace mconv::cuda {
 
@@ -71,19 +89,24 @@ struct ImplicitMmaParams : ImplicitGemmGeometry {
   int store_pixels_fastest;  // cluster-split epilogue: consecutive threads on pixels (y.stride_k != 1)
 };
 
-/// The output pixel (n, p, q) of GEMM column m in the plan's pixel order.
+/// The output pixel (n, p, q) of GEMM column m in the plan's pixel order. m < npq < 2^31, so the
+/// divisions are 32-bit unsigned ones, a fraction of the 64-bit ones' instructions (the staged
+/// epilogue divides once per 16-byte run of filters).
 __device__ __forceinline__ void pixel_coords(const ImplicitMmaParams& prm, long long m, int& n, int& p, int& q) {
-  int rem;
+  const unsigned mu = static_cast<unsigned>(m);
+  unsigned rem;
   if (prm.images_fastest) {
-    const int pq = static_cast<int>(m / prm.images);
-    n = static_cast<int>(m - static_cast<long long>(pq) * prm.images);
+    const unsigned pq = mu / static_cast<unsigned>(prm.images);
+    n = static_cast<int>(mu - pq * static_cast<unsigned>(prm.images));
     rem = pq;
   } else {
-    n = static_cast<int>(m / prm.pq);
-    rem = static_cast<int>(m - static_cast<long long>(n) * prm.pq);
+    const unsigned nu = mu / static_cast<unsigned>(prm.pq);
+    n = static_cast<int>(nu);
+    rem = mu - nu * static_cast<unsigned>(prm.pq);
   }
-  p = rem / prm.q;
-  q = rem - p * prm.q;
+  const unsigned pu = rem / static_cast<unsigned>(prm.q);
+  p = static_cast<int>(pu);
+  q = static_cast<int>(rem - pu * static_cast<unsigned>(prm.q));
 }
 
 /// The element types: storage, the MMA instruction and conversions.
@@ -179,12 +202,23 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
   // Note [mma gather forms]: the image tile's bytes in a stage, then the filter tile's.
   constexpr int kABytes = kA == GatherForm::Transposed ? BK * Tile::kPitchA : BM * kPitch;
   extern __shared__ __align__(128) unsigned char smem[];
-  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  // Note [wgmma shared layout]: warpgroup stages start on a 1024-byte boundary.
+  const uint32_t smem_raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const uint32_t smem_base = Tile::kWarpgroup ? (smem_raw + 1023u) & ~1023u : smem_raw;
   auto image_row = [&](int stage, int pixel) { return smem_base + stage * Tile::kStageBytes + pixel * kPitch; };
   auto filter_row = [&](int stage, int f) { return smem_base + stage * Tile::kStageBytes + kABytes + f * kPitch; };
   auto image_t_row = [&](int stage, int kk) { return smem_base + stage * Tile::kStageBytes + kk * Tile::kPitchA; };
   auto filter_t_row = [&](int stage, int kk) {
     return smem_base + stage * Tile::kStageBytes + kABytes + kk * Tile::kPitchB;
+  };
+  // The shared address of 16-byte vector `vec` of a pixel's or a filter's row (vector form).
+  auto image_chunk = [&](int stage, int pixel, int vec) {
+    if constexpr (Tile::kWarpgroup) return wgmma::swizzled_chunk(image_row(stage, 0), pixel, vec);
+    return image_row(stage, pixel) + vec * 16;
+  };
+  auto filter_chunk = [&](int stage, int f, int vec) {
+    if constexpr (Tile::kWarpgroup) return wgmma::swizzled_chunk(filter_row(stage, 0), f, vec);
+    return filter_row(stage, f) + vec * 16;
   };
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -254,7 +288,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
       for (int i = 0; i < kPix; ++i) {
         const int pixel = (tid + i * NT) / VR;
         const bool ok = inside(i, row);
-        detail::cp_async_16(image_row(stage, pixel) + vec * 16, ok ? gX + rStart[i] + row.x : gX, ok);
+        detail::cp_async_16(image_chunk(stage, pixel, vec), ok ? gX + rStart[i] + row.x : gX, ok);
       }
     } else if constexpr (kA == GatherForm::Transposed) {
       const int vec = tid % kVecsA;
@@ -292,7 +326,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
       for (int i = 0; i < BN * VR / NT; ++i) {
         const int f = (tid + i * NT) / VR;
         const bool ok = row_ok && block_n + f < prm.kg;
-        detail::cp_async_16(filter_row(stage, f) + vec * 16, ok ? gW + (block_n + f) * prm.w_sk + w_offset : gW, ok);
+        detail::cp_async_16(filter_chunk(stage, f, vec), ok ? gW + (block_n + f) * prm.w_sk + w_offset : gW, ok);
       }
     } else if constexpr (kB == GatherForm::Transposed) {
       // Filters contiguous (w.stride_k == 1, K/G a multiple of 8): 8 filters of one row per copy.
@@ -303,7 +337,9 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
         const int kk = tid / kVecsB + i * (NT / kVecsB);
         const int w_offset = t.b[i];
         const bool ok = f_ok && k0 + kk < prm.rows;
-        detail::cp_async_16(filter_t_row(stage, kk) + vec * 16, ok ? gW + block_n + vec * 8 + w_offset : gW, ok);
+        const uint32_t dst = Tile::kWarpgroup ? wgmma::n_major_chunk(filter_row(stage, 0), BK, kk, vec)
+                                              : filter_t_row(stage, kk) + vec * 16;
+        detail::cp_async_16(dst, ok ? gW + block_n + vec * 8 + w_offset : gW, ok);
       }
     } else {
 #pragma unroll
@@ -343,8 +379,13 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
   const int k_first = kt_begin * BK, k_end = (kt_begin + k_tiles) * BK;
   TableRows ahead;
   if (k_tiles > 0) fetch_rows(k_first, ahead);
+  // Stages copied ahead of the one being multiplied. Note [wgmma mainloop]: with 4 or more stages a
+  // wgmma group stays in flight across the next iteration's barrier, and its stage is kept back.
+  constexpr int kMmaInFlight = Tile::kWarpgroup && S >= 4 ? 1 : 0;
+  constexpr int kAhead = S - 1 - kMmaInFlight;
+  static_assert(kAhead >= 1, "a pipeline of at least one stage ahead");
 #pragma unroll
-  for (int s = 0; s < S - 1; ++s) {
+  for (int s = 0; s < kAhead; ++s) {
     if (s < k_tiles) {
       load_stage(s, k_first + s * BK, ahead);
       if (k_first + (s + 1) * BK < k_end) fetch_rows(k_first + (s + 1) * BK, ahead);
@@ -361,42 +402,98 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
   const int mat = lane >> 3;
   const int at_kk = (mat >> 1) * 8 + (lane & 7), at_byte = (wm * Tile::kWarpM + (mat & 1) * 8) * 2;
   const int bt_kk = (mat & 1) * 8 + (lane & 7), bt_byte = (wn * Tile::kWarpN + (mat >> 1) * 8) * 2;
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    detail::cp_async_wait<S - 2>();
-    __syncthreads();  // stage kt visible to all; stage kt-1 no longer read by anyone
-    const int next = kt + S - 1;
+  auto load_ahead = [&](int kt) {  // the copies of stage kt + kAhead, one commit group
+    const int next = kt + kAhead;
     if (next < k_tiles) {
       const int k0 = k_first + next * BK;
       load_stage(next % S, k0, ahead);
       if (k0 + BK < k_end) fetch_rows(k0 + BK, ahead);
     }
     detail::cp_async_commit();
-    const int st = kt % S;
+  };
+  if constexpr (Tile::kWarpgroup) {
+    // Note [wgmma mainloop].
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    static_assert(FM == 1, "a warp's 16 pixels are one wgmma fragment row");
+    float(&d)[FN * 4] = reinterpret_cast<float(&)[FN * 4]>(acc);
+    const int wg = warp / 4;
+    // TF32: wgmma reads the fp32 bits and ignores the low 13, which truncates. Each thread rounds its
+    // own landed copies to nearest first, as the mma.sync path rounds its fragments.
+    auto round_own_copies = [&](int stage) {
+      auto round4 = [](uint32_t addr) {
+        uint32_t v[4];
+        asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+                     : "r"(addr));
 #pragma unroll
-    for (int ks = 0; ks < RB / 32; ++ks) {  // MMA steps of 32 bytes
-      uint32_t a[FM][4], b[FN / 2][4];
+        for (int e = 0; e < 4; ++e) Math::convert_fragment(v[e]);
+        asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};\n" ::"r"(addr), "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3]));
+      };
+      const int vec = tid % VR;
 #pragma unroll
-      for (int i = 0; i < FM; ++i) {
-        if constexpr (kA == GatherForm::Transposed)
-          detail::ldmatrix_x4_trans(a[i], image_t_row(st, ks * 16 + at_kk) + at_byte + i * 32);
-        else
-          detail::ldmatrix_x4(a[i], image_row(st, a_row + i * 16) + ks * 32 + a_byte);
+      for (int i = 0; i < kPix; ++i) round4(image_chunk(stage, (tid + i * NT) / VR, vec));
 #pragma unroll
-        for (int r = 0; r < 4; ++r) Math::convert_fragment(a[i][r]);
+      for (int i = 0; i < BN * VR / NT; ++i) round4(filter_chunk(stage, (tid + i * NT) / VR, vec));
+    };
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      detail::cp_async_wait<kAhead - 1>();
+      if constexpr (EB == 4) round_own_copies(kt % S);
+      wgmma::fence_shared_for_async();
+      __syncthreads();  // stage kt landed for all; stage kt-1-kMmaInFlight is no longer read
+      const int st = kt % S;
+      // Note [wgmma shared layout]: a k-step is 32 bytes on in a K-major operand, 16 rows of 128 bytes
+      // on in an N-major one (the descriptor counts 16-byte units).
+      constexpr bool kNMajorB = kB == GatherForm::Transposed;
+      constexpr int kStepB = kNMajorB ? 16 * wgmma::kRowBytes / 16 : 2;
+      const uint64_t da = wgmma::descriptor(image_row(st, wg * 64));
+      const uint64_t db =
+          kNMajorB ? wgmma::descriptor(filter_row(st, 0), BK * wgmma::kRowBytes) : wgmma::descriptor(filter_row(st, 0));
+      wgmma::pin(d);
+      wgmma::fence();
+#pragma unroll
+      for (int ks = 0; ks < RB / 32; ++ks) wgmma::mma_async<T, BN, kNMajorB>(d, da + 2 * ks, db + kStepB * ks);
+      wgmma::commit();
+      load_ahead(kt);
+      wgmma::wait<kMmaInFlight>();
+      wgmma::pin(d);
+    }
+    wgmma::wait<0>();
+    wgmma::pin(d);
+#else
+    __trap();  // the planner picks warpgroup tiles only on sm_90 (wgmma.cuh)
+#endif
+  } else {
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      detail::cp_async_wait<kAhead - 1>();
+      __syncthreads();  // stage kt visible to all; stage kt-1 no longer read by anyone
+      load_ahead(kt);
+      const int st = kt % S;
+#pragma unroll
+      for (int ks = 0; ks < RB / 32; ++ks) {  // MMA steps of 32 bytes
+        uint32_t a[FM][4], b[FN / 2][4];
+#pragma unroll
+        for (int i = 0; i < FM; ++i) {
+          if constexpr (kA == GatherForm::Transposed)
+            detail::ldmatrix_x4_trans(a[i], image_t_row(st, ks * 16 + at_kk) + at_byte + i * 32);
+          else
+            detail::ldmatrix_x4(a[i], image_row(st, a_row + i * 16) + ks * 32 + a_byte);
+#pragma unroll
+          for (int r = 0; r < 4; ++r) Math::convert_fragment(a[i][r]);
+        }
+#pragma unroll
+        for (int j = 0; j < FN / 2; ++j) {
+          if constexpr (kB == GatherForm::Transposed)
+            detail::ldmatrix_x4_trans(b[j], filter_t_row(st, ks * 16 + bt_kk) + bt_byte + j * 32);
+          else
+            detail::ldmatrix_x4(b[j], filter_row(st, b_row + j * 16) + ks * 32 + b_byte);
+#pragma unroll
+          for (int r = 0; r < 4; ++r) Math::convert_fragment(b[j][r]);
+        }
+#pragma unroll
+        for (int i = 0; i < FM; ++i)
+#pragma unroll
+          for (int j = 0; j < FN; ++j) Math::mma(acc[i][j], a[i], b[j / 2][(j % 2) * 2], b[j / 2][(j % 2) * 2 + 1]);
       }
-#pragma unroll
-      for (int j = 0; j < FN / 2; ++j) {
-        if constexpr (kB == GatherForm::Transposed)
-          detail::ldmatrix_x4_trans(b[j], filter_t_row(st, ks * 16 + bt_kk) + bt_byte + j * 32);
-        else
-          detail::ldmatrix_x4(b[j], filter_row(st, b_row + j * 16) + ks * 32 + b_byte);
-#pragma unroll
-        for (int r = 0; r < 4; ++r) Math::convert_fragment(b[j][r]);
-      }
-#pragma unroll
-      for (int i = 0; i < FM; ++i)
-#pragma unroll
-        for (int j = 0; j < FN; ++j) Math::mma(acc[i][j], a[i], b[j / 2][(j % 2) * 2], b[j / 2][(j % 2) * 2 + 1]);
     }
   }
   detail::cp_async_wait<0>();

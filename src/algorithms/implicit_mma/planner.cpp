@@ -37,6 +37,12 @@ std::string transposed_refusal(const TensorDesc& t, const char* name, const char
   return "";
 }
 
+// Warpgroup tiles run only on sm_90 itself: the library carries wgmma in its sm_90a code, and later
+// GPUs run the portable compute_90 PTX, which has none.
+bool wgmma_device(const HardwareModel& hw) {
+  return hw.cc_major == 9 && hw.cc_minor == 0;
+}
+
 struct GatherForms {
   GatherForm a = GatherForm::Element, b = GatherForm::Element;
   std::string why;
@@ -74,7 +80,15 @@ GatherForms choose_gather_forms(const Problem& p, const TensorDesc& x, const Ten
 // resnet50's 23 layers; 128x256 (warps of 64x64) won every vgg16 layer with K >= 256 and a long
 // reduction (C*R*S >= 1152) but lost up to 2x on short reductions and small grids; K = 64 layers
 // went to 128x64 (3x3) or 64x64 (1x1); late-stage layers with few 128x128 blocks to 64x64.
-int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, std::vector<std::string>& why) {
+// Warpgroup tiles (Note [wgmma mainloop]), measured the same way on resnet50 and vgg16: blocks two or
+// three an SM beat larger ones with deeper pipelines except on vgg16's K >= 256 layers (128x256);
+// 128x64 in three stages took every K = 64 layer; 64x128 in three stages won where the reduction is
+// at least 512 rows, K at most 512 and its grid fills two waves but not three of 128x128 (5 of 5
+// such resnet50 layers; vgg16's 112x112 layers, 3136 blocks of 128x128, ran 10% faster on those),
+// 128x128 the rest down to half the SMs; cluster splits of these tiles lost (stage 3: 0.027 -> 0.044
+// ms), so late-stage grids take 64x128 without one.
+int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, bool warpgroup,
+                       std::vector<std::string>& why) {
   const int64_t cols = p.n * p.p() * p.q(), kg = p.k_per_group();
   const int sms = std::max(hw.sm_count, 1);
   auto blocks = [&](int bm, int bn) { return ceil_div(cols, bm) * ceil_div(kg, bn) * p.groups; };
@@ -83,6 +97,17 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
     return find_mma_tile(name);
   };
   const std::string shape = "K/G = " + std::to_string(kg) + ", C/G*R*S = " + std::to_string(rows) + ", ";
+  if (warpgroup) {  // Note [wgmma mainloop]
+    if (kg >= 256 && rows >= 1152 && blocks(128, 256) >= sms * 3 / 4)
+      return pick("wgmma128x256_s4", shape + std::to_string(blocks(128, 256)) + " blocks");
+    if (kg <= 64 && blocks(128, 64) >= sms)
+      return pick("wgmma128x64_s3", shape + std::to_string(blocks(128, 64)) + " blocks");
+    if (kg >= 128 && kg <= 512 && rows >= 512 && blocks(64, 128) >= 2 * sms && blocks(128, 128) <= 3 * sms)
+      return pick("wgmma64x128_s3", shape + std::to_string(blocks(64, 128)) + " blocks, three a SM");
+    if (kg >= 128 && blocks(128, 128) > sms / 2)
+      return pick("wgmma128x128_s3", shape + std::to_string(blocks(128, 128)) + " blocks");
+    if (kg >= 128) return pick("wgmma64x128_s4", shape + std::to_string(blocks(64, 128)) + " blocks");
+  }
   if (kg >= 256 && rows >= 1152 && blocks(128, 256) >= sms * 3 / 4)
     return pick("mma128x256_8w_128B", shape + std::to_string(blocks(128, 256)) + " blocks");
   if (kg >= 128 && blocks(128, 128) >= sms / 2)
@@ -194,11 +219,16 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     if (tile < 0)
       throw Error(Status::BadParam,
                   "tile: unknown implicit_mma tile '" + forced_tile + "' (known: " + implicit_mma_tile_names() + ")");
+    if (kMmaTileCatalog[tile].warpgroup && !wgmma_device(hw))
+      throw Error(Status::Unsupported, "tile: " + forced_tile + " issues wgmma, which needs sm_90 (this device is sm_" +
+                                           std::to_string(hw.cc_major) + std::to_string(hw.cc_minor) + ")");
     why.push_back("tile " + forced_tile + ": forced");
   } else {
     // Transposed images: a wgrad step (long reduction, small output), which a cluster split fills.
     const bool split_pick = forms.a == GatherForm::Transposed || forms.b == GatherForm::Transposed;
-    tile = vector_tile  ? choose_vector_tile(p, hw, rows, why)
+    // Note [wgmma mainloop]: warpgroup tiles take the vector forms, on sm_90 (the sm_90a code).
+    const bool warpgroup = wgmma_device(hw);
+    tile = vector_tile  ? choose_vector_tile(p, hw, rows, warpgroup, why)
            : split_pick ? choose_split_tile(p, hw, rows, dtype_size(x.dtype), why)
                         : choose_element_tile(p, hw, why);
   }

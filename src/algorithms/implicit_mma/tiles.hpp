@@ -12,18 +12,25 @@
 
 namespace mconv::detail {
 
+/// The MMA a tile issues: mma.sync per warp (every target), or Hopper's warpgroup MMA reading both
+/// operands from shared memory (wgmma, sm_90a only: Note [wgmma mainloop]).
+enum class MmaUnit { Warp, Warpgroup };
+
 /// A block of BlockM output pixels x BlockN filters, split among WarpsM x WarpsN warps, each warp a
 /// (BlockM/WarpsM) x (BlockN/WarpsN) tile of 16x8 MMA fragments. A pipeline stage holds RowBytes
 /// bytes of every pixel's and every filter's reduction rows (RowBytes/2 fp16/bf16 or RowBytes/4 fp32
 /// rows), Stages deep. Every tile has the vector forms (both operands vector, or vector images and
 /// transposed filters: Note [mma gather forms]); `ElementGather` tiles also have the element forms
 /// and the both-transposed form (mma_tile_has_forms). Calls the plan's forms cannot take run on
-/// kElementFallbackTile.
-template <int BlockM, int BlockN, int WarpsM, int WarpsN, int RowBytes, int Stages, int MinBlocks, bool ElementGather>
+/// kElementFallbackTile. Warpgroup tiles: WarpsM warps of 16 pixels (a warpgroup per 64), each
+/// warpgroup one 64 x BlockN wgmma tile; their stage rows are 128 swizzled bytes, vector forms only.
+template <int BlockM, int BlockN, int WarpsM, int WarpsN, int RowBytes, int Stages, int MinBlocks, bool ElementGather,
+          MmaUnit Unit = MmaUnit::Warp>
 struct ImplicitMmaTile {
   static constexpr int kBlockM = BlockM, kBlockN = BlockN, kWarpsM = WarpsM, kWarpsN = WarpsN;
   static constexpr int kStages = Stages, kMinBlocks = MinBlocks;
   static constexpr bool kElementGather = ElementGather;
+  static constexpr bool kWarpgroup = Unit == MmaUnit::Warpgroup;
   static constexpr int kThreads = 32 * WarpsM * WarpsN;
   static constexpr int kWarpM = BlockM / WarpsM, kWarpN = BlockN / WarpsN;
   static constexpr int kFragsM = kWarpM / 16, kFragsN = kWarpN / 8;  // MMA tiles per warp
@@ -31,12 +38,15 @@ struct ImplicitMmaTile {
   static constexpr int kRowVectors = RowBytes / 16;                  // 16-byte vectors in a row
   // Shared rows padded by 16 bytes: ldmatrix's eight 16-byte rows then fall in distinct bank groups
   // (Note [mma shared layout]).
-  static constexpr int kRowPitch = kStageRowBytes + 16;
+  // Warpgroup tiles: Note [wgmma shared layout] (wgmma.cuh) swizzles instead.
+  static constexpr int kRowPitch = kWarpgroup ? kStageRowBytes : kStageRowBytes + 16;
   static constexpr int kStageBytes = (BlockM + BlockN) * kRowPitch;
   // Note [mma staged epilogue]: the fp32 results of the block, rows padded by 4 floats.
   static constexpr int kOutPitch = BlockN + 4;
   static constexpr int kOutBytes = BlockM * kOutPitch * 4;
-  static constexpr int kSmemBytes = Stages * kStageBytes > kOutBytes ? Stages* kStageBytes : kOutBytes;
+  // Warpgroup tiles align their stages to 1024 bytes at run time (the swizzle's groups): 1 KiB slack.
+  static constexpr int kSmemBytes =
+      (Stages * kStageBytes > kOutBytes ? Stages * kStageBytes : kOutBytes) + (kWarpgroup ? 1024 : 0);
   static_assert(RowBytes == 64 || RowBytes == 128, "a stage row is two or four MMA steps of 32 bytes");
   static_assert(kWarpM % 16 == 0 && kWarpN % 16 == 0, "a warp holds whole 16x16 fragment pairs");
   static_assert(!ElementGather || kThreads % BlockM == 0, "element gather: each thread owns one pixel column");
@@ -47,8 +57,12 @@ struct ImplicitMmaTile {
   // padded by 16 bytes; it never needs more than the reduction-fastest layout of the same operand.
   static constexpr int kTransposedRows = RowBytes / 2;
   static constexpr int kPitchA = BlockM * 2 + 16, kPitchB = BlockN * 2 + 16;
-  static_assert(kTransposedRows * kPitchA <= BlockM * kRowPitch && kTransposedRows * kPitchB <= BlockN * kRowPitch,
+  static_assert(kWarpgroup || (kTransposedRows * kPitchA <= BlockM * kRowPitch &&
+                               kTransposedRows * kPitchB <= BlockN * kRowPitch),
                 "a transposed operand fits the operand's stage bytes");
+  static_assert(!kWarpgroup || (RowBytes == 128 && WarpsN == 1 && WarpsM * 16 == BlockM && BlockM % 64 == 0 &&
+                                (BlockN == 64 || BlockN == 128 || BlockN == 256) && !ElementGather),
+                "warpgroup tiles: 128-byte rows, a warpgroup per 64 pixels over every filter, vector images");
   static_assert(kThreads % (BlockM / 8) == 0 && kThreads % (BlockN / 8) == 0 &&
                     (kTransposedRows * BlockM / 8) % kThreads == 0 && (kTransposedRows * BlockN / 8) % kThreads == 0,
                 "transposed gather: a thread keeps one vector column and copies equal chunks");
@@ -66,7 +80,14 @@ using ImplicitMmaTiles =
                ImplicitMmaTile<128, 64, 2, 2, 64, 4, 3, true>,     // 5: the element-gather fallback
                ImplicitMmaTile<64, 128, 2, 4, 64, 4, 2, true>,     // 6
                ImplicitMmaTile<64, 64, 2, 2, 128, 3, 3, false>,    // 7
-               ImplicitMmaTile<64, 64, 2, 2, 64, 4, 4, true>>;     // 8: small problems
+               ImplicitMmaTile<64, 64, 2, 2, 64, 4, 4, true>,      // 8: small problems
+               // Note [wgmma mainloop]: sm_90a only.
+               ImplicitMmaTile<128, 256, 8, 1, 128, 4, 1, false, MmaUnit::Warpgroup>,  // 9
+               ImplicitMmaTile<128, 128, 8, 1, 128, 3, 2, false, MmaUnit::Warpgroup>,  // 10
+               ImplicitMmaTile<128, 64, 8, 1, 128, 4, 2, false, MmaUnit::Warpgroup>,   // 11
+               ImplicitMmaTile<128, 64, 8, 1, 128, 3, 3, false, MmaUnit::Warpgroup>,   // 12
+               ImplicitMmaTile<64, 128, 4, 1, 128, 4, 2, false, MmaUnit::Warpgroup>,   // 13
+               ImplicitMmaTile<64, 128, 4, 1, 128, 3, 3, false, MmaUnit::Warpgroup>>;  // 14
 /// The tile that runs a layer with the element gather when its plan's tile has no such form.
 inline constexpr int kElementFallbackTile = 5;
 static_assert(std::tuple_element_t<kElementFallbackTile, ImplicitMmaTiles>::kElementGather,
@@ -75,9 +96,12 @@ static_assert(std::tuple_element_t<kElementFallbackTile, ImplicitMmaTiles>::kEle
 /// A row of the catalog.
 struct MmaTileShape {
   int block_m, block_n, warps_m, warps_n, row_bytes, stages, threads, smem_bytes;
-  bool element_gather;
-  /// "mma128x64_4w_64B": block_m x block_n, warps, stage-row bytes.
+  bool element_gather, warpgroup;
+  /// "mma128x64_4w_64B": block_m x block_n, warps, stage-row bytes; "wgmma128x128_s3": block_m x
+  /// block_n, stages (warpgroup tiles: a warpgroup per 64 pixels, 128-byte rows).
   std::string name() const {
+    if (warpgroup)
+      return "wgmma" + std::to_string(block_m) + "x" + std::to_string(block_n) + "_s" + std::to_string(stages);
     return "mma" + std::to_string(block_m) + "x" + std::to_string(block_n) + "_" + std::to_string(warps_m * warps_n) +
            "w_" + std::to_string(row_bytes) + "B";
   }
@@ -86,15 +110,16 @@ struct MmaTileShape {
 template <class... Tiles>
 constexpr std::array<MmaTileShape, sizeof...(Tiles)> make_mma_catalog(std::tuple<Tiles...>*) {
   return {{{Tiles::kBlockM, Tiles::kBlockN, Tiles::kWarpsM, Tiles::kWarpsN, Tiles::kStageRowBytes, Tiles::kStages,
-            Tiles::kThreads, Tiles::kSmemBytes, Tiles::kElementGather}...}};
+            Tiles::kThreads, Tiles::kSmemBytes, Tiles::kElementGather, Tiles::kWarpgroup}...}};
 }
 inline constexpr auto kMmaTileCatalog = make_mma_catalog(static_cast<ImplicitMmaTiles*>(nullptr));
 
 /// Whether tile `t` has an instantiation of these gather forms (the catalog's rule, which the
 /// launcher's dispatch follows): vector images with vector or transposed filters on every tile;
 /// element filters (under vector or element images), transposed filters under element images and
-/// the both-transposed form on ElementGather tiles.
+/// the both-transposed form on ElementGather tiles; warpgroup tiles have the vector forms only.
 inline bool mma_tile_has_forms(const MmaTileShape& t, GatherForm a, GatherForm b) {
+  if (t.warpgroup) return a == GatherForm::Vector && b != GatherForm::Element;
   if (a == GatherForm::Vector && b != GatherForm::Element) return true;
   if (a == GatherForm::Transposed) return t.element_gather && b == GatherForm::Transposed;
   return t.element_gather && b != GatherForm::Vector;
