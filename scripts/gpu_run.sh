@@ -4,7 +4,8 @@
 #   scripts/gpu_run.sh check            GPU tests (a CUDA-graph replay among them), compute-sanitizer
 #                                       memcheck and racecheck, the host cost of a call, the hardware model;
 #                                       CHECKS (default "tests memcheck racecheck initcheck overhead")
-#                                       picks some, to split the part over calls
+#                                       picks some, to split the part over calls; RACECHECK_TIMEOUT
+#                                       (default 320 s) bounds the racecheck run
 #   scripts/gpu_run.sh python           the Python package from .py-bundle (scripts/stage_python_bundle.sh):
 #                                       its tests on CPU and GPU, memcheck over the GPU ones, and
 #                                       python -m mconv.bench (PY_SUITES, PY_MODELS, host overhead)
@@ -43,7 +44,7 @@ if [ "$part" = check ]; then
     --gtest_filter='*RandomProblems*:*EdgeCasesFloat*:*HostPointers*:*SplitK*:*DirectBlock*:*SingleChannel*:*StrideFixed*:*Graph*:TensorCores.*:BackwardGpu.EdgeCases*:BackwardGpu.ChannelsLast*' \
     > "$LOG/memcheck.log" 2>&1
   want memcheck && say "memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$LOG/memcheck.log" | tail -1)"
-  want racecheck && MCONV_GPU_TEST_FEW=1 MCONV_GPU_TEST_RANDOM=3 timeout 320 compute-sanitizer --tool racecheck --error-exitcode 3 \
+  want racecheck && MCONV_GPU_TEST_FEW=1 MCONV_GPU_TEST_RANDOM=3 timeout "${RACECHECK_TIMEOUT:-320}" compute-sanitizer --tool racecheck --error-exitcode 3 \
     "$B/mconv_gpu_tests" --gtest_filter="${RACECHECK_FILTER:-*EdgeCasesExactEveryTile*:*SplitK*:*DirectBlockEdge*:*SingleChannel*:*StrideFixed*:TensorCores.VectorAndElement*:TensorCores.Warpgroup*:TensorCores.ClusterSplits*:BackwardGpu.ChannelsLast*:TensorCores.LargeReduction*:BackwardGpu.LargeReduction*}" \
     > "$LOG/racecheck.log" 2>&1
   want racecheck && say "racecheck exit $?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$LOG/racecheck.log" | tail -1)"
