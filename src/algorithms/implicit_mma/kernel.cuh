@@ -46,7 +46,7 @@
 //
 // Note [wgmma mainloop]: warpgroup tiles (sm_90a) keep the gather (the same threads, the same
 // offset-table reads, cp.async of 16-byte vectors) but store the stages in wgmma's swizzled K-major
-// layout (Note [wgmma shared layout], wgmma.cuh; a transposed filter stage N-major) and multiply
+// layout (Note [wgmma shared layout], wgmma.cuh; transposed stages M- or N-major) and multiply
 // with wgmma: each warpgroup issues the
 // stage's four asynchronous k-steps of its 64 pixels x BN filters straight from shared memory, then
 // issues the copies of a later stage while they run, and waits only for the previous stage's group.
@@ -200,7 +200,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
   static_assert((kA != GatherForm::Transposed && kB != GatherForm::Transposed) || EB == 2,
                 "ldmatrix.trans moves 16-bit elements");
   // Note [mma gather forms]: the image tile's bytes in a stage, then the filter tile's.
-  constexpr int kABytes = kA == GatherForm::Transposed ? BK * Tile::kPitchA : BM * kPitch;
+  constexpr int kABytes = kA == GatherForm::Transposed && !Tile::kWarpgroup ? BK * Tile::kPitchA : BM * kPitch;
   extern __shared__ __align__(128) unsigned char smem[];
   // Note [wgmma shared layout]: warpgroup stages start on a 1024-byte boundary.
   const uint32_t smem_raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
@@ -297,7 +297,9 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
         const int kk = tid / kVecsA + i * (NT / kVecsA);
         const int4 row = t.a[i];
         const bool ok = inside(0, row);
-        detail::cp_async_16(image_t_row(stage, kk) + vec * 16, ok ? gX + rStart[0] + row.x : gX, ok);
+        const uint32_t dst = Tile::kWarpgroup ? wgmma::n_major_chunk(image_row(stage, 0), BK, kk, vec)
+                                              : image_t_row(stage, kk) + vec * 16;
+        detail::cp_async_16(dst, ok ? gX + rStart[0] + row.x : gX, ok);
       }
     } else {
       const int pixel = tid % BM;
@@ -442,16 +444,21 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
       __syncthreads();  // stage kt landed for all; stage kt-1-kMmaInFlight is no longer read
       const int st = kt % S;
       // Note [wgmma shared layout]: a k-step is 32 bytes on in a K-major operand, 16 rows of 128 bytes
-      // on in an N-major one (the descriptor counts 16-byte units).
-      constexpr bool kNMajorB = kB == GatherForm::Transposed;
-      constexpr int kStepB = kNMajorB ? 16 * wgmma::kRowBytes / 16 : 2;
-      const uint64_t da = wgmma::descriptor(image_row(st, wg * 64));
+      // on in an M- or N-major one (the descriptor counts 16-byte units). An M-major image stage holds
+      // warpgroup wg's 64 pixels as its block wg.
+      constexpr bool kMMajorA = kA == GatherForm::Transposed, kNMajorB = kB == GatherForm::Transposed;
+      constexpr int kStepMN = 16 * wgmma::kRowBytes / 16;
+      constexpr int kStepA = kMMajorA ? kStepMN : 2, kStepB = kNMajorB ? kStepMN : 2;
+      constexpr uint32_t kBlockBytes = BK * wgmma::kRowBytes;  // one block of 64 pixels or filters
+      const uint64_t da = kMMajorA ? wgmma::descriptor(image_row(st, 0) + wg * kBlockBytes, kBlockBytes)
+                                   : wgmma::descriptor(image_row(st, wg * 64));
       const uint64_t db =
-          kNMajorB ? wgmma::descriptor(filter_row(st, 0), BK * wgmma::kRowBytes) : wgmma::descriptor(filter_row(st, 0));
+          kNMajorB ? wgmma::descriptor(filter_row(st, 0), kBlockBytes) : wgmma::descriptor(filter_row(st, 0));
       wgmma::pin(d);
       wgmma::fence();
 #pragma unroll
-      for (int ks = 0; ks < RB / 32; ++ks) wgmma::mma_async<T, BN, kNMajorB>(d, da + 2 * ks, db + kStepB * ks);
+      for (int ks = 0; ks < RB / 32; ++ks)
+        wgmma::mma_async<T, BN, kMMajorA, kNMajorB>(d, da + kStepA * ks, db + kStepB * ks);
       wgmma::commit();
       load_ahead(kt);
       wgmma::wait<kMmaInFlight>();

@@ -48,7 +48,7 @@ void visit_math(const Plan& plan, F&& f) {
 }
 
 /// Calls f(Forms<a, b>{}) where tile and element type have that instantiation (mma_tile_has_forms;
-/// the transposed forms are 16-bit only, warpgroup tiles' the vector ones); false where they have none.
+/// the transposed forms are 16-bit only, warpgroup tiles have no element form); false where they have none.
 template <class Tile, class Math, class F>
 bool visit_forms(GatherForm a, GatherForm b, F&& f) {
   using G = GatherForm;
@@ -56,7 +56,11 @@ bool visit_forms(GatherForm a, GatherForm b, F&& f) {
   if (a == G::Vector && b == G::Vector) return f(Forms<G::Vector, G::Vector>{}), true;
   if constexpr (k16)
     if (a == G::Vector && b == G::Transposed) return f(Forms<G::Vector, G::Transposed>{}), true;
-  if constexpr (Tile::kWarpgroup) return false;  // Note [wgmma mainloop]: the vector forms only
+  if constexpr (Tile::kWarpgroup) {  // Note [wgmma mainloop]: no element forms
+    if constexpr (k16)
+      if (a == G::Transposed && b == G::Transposed) return f(Forms<G::Transposed, G::Transposed>{}), true;
+    return false;
+  }
   if constexpr (Tile::kElementGather) {
     if (a == G::Element && b == G::Element) return f(Forms<G::Element, G::Element>{}), true;
     if (a == G::Vector && b == G::Element) return f(Forms<G::Vector, G::Element>{}), true;

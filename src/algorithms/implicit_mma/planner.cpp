@@ -119,20 +119,34 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
 
 // The element gather (layouts or channel counts the vector gather cannot take): the largest tile with
 // that form whose grid fills the SMs.
-int choose_element_tile(const Problem& p, const HardwareModel& hw, std::vector<std::string>& why) {
-  const int64_t cols = p.n * p.p() * p.q(), kg = p.k_per_group();
-  const int sms = std::max(hw.sm_count, 1);
+// The tiles a non-vector plan can take: the element-gather tiles, or on sm_90 for the both-transposed
+// form the wgmma tiles (Note [wgmma mainloop]); the catalog lists each kind largest first. A wgmma
+// tile more than twice the layer's pixels (a wgrad step's M is its K filters) is passed over.
+bool split_candidate(const MmaTileShape& t, bool warpgroup) {
+  return warpgroup ? t.warpgroup : t.element_gather;
+}
+int last_candidate(bool warpgroup) {
   int last = -1;
   for (int i = 0; i < int(kMmaTileCatalog.size()); ++i)
-    if (kMmaTileCatalog[i].element_gather) last = i;
+    if (split_candidate(kMmaTileCatalog[i], warpgroup)) last = i;
+  return last;
+}
+
+int choose_element_tile(const Problem& p, const HardwareModel& hw, bool warpgroup, std::vector<std::string>& why) {
+  const int64_t cols = p.n * p.p() * p.q(), kg = p.k_per_group();
+  const int sms = std::max(hw.sm_count, 1);
+  const int last = last_candidate(warpgroup);
   for (int i = 0; i <= last; ++i) {
     const MmaTileShape& t = kMmaTileCatalog[i];
-    if (!t.element_gather || (kg <= t.block_n / 2 && t.block_n > 64)) continue;
+    if (!split_candidate(t, warpgroup) || (kg <= t.block_n / 2 && t.block_n > 64) ||
+        (warpgroup && cols <= t.block_m / 2 && t.block_m > 64))
+      continue;
     const int64_t blocks = ceil_div(cols, t.block_m) * ceil_div(kg, t.block_n) * p.groups;
     if (blocks >= sms || i == last) {
       std::ostringstream os;
       os << "tile " << t.name() << ": " << blocks << " blocks for " << sms << " SMs (K/G = " << kg
-         << ", N*P*Q = " << cols << "); the largest element-gather tile that fills the SMs";
+         << ", N*P*Q = " << cols << "); the largest " << (warpgroup ? "wgmma" : "element-gather")
+         << " tile that fills the SMs";
       why.push_back(os.str());
       return i;
     }
@@ -173,25 +187,27 @@ int choose_cluster_split(int64_t blocks, int k_tiles, const HardwareModel& hw, i
 // element-tile rule (fill the SMs without a split) otherwise. Measured on the H100 (bf16 resnet50
 // wgrad): 128x128 tiles split 4-9 ways beat split 64x64 ones by 10-25% on stage 3-4 layers of 128
 // or fewer 64x64 tiles, and lost 2x where 64x64 tiles already filled the SMs (stage 4's 1x1 layers).
-int choose_split_tile(const Problem& p, const HardwareModel& hw, int64_t rows, int esz, std::vector<std::string>& why) {
+int choose_split_tile(const Problem& p, const HardwareModel& hw, int64_t rows, int esz, bool warpgroup,
+                      std::vector<std::string>& why) {
   const int64_t cols = p.n * p.p() * p.q(), kg = p.k_per_group();
   const int sms = std::max(hw.sm_count, 1);
-  int last = -1;
-  for (int i = 0; i < int(kMmaTileCatalog.size()); ++i)
-    if (kMmaTileCatalog[i].element_gather) last = i;
+  const int last = last_candidate(warpgroup);
   const MmaTileShape& smallest = kMmaTileCatalog[last];
   if (ceil_div(cols, smallest.block_m) * ceil_div(kg, smallest.block_n) * p.groups >= sms)
-    return choose_element_tile(p, hw, why);
+    return choose_element_tile(p, hw, warpgroup, why);
   for (int i = 0; i <= last; ++i) {
     const MmaTileShape& t = kMmaTileCatalog[i];
-    if (!t.element_gather || (kg <= t.block_n / 2 && t.block_n > 64)) continue;
+    if (!split_candidate(t, warpgroup) || (kg <= t.block_n / 2 && t.block_n > 64) ||
+        (warpgroup && cols <= t.block_m / 2 && t.block_m > 64))
+      continue;
     const int64_t tiles = ceil_div(cols, t.block_m) * ceil_div(kg, t.block_n) * p.groups;
     const int64_t k_tiles = ceil_div(rows, t.row_bytes / esz);
     const int64_t slices = std::clamp<int64_t>(k_tiles / 8, 1, kMaxClusterSplit);
     if (tiles * slices >= sms || i == last) {
       std::ostringstream os;
       os << "tile " << t.name() << ": " << tiles << " tiles of " << k_tiles << " row tiles for " << sms
-         << " SMs; the largest element-form tile a cluster split fills the SMs with";
+         << " SMs; the largest " << (warpgroup ? "wgmma" : "element-form")
+         << " tile a cluster split fills the SMs with";
       why.push_back(os.str());
       return i;
     }
@@ -226,11 +242,13 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   } else {
     // Transposed images: a wgrad step (long reduction, small output), which a cluster split fills.
     const bool split_pick = forms.a == GatherForm::Transposed || forms.b == GatherForm::Transposed;
-    // Note [wgmma mainloop]: warpgroup tiles take the vector forms, on sm_90 (the sm_90a code).
+    // Note [wgmma mainloop]: warpgroup tiles take the vector forms and the both-transposed one, on
+    // sm_90 (the sm_90a code).
     const bool warpgroup = wgmma_device(hw);
+    const bool both_transposed = forms.a == GatherForm::Transposed && forms.b == GatherForm::Transposed;
     tile = vector_tile  ? choose_vector_tile(p, hw, rows, warpgroup, why)
-           : split_pick ? choose_split_tile(p, hw, rows, dtype_size(x.dtype), why)
-                        : choose_element_tile(p, hw, why);
+           : split_pick ? choose_split_tile(p, hw, rows, dtype_size(x.dtype), warpgroup && both_transposed, why)
+                        : choose_element_tile(p, hw, false, why);
   }
   const MmaTileShape& t = kMmaTileCatalog[tile];
   ImplicitMmaDivision d;

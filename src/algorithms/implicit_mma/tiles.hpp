@@ -23,7 +23,7 @@ enum class MmaUnit { Warp, Warpgroup };
 /// transposed filters: Note [mma gather forms]); `ElementGather` tiles also have the element forms
 /// and the both-transposed form (mma_tile_has_forms). Calls the plan's forms cannot take run on
 /// kElementFallbackTile. Warpgroup tiles: WarpsM warps of 16 pixels (a warpgroup per 64), each
-/// warpgroup one 64 x BlockN wgmma tile; their stage rows are 128 swizzled bytes, vector forms only.
+/// warpgroup one 64 x BlockN wgmma tile; their stage rows are 128 swizzled bytes, no element forms.
 template <int BlockM, int BlockN, int WarpsM, int WarpsN, int RowBytes, int Stages, int MinBlocks, bool ElementGather,
           MmaUnit Unit = MmaUnit::Warp>
 struct ImplicitMmaTile {
@@ -62,7 +62,7 @@ struct ImplicitMmaTile {
                 "a transposed operand fits the operand's stage bytes");
   static_assert(!kWarpgroup || (RowBytes == 128 && WarpsN == 1 && WarpsM * 16 == BlockM && BlockM % 64 == 0 &&
                                 (BlockN == 64 || BlockN == 128 || BlockN == 256) && !ElementGather),
-                "warpgroup tiles: 128-byte rows, a warpgroup per 64 pixels over every filter, vector images");
+                "warpgroup tiles: 128-byte rows, a warpgroup per 64 pixels over every filter, no element form");
   static_assert(kThreads % (BlockM / 8) == 0 && kThreads % (BlockN / 8) == 0 &&
                     (kTransposedRows * BlockM / 8) % kThreads == 0 && (kTransposedRows * BlockN / 8) % kThreads == 0,
                 "transposed gather: a thread keeps one vector column and copies equal chunks");
@@ -117,9 +117,12 @@ inline constexpr auto kMmaTileCatalog = make_mma_catalog(static_cast<ImplicitMma
 /// Whether tile `t` has an instantiation of these gather forms (the catalog's rule, which the
 /// launcher's dispatch follows): vector images with vector or transposed filters on every tile;
 /// element filters (under vector or element images), transposed filters under element images and
-/// the both-transposed form on ElementGather tiles; warpgroup tiles have the vector forms only.
+/// the both-transposed form on ElementGather tiles; warpgroup tiles have the vector forms and the
+/// both-transposed one.
 inline bool mma_tile_has_forms(const MmaTileShape& t, GatherForm a, GatherForm b) {
-  if (t.warpgroup) return a == GatherForm::Vector && b != GatherForm::Element;
+  if (t.warpgroup)
+    return (a == GatherForm::Vector && b != GatherForm::Element) ||
+           (a == GatherForm::Transposed && b == GatherForm::Transposed);
   if (a == GatherForm::Vector && b != GatherForm::Element) return true;
   if (a == GatherForm::Transposed) return t.element_gather && b == GatherForm::Transposed;
   return t.element_gather && b != GatherForm::Vector;

@@ -7,10 +7,10 @@
 // group of 8 rows, the 16-byte chunk c of row r lives at chunk c ^ (r % 8). The hardware applies the
 // same XOR to the address bits it computes, so an operand's groups must start 1024-byte aligned, and
 // a k-step inside the 128-byte row is the descriptor's start address plus 32 bytes. The swizzle also
-// spreads the eight rows a 16-byte gather column writes over all 32 banks. A transposed filter stage
-// (16-bit, filters contiguous: a dgrad step's w) is N-major instead: each reduction row holds 64
-// filters in 128 swizzled bytes, blocks of 64 filters lie a whole stage's rows apart (the leading
-// byte offset), and a k-step of 16 rows is 2048 bytes on.
+// spreads the eight rows a 16-byte gather column writes over all 32 banks. A transposed stage (16-bit,
+// filters or pixels contiguous: a dgrad step's w, both operands of a wgrad step) is N- or M-major
+// instead: each reduction row holds 64 filters (pixels) in 128 swizzled bytes, blocks of 64 lie a
+// whole stage's rows apart (the leading byte offset), and a k-step of 16 rows is 2048 bytes on.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -70,8 +70,8 @@ __device__ __forceinline__ void fence_shared_for_async() {
 
 // The steps. Inline asm takes no loops, so the accumulator operands are written out, each N's list
 // extending the one below it, and one macro makes every step from them. D += A * B (scale-d 1), no
-// negation; A K-major; B K-major (transpose 0) or, for the 16-bit types, N-major ("_nb": transpose
-// 1). TF32 has no transpose operands.
+// negation; A and B K-major (transpose 0) or, for the 16-bit types, B N-major ("_nb") or both
+// transposed ("_tt"). TF32 has no transpose operands.
 #define MCONV_WGMMA_D64                                                    \
   "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
   "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
@@ -145,6 +145,12 @@ MCONV_WGMMA_STEP(wgmma_m64n256_f16_nb, 256, "f16.f16", "16", ", 0, 1")
 MCONV_WGMMA_STEP(wgmma_m64n64_bf16_nb, 64, "bf16.bf16", "16", ", 0, 1")
 MCONV_WGMMA_STEP(wgmma_m64n128_bf16_nb, 128, "bf16.bf16", "16", ", 0, 1")
 MCONV_WGMMA_STEP(wgmma_m64n256_bf16_nb, 256, "bf16.bf16", "16", ", 0, 1")
+MCONV_WGMMA_STEP(wgmma_m64n64_f16_tt, 64, "f16.f16", "16", ", 1, 1")
+MCONV_WGMMA_STEP(wgmma_m64n128_f16_tt, 128, "f16.f16", "16", ", 1, 1")
+MCONV_WGMMA_STEP(wgmma_m64n256_f16_tt, 256, "f16.f16", "16", ", 1, 1")
+MCONV_WGMMA_STEP(wgmma_m64n64_bf16_tt, 64, "bf16.bf16", "16", ", 1, 1")
+MCONV_WGMMA_STEP(wgmma_m64n128_bf16_tt, 128, "bf16.bf16", "16", ", 1, 1")
+MCONV_WGMMA_STEP(wgmma_m64n256_bf16_tt, 256, "bf16.bf16", "16", ", 1, 1")
 
 #undef MCONV_WGMMA_STEP
 #undef MCONV_WGMMA_D64
@@ -167,13 +173,23 @@ __device__ __forceinline__ void pin(float (&d)[R]) {
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-/// One k-step D += A * B of a 64 x N warpgroup tile, in the storage type's MMA (TF32 for float); B
-/// N-major when kNMajorB (Note [wgmma shared layout]).
-template <class Storage, int N, bool kNMajorB>
+/// One k-step D += A * B of a 64 x N warpgroup tile, in the storage type's MMA (TF32 for float); A
+/// M-major when kMMajorA (only with an N-major B), B N-major when kNMajorB (Note [wgmma shared
+/// layout]).
+template <class Storage, int N, bool kMMajorA, bool kNMajorB>
 __device__ __forceinline__ void mma_async(float (&d)[N / 2], uint64_t a, uint64_t b) {
   static_assert(N == 64 || N == 128 || N == 256, "wgmma tiles of 64, 128 or 256 filters");
   static_assert(!kNMajorB || sizeof(Storage) == 2, "an N-major B is 16-bit");
-  if constexpr (std::is_same_v<Storage, __half> && kNMajorB) {
+  static_assert(!kMMajorA || kNMajorB, "an M-major A comes with an N-major B");
+  if constexpr (std::is_same_v<Storage, __half> && kMMajorA) {
+    if constexpr (N == 64) wgmma_m64n64_f16_tt(d, a, b);
+    if constexpr (N == 128) wgmma_m64n128_f16_tt(d, a, b);
+    if constexpr (N == 256) wgmma_m64n256_f16_tt(d, a, b);
+  } else if constexpr (std::is_same_v<Storage, __nv_bfloat16> && kMMajorA) {
+    if constexpr (N == 64) wgmma_m64n64_bf16_tt(d, a, b);
+    if constexpr (N == 128) wgmma_m64n128_bf16_tt(d, a, b);
+    if constexpr (N == 256) wgmma_m64n256_bf16_tt(d, a, b);
+  } else if constexpr (std::is_same_v<Storage, __half> && kNMajorB) {
     if constexpr (N == 64) wgmma_m64n64_f16_nb(d, a, b);
     if constexpr (N == 128) wgmma_m64n128_f16_nb(d, a, b);
     if constexpr (N == 256) wgmma_m64n256_f16_nb(d, a, b);
