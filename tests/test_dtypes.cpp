@@ -98,6 +98,7 @@ TEST(PlanDtypes, HalfDepthwiseChannelsLastRunsTheChannelsLastKernel) {
     const auto& d = std::get<ChannelsLastDepthwiseDivision>(nhwc.division());
     EXPECT_EQ(d.chunk_channels, 16);  // 18 vectors of 8 channels: chunks of 2 vectors divide them
     EXPECT_EQ(d.outputs_per_thread, 4);
+    EXPECT_EQ(d.rows_per_thread, 1);  // stride 1: one row a thread
     EXPECT_EQ(d.pixel_groups, 32 * 56 * 14);
     EXPECT_EQ(d.launch.smem_bytes, 9 * 16 * 4);
     EXPECT_EQ(division_name(nhwc.division()), "single_channel_channels_last");
@@ -105,6 +106,12 @@ TEST(PlanDtypes, HalfDepthwiseChannelsLastRunsTheChannelsLastKernel) {
     const Plan s2 = plan_for(make(1, 768, 14, 14, 768, 7, 7, 3, 2, 1, 768), Layout::NHWC, t);
     const auto& s = std::get<ChannelsLastDepthwiseDivision>(s2.division());
     EXPECT_EQ(s.outputs_per_thread, 2);
+    EXPECT_EQ(s.rows_per_thread, 1);  // two rows a thread would leave 12 blocks
+    // Stride 2 on a larger grid: two rows of two outputs a thread, 441 blocks for 132 SMs.
+    const auto& s2_rows = std::get<ChannelsLastDepthwiseDivision>(
+        plan_for(make(32, 144, 56, 56, 144, 3, 3, 1, 2, 1, 144), Layout::NHWC, t).division());
+    EXPECT_EQ(s2_rows.rows_per_thread, 2);
+    EXPECT_EQ(s2_rows.pixel_groups, 32 * 14 * 14);
     EXPECT_EQ(s.chunk_channels, 64);
     EXPECT_EQ(s.launch.smem_bytes, 49 * 64 * 4);
     EXPECT_EQ(s.launch.grid_x * s.launch.grid_y, 1 * 12);  // 7 rows x 4 pairs = 28 groups, 32 slots

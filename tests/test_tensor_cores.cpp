@@ -199,6 +199,19 @@ TEST_F(TensorCores, ChannelsLastDepthwiseKernel) {
   cases.push_back({make(1, 64, 1, 1, 64, 3, 3, 1, 1, 1, 64)});      // 1x1 map, all padding around it
   cases.push_back({make(1, 576, 5, 30, 576, 7, 7, 3, 1, 1, 576)});  // many channels, 9 chunks
   cases.push_back({make(2, 12, 6, 6, 12, 3, 3, 1, 1, 1, 12)});      // C not a multiple of 8
+  // Note [channels-last row window]: stride-2 grids large enough for two output rows a thread, odd P
+  // and Q (a last row group and a last column group half outside y), 3x3 to 7x7; a stride-1 grid of
+  // the same size (one row a thread).
+  cases.push_back({make(8, 256, 65, 65, 256, 3, 3, 1, 1, 1, 256)});
+  cases.push_back({make(8, 256, 129, 129, 256, 3, 3, 1, 2, 1, 256)});
+  cases.push_back({make(8, 128, 133, 125, 128, 5, 5, 2, 2, 1, 128)});
+  cases.push_back({make(16, 64, 131, 131, 64, 7, 7, 3, 2, 1, 64)});
+  Case rows_epi{make(8, 256, 129, 129, 256, 3, 3, 1, 2, 1, 256)};
+  rows_epi.alpha = 0.5f;
+  rows_epi.beta = 0.75f;
+  rows_epi.bias = true;
+  rows_epi.act = Activation::ReLU;
+  cases.push_back(rows_epi);
   Case epi{make(2, 40, 8, 8, 40, 3, 3, 1, 1, 1, 40)};
   epi.alpha = 0.5f;
   epi.beta = 0.75f;

@@ -150,7 +150,8 @@ struct StrideFixedDivision {
 struct ChannelsLastDepthwiseDivision {
   int chunk_channels = 8;      ///< channels of a block (its threads along x hold one 16-byte vector each)
   int outputs_per_thread = 4;  ///< adjacent output pixels of a row a thread computes
-  int64_t pixel_groups = 0;    ///< N * P * ceil(Q / outputs_per_thread)
+  int rows_per_thread = 1;     ///< adjacent output rows a thread computes (Note [channels-last row window])
+  int64_t pixel_groups = 0;    ///< N * ceil(P / rows_per_thread) * ceil(Q / outputs_per_thread)
   LaunchShape launch;          ///< for 16-byte vectors (the launcher goes one channel at a time otherwise)
 };
 

@@ -84,8 +84,8 @@ struct TextOf {
   }
   std::string operator()(const ChannelsLastDepthwiseDivision& d) const {
     std::ostringstream os;
-    os << "division  " << d.chunk_channels << " channels a block, " << d.outputs_per_thread
-       << " output pixels a thread, " << d.pixel_groups << " pixel groups\n";
+    os << "division  " << d.chunk_channels << " channels a block, " << d.rows_per_thread << " x "
+       << d.outputs_per_thread << " output pixels a thread, " << d.pixel_groups << " pixel groups\n";
     return os.str() + launch_text(d.launch);
   }
   std::string operator()(const StrideFixedDivision& d) const {

@@ -13,24 +13,33 @@
 namespace mconv::detail {
 namespace {
 
-template <class T, int V, int KS>
+template <class T, int V, int PT, int KS>
 void launch_size(const cuda::ChannelsLastDepthwiseParams& prm, int qt, dim3 grid, int threads, int smem,
                  cudaStream_t s) {
   using cuda::channels_last_depthwise_kernel;
-  if (qt == 4) return cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, 4, KS>, grid, threads, smem, s, prm);
-  if (qt == 2) return cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, 2, KS>, grid, threads, smem, s, prm);
-  cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, 1, KS>, grid, threads, smem, s, prm);
+  if (qt == 4)
+    return cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, 4, PT, KS>, grid, threads, smem, s, prm);
+  if (qt == 2)
+    return cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, 2, PT, KS>, grid, threads, smem, s, prm);
+  cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, 1, PT, KS>, grid, threads, smem, s, prm);
 }
 
 // The vector kernel with the filter size as a constant for square 1, 3, 5, 7 filters; the
 // one-channel fallback with the size at run time only.
+// Two rows a thread only in the vector kernel with a constant filter size (the planner's condition).
 template <class T, int V>
-void launch(const cuda::ChannelsLastDepthwiseParams& prm, int qt, dim3 grid, int threads, int smem, cudaStream_t s) {
+void launch(const cuda::ChannelsLastDepthwiseParams& prm, int qt, int pt, dim3 grid, int threads, int smem,
+            cudaStream_t s) {
   if constexpr (V == 1) {
-    launch_size<T, V, 0>(prm, qt, grid, threads, smem, s);
+    launch_size<T, V, 1, 0>(prm, qt, grid, threads, smem, s);
   } else {
-    cuda::filter_size_switch(prm.R, prm.S,
-                             [&](auto k) { launch_size<T, V, decltype(k)::value>(prm, qt, grid, threads, smem, s); });
+    cuda::filter_size_switch(prm.R, prm.S, [&](auto k) {
+      constexpr int KS = decltype(k)::value;
+      if constexpr (KS > 1) {
+        if (pt == 2) return launch_size<T, V, 2, KS>(prm, qt, grid, threads, smem, s);
+      }
+      launch_size<T, V, 1, KS>(prm, qt, grid, threads, smem, s);
+    });
   }
 }
 
@@ -57,22 +66,27 @@ void channels_last_depthwise_forward(const Plan& plan, const ChannelsLastDepthwi
   const int v = vector ? 8 : 1;
   prm.channel_vectors = static_cast<int>(pr.c / v);
   prm.chunk_vectors = d.chunk_channels / v;
-  prm.pixel_groups = d.pixel_groups;
   prm.q_groups = cuda::FastDivmod(static_cast<unsigned>(ceil_div(pr.q(), int64_t(d.outputs_per_thread))));
-  prm.p_div = cuda::FastDivmod(static_cast<unsigned>(pr.p()));
+  // Two output rows a thread run on the vector kernel with a constant filter size of 3, 5 or 7
+  // (launch() below); one channel a thread, or any other size, goes row by row.
+  const bool constant_size = pr.r == pr.s && (pr.r == 3 || pr.r == 5 || pr.r == 7);
+  const int pt = vector && constant_size ? d.rows_per_thread : 1;
+  prm.p_groups = cuda::FastDivmod(static_cast<unsigned>(ceil_div(pr.p(), int64_t(pt))));
+  prm.pixel_groups = pr.n * ceil_div(pr.p(), int64_t(pt)) * ceil_div(pr.q(), int64_t(d.outputs_per_thread));
   // A multiple of the chunk's vectors: one channel a thread needs at least the chunk's channels.
   const int threads = vector ? d.launch.threads : std::max(d.launch.threads, d.chunk_channels);
   const int slots = threads / prm.chunk_vectors;
-  const dim3 grid(static_cast<unsigned>(ceil_div(d.pixel_groups, int64_t(slots))),
+  const dim3 grid(static_cast<unsigned>(ceil_div(prm.pixel_groups, int64_t(slots))),
                   static_cast<unsigned>(prm.channel_vectors / prm.chunk_vectors));
   const int smem = static_cast<int>(d.launch.smem_bytes);
   const auto s = static_cast<cudaStream_t>(stream);
   const int qt = d.outputs_per_thread;
   if (plan.dtype() == DType::Float16)
-    vector ? launch<__half, 8>(prm, qt, grid, threads, smem, s) : launch<__half, 1>(prm, qt, grid, threads, smem, s);
+    vector ? launch<__half, 8>(prm, qt, pt, grid, threads, smem, s)
+           : launch<__half, 1>(prm, qt, pt, grid, threads, smem, s);
   else if (plan.dtype() == DType::BFloat16)
-    vector ? launch<__nv_bfloat16, 8>(prm, qt, grid, threads, smem, s)
-           : launch<__nv_bfloat16, 1>(prm, qt, grid, threads, smem, s);
+    vector ? launch<__nv_bfloat16, 8>(prm, qt, pt, grid, threads, smem, s)
+           : launch<__nv_bfloat16, 1>(prm, qt, pt, grid, threads, smem, s);
   else
     throw Error(Status::Internal, "single_channel channels-last: a plan in fp32 reached the 16-bit kernel");
 }
