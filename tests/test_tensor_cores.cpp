@@ -206,18 +206,15 @@ TEST_F(TensorCores, ChannelsLastDepthwiseKernel) {
   cases.push_back({make(8, 256, 129, 129, 256, 3, 3, 1, 2, 1, 256)});
   cases.push_back({make(8, 128, 133, 125, 128, 5, 5, 2, 2, 1, 128)});
   cases.push_back({make(16, 64, 131, 131, 64, 7, 7, 3, 2, 1, 64)});
-  Case rows_epi{make(8, 256, 129, 129, 256, 3, 3, 1, 2, 1, 256)};
-  rows_epi.alpha = 0.5f;
-  rows_epi.beta = 0.75f;
-  rows_epi.bias = true;
-  rows_epi.act = Activation::ReLU;
-  cases.push_back(rows_epi);
-  Case epi{make(2, 40, 8, 8, 40, 3, 3, 1, 1, 1, 40)};
-  epi.alpha = 0.5f;
-  epi.beta = 0.75f;
-  epi.bias = true;
-  epi.act = Activation::ReLU;
-  cases.push_back(epi);
+  // The whole epilogue, on one row a thread and on two.
+  for (const Problem& p : {make(2, 40, 8, 8, 40, 3, 3, 1, 1, 1, 40), make(8, 256, 129, 129, 256, 3, 3, 1, 2, 1, 256)}) {
+    Case epi{p};
+    epi.alpha = 0.5f;
+    epi.beta = 0.75f;
+    epi.bias = true;
+    epi.act = Activation::ReLU;
+    cases.push_back(epi);
+  }
   Case conv{make(1, 16, 7, 9, 16, 3, 5, 1, 1, 1, 16)};
   conv.p.mode = Mode::Convolution;
   cases.push_back(conv);
