@@ -171,10 +171,13 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
   peaks.timing = (opt.pass == Pass::Forward ? std::string() : std::string(pass_name(opt.pass)) + " pass; ") +
                  "median of " + std::to_string(opt.repeats) + " loops of " + std::to_string(opt.launches) +
                  (opt.graph ? " launches replayed as one CUDA graph" : " launches enqueued from the host");
-  if (opt.vs_cudnn)
-    peaks.timing += opt.peer_candidates == 1 ? "; cuDNN peers: Find's picks"
-                                             : "; cuDNN peers: the fastest of Find's first " +
+  if (opt.vs_cudnn) {
+    const bool graph = !(opt.dtype == DType::Float32 && opt.plan.math == MathMode::Exact);
+    const std::string apis = graph ? "Find's and the graph API heuristics' " : "Find's ";
+    peaks.timing += opt.peer_candidates == 1 ? "; cuDNN peers: " + apis + "picks"
+                                             : "; cuDNN peers: the fastest of " + apis + "first " +
                                                    std::to_string(opt.peer_candidates) + " candidates, each timed so";
+  }
   std::cerr << "measuring peaks (copy bandwidth, GEMM)...\n";
   measure_peaks(peaks, opt.dtype, opt.plan.math);
   std::cerr << peaks.device << ": copy " << peaks.bytes_per_s / 1e9 << " GB/s, " << peaks.gemm_name << " "
