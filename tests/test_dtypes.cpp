@@ -108,8 +108,8 @@ TEST(PlanDtypes, HalfDepthwiseChannelsLastRunsTheChannelsLastKernel) {
     EXPECT_EQ(s.outputs_per_thread, 2);
     EXPECT_EQ(s.rows_per_thread, 1);  // two rows a thread would leave 12 blocks
     // Stride 2 on a larger grid: two rows of two outputs a thread, 441 blocks for 132 SMs.
-    const auto& s2_rows = std::get<ChannelsLastDepthwiseDivision>(
-        plan_for(make(32, 144, 56, 56, 144, 3, 3, 1, 2, 1, 144), Layout::NHWC, t).division());
+    const Plan s2_plan = plan_for(make(32, 144, 56, 56, 144, 3, 3, 1, 2, 1, 144), Layout::NHWC, t);
+    const auto& s2_rows = std::get<ChannelsLastDepthwiseDivision>(s2_plan.division());
     EXPECT_EQ(s2_rows.rows_per_thread, 2);
     EXPECT_EQ(s2_rows.pixel_groups, 32 * 14 * 14);
     EXPECT_EQ(s.chunk_channels, 64);
