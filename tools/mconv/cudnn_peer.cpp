@@ -275,18 +275,18 @@ std::vector<Candidate> graph_candidates(Pass pass, const Problem& p, Layout layo
   BackendPtr x = backend_tensor(kUidX, type, {p.n, p.c, p.h, p.w}, layout);
   BackendPtr w = backend_tensor(kUidW, type, {p.k, p.c / p.groups, p.r, p.s}, layout);
   BackendPtr y = backend_tensor(kUidY, type, {p.n, p.k, p.p(), p.q()}, layout);
-  BackendDescriptor conv(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+  auto conv = std::make_unique<BackendDescriptor>(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
   const cudnnConvolutionMode_t mode = p.mode == Mode::Convolution ? CUDNN_CONVOLUTION : CUDNN_CROSS_CORRELATION;
   const int64_t dims = 2, dil[2] = {p.dil_h, p.dil_w}, stride[2] = {p.stride_h, p.stride_w},
                 pad[2] = {p.pad_h, p.pad_w};
-  conv.set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
-  conv.set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
-  conv.set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &dims);
-  conv.set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dil);
-  conv.set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride);
-  conv.set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pad);
-  conv.set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pad);
-  conv.finalize();
+  conv->set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
+  conv->set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
+  conv->set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &dims);
+  conv->set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dil);
+  conv->set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride);
+  conv->set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pad);
+  conv->set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pad);
+  conv->finalize();
   const float alpha = 1.0f, beta = 0.0f;
   cudnnBackendDescriptorType_t op_type;
   struct Attrs {
@@ -308,27 +308,27 @@ std::vector<Candidate> graph_candidates(Pass pass, const Problem& p, Layout layo
           CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,    CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
           CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA};
   }
-  BackendDescriptor op(op_type);
-  op.set(at.x, *x);
-  op.set(at.w, *w);
-  op.set(at.y, *y);
-  op.set(at.conv, conv);
-  op.set(at.alpha, CUDNN_TYPE_FLOAT, 1, &alpha);
-  op.set(at.beta, CUDNN_TYPE_FLOAT, 1, &beta);
-  op.finalize();
+  auto op = std::make_unique<BackendDescriptor>(op_type);
+  op->set(at.x, *x);
+  op->set(at.w, *w);
+  op->set(at.y, *y);
+  op->set(at.conv, *conv);
+  op->set(at.alpha, CUDNN_TYPE_FLOAT, 1, &alpha);
+  op->set(at.beta, CUDNN_TYPE_FLOAT, 1, &beta);
+  op->finalize();
   cudnnHandle_t h = handle();
   auto graph = std::make_unique<BackendDescriptor>(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-  const cudnnBackendDescriptor_t ops = op.get();
+  const cudnnBackendDescriptor_t ops = op->get();
   graph->set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ops);
   graph->set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
   graph->finalize();
-  BackendDescriptor heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+  auto heur = std::make_unique<BackendDescriptor>(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
   const cudnnBackendHeurMode_t heur_mode = CUDNN_HEUR_MODE_A;
-  heur.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, *graph);
-  heur.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &heur_mode);
-  heur.finalize();
+  heur->set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, *graph);
+  heur->set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &heur_mode);
+  heur->finalize();
   int64_t count = 0;
-  ok(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
+  ok(cudnnBackendGetAttribute(heur->get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
                               nullptr),
      "engine config count");
   std::vector<BackendPtr> configs;
@@ -338,7 +338,7 @@ std::vector<Candidate> graph_candidates(Pass pass, const Problem& p, Layout layo
     raw.push_back(configs.back()->get());
   }
   int64_t returned = 0;
-  ok(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count,
+  ok(cudnnBackendGetAttribute(heur->get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count,
                               &returned, raw.data()),
      "engine configs");
   // The tensors each copy binds: x, w, y of the forward pass; dx, w, dy of dgrad; x, dw, dy of wgrad.
@@ -395,6 +395,10 @@ std::vector<Candidate> graph_candidates(Pass pass, const Problem& p, Layout layo
       continue;  // a config that does not finalize for this graph: not a candidate
     }
   }
+  // Every descriptor the plans were built from stays alive with them.
+  g.keep.push_back(std::move(conv));
+  g.keep.push_back(std::move(op));
+  g.keep.push_back(std::move(heur));
   g.keep.push_back(std::move(x));
   g.keep.push_back(std::move(w));
   g.keep.push_back(std::move(y));
