@@ -142,6 +142,38 @@ TEST(PlanDtypes, VectorGatherNeedsWholeVectorsOfChannels) {
   }
 }
 
+// Note [wgmma tensor-map loads]: Auto loads the stages through tensor maps where a stage is 64
+// channels at one filter tap and the copy engine's limits hold, and says why not elsewhere.
+TEST(PlanDtypes, TensorMapLoadsWhereTheCopyEngineCanLoadTheStages) {
+  auto maps = [](const Problem& p, Layout l, DType t, PlanOptions o = {}) {
+    const Plan plan = plan_for(p, l, t, o);
+    const auto& d = std::get<ImplicitMmaDivision>(plan.division());
+    EXPECT_EQ(d.tensor_maps, division_name(d).find("_tma") != std::string::npos);
+    return d.tensor_maps;
+  };
+  const Problem resnet = make(32, 64, 56, 56, 64, 3, 3, 1);
+  for (DType t : {DType::Float16, DType::BFloat16}) {
+    EXPECT_TRUE(maps(resnet, Layout::NHWC, t));
+    EXPECT_TRUE(maps(make(32, 256, 56, 56, 128, 1, 1, 0, 2), Layout::NHWC, t));   // 1x1, stride 2
+    EXPECT_TRUE(maps(make(32, 64, 30, 30, 64, 3, 3, 2, 1, 2), Layout::NHWC, t));  // dilation 2
+    EXPECT_FALSE(maps(resnet, Layout::NCHW, t));
+    EXPECT_FALSE(maps(make(32, 32, 56, 56, 64, 3, 3, 1), Layout::NHWC, t));             // C = 32
+    EXPECT_FALSE(maps(make(32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 2), Layout::NHWC, t));  // groups
+    EXPECT_FALSE(maps(make(2, 64, 80, 80, 64, 3, 3, 1, 9), Layout::NHWC, t));           // stride 9
+    EXPECT_FALSE(maps(make(1, 64, 300, 300, 64, 3, 3, 0, 1, 130), Layout::NHWC, t));    // taps 260 apart
+    PlanOptions gather;
+    gather.algorithm = Algorithm::ImplicitMma;
+    gather.tile = "wgmma128x128_s3";
+    EXPECT_FALSE(maps(resnet, Layout::NHWC, t, gather));
+    gather.tile = "wgmma128x128_s3_tma";
+    EXPECT_TRUE(maps(resnet, Layout::NHWC, t, gather));
+    EXPECT_THROW(plan_for(make(32, 32, 56, 56, 64, 3, 3, 1), Layout::NHWC, t, gather), Error);
+  }
+  PlanOptions tf32;
+  tf32.math = MathMode::TF32;
+  EXPECT_FALSE(maps(resnet, Layout::NHWC, DType::Float32, tf32));
+}
+
 TEST(PlanDtypes, UnsupportedCombinationsAreClearErrors) {
   const Problem p = make(1, 16, 8, 8, 16, 3, 3, 1);
   auto status_of = [&](auto&& f) {

@@ -113,6 +113,37 @@ TEST_F(TensorCores, EdgeCasesEveryTilePrecisionAndLayout) {
         }
 }
 
+// The whole epilogue: alpha, beta (reading y), bias and ReLU.
+Case with_whole_epilogue(Case c) {
+  c.alpha = 0.5f;
+  c.beta = 0.75f;
+  c.bias = true;
+  c.act = Activation::ReLU;
+  return c;
+}
+
+// Every case channels-last on every tile in each precision, the last case with a cluster split of
+// `last_split`; under the sanitizers every `few_stride`-th case. The division must name the tile
+// and say `loads` (its gather or its tensor maps).
+void check_tiles(Engine& engine, std::mt19937_64& g, const std::vector<Case>& cases,
+                 const std::vector<std::string>& tiles, const std::vector<Precision>& precisions, size_t few_stride,
+                 int last_split, const std::string& loads) {
+  for (const Precision& pr : precisions)
+    for (const std::string& tile : tiles)
+      for (size_t i = 0; i < cases.size(); ++i) {
+        if (few() && i % few_stride != 0) continue;
+        Case c = cases[i];
+        c.xl = c.wl = c.yl = Layout::NHWC;
+        std::string division;
+        const int split = i + 1 == cases.size() ? last_split : 0;
+        EXPECT_LT(run_mma(engine, c, g, pr, tile, &division, Algorithm::ImplicitMma, split),
+                  tolerance(pr.dtype, pr.math))
+            << pr.name << " " << tile << " " << c.name();
+        EXPECT_NE(division.find(tile), std::string::npos) << division;
+        EXPECT_NE(division.find(loads), std::string::npos) << division;
+      }
+}
+
 // Note [wgmma mainloop]: the warpgroup tiles on channels-last layers that take them (both operands
 // vector): reductions of 1 to 40 stages (the pipeline's fill, wrap and drain), partial pixel and filter
 // tiles, groups, the whole epilogue, a cluster split, and Auto's choice on a layer of each tile.
@@ -128,29 +159,11 @@ TEST_F(TensorCores, WarpgroupTilesMatchTheReference) {
   cases.push_back({make(1, 16, 5, 5, 64, 1, 1)});              // one stage, N*P*Q = 25
   cases.push_back({make(2, 64, 8, 8, 64, 3, 3, 1, 1, 1, 8)});  // groups of 8 channels
   cases.push_back({make(2, 32, 14, 14, 48, 3, 3, 1, 2)});      // stride 2
-  Case epi{make(2, 96, 8, 8, 80, 3, 3, 1)};
-  epi.alpha = 0.5f;
-  epi.beta = 0.75f;
-  epi.bias = true;
-  epi.act = Activation::ReLU;
-  cases.push_back(epi);
+  cases.push_back(with_whole_epilogue(Case{make(2, 96, 8, 8, 80, 3, 3, 1)}));
   std::vector<std::string> tiles;
   for (const auto& t : detail::kMmaTileCatalog)
     if (t.warpgroup) tiles.push_back(t.name());
-  for (const Precision& pr : kPrecisions)
-    for (const std::string& tile : tiles)
-      for (size_t i = 0; i < cases.size(); ++i) {
-        if (few() && i % 3 != 0) continue;
-        Case c = cases[i];
-        c.xl = c.wl = c.yl = Layout::NHWC;
-        std::string division;
-        const int split = i + 1 == cases.size() ? 3 : 0;
-        EXPECT_LT(run_mma(engine, c, g, pr, tile, &division, Algorithm::ImplicitMma, split),
-                  tolerance(pr.dtype, pr.math))
-            << pr.name << " " << tile << " " << c.name();
-        EXPECT_NE(division.find("tile " + tile), std::string::npos) << division;
-        EXPECT_NE(division.find("gather vector/vector"), std::string::npos) << division;
-      }
+  check_tiles(engine, g, cases, tiles, {std::begin(kPrecisions), std::end(kPrecisions)}, 3, 3, "gather vector/vector");
   // The planner's own picks on sm_90: warpgroup tiles for a layer each of its rules.
   for (const Case& c : {Case{make(32, 256, 28, 28, 256, 3, 3, 1)}, Case{make(8, 128, 28, 28, 128, 3, 3, 1)},
                         Case{make(32, 64, 28, 28, 64, 3, 3, 1)}, Case{make(1, 128, 14, 14, 128, 3, 3, 1)}}) {
@@ -161,6 +174,75 @@ TEST_F(TensorCores, WarpgroupTilesMatchTheReference) {
         << c.name();
     EXPECT_NE(division.find("tile wgmma"), std::string::npos) << division;
   }
+}
+
+// Note [wgmma tensor-map loads]: every warpgroup tile loading through the copy engine, on layers that
+// stress the im2col map: non-square images with partial pixel and filter tiles, columns that wrap
+// rows and images, strides 2 and 3 (also unequal), dilation, asymmetric padding, 1x1 and 7x7
+// filters, true convolution, one to many stages, the whole epilogue and a cluster split. A forced
+// tensor-map tile on a layer it cannot load is refused, one on an unaligned x runs the gather, and
+// Auto takes the tensor maps on a resnet-like layer.
+TEST_F(TensorCores, TensorMapLoadsMatchTheReference) {
+  Engine engine(Target::Cuda);
+  if (engine.hardware().cc_major != 9 || engine.hardware().cc_minor != 0)
+    GTEST_SKIP() << "wgmma tiles run on sm_90 only";
+  std::mt19937_64 g(test_seed() + 107);
+  std::vector<Case> cases = {Case{make(2, 64, 9, 11, 72, 3, 3, 1)},      Case{make(3, 128, 7, 7, 264, 3, 3, 1)},
+                             Case{make(2, 64, 14, 13, 136, 3, 3, 1, 2)}, Case{make(2, 128, 13, 13, 64, 1, 1, 0, 2)},
+                             Case{make(1, 64, 20, 18, 64, 7, 7, 3, 2)},  Case{make(2, 64, 12, 13, 80, 3, 3, 2, 1, 2)},
+                             Case{make(1, 64, 5, 5, 64, 3, 3, 1)},       Case{make(4, 192, 6, 5, 128, 1, 1)},
+                             Case{make(2, 64, 17, 15, 64, 3, 3, 0, 3)}};
+  Case uneven{make(2, 64, 15, 12, 48, 3, 5, 1)};
+  uneven.p.pad_w = 2;
+  uneven.p.pad_h_end = 0;
+  uneven.p.stride_w = 2;
+  cases.push_back(uneven);
+  Case conv{make(2, 64, 7, 9, 64, 3, 5, 1)};
+  conv.p.mode = Mode::Convolution;
+  cases.push_back(conv);
+  cases.push_back(with_whole_epilogue(Case{make(2, 64, 8, 8, 80, 3, 3, 1)}));
+  std::vector<std::string> tiles;
+  for (const auto& t : detail::kMmaTileCatalog)
+    if (t.warpgroup) tiles.push_back(t.name() + "_tma");
+  check_tiles(engine, g, cases, tiles, {kPrecisions[0], kPrecisions[1]}, 4, 2, "loads x im2col tensor map");
+  Case nhwc{make(2, 64, 9, 11, 72, 3, 3, 1)};
+  nhwc.xl = nhwc.wl = nhwc.yl = Layout::NHWC;
+  // x 16-byte misaligned: the call runs the element gather on the fallback tile, still exact.
+  Case shifted = nhwc;
+  shifted.x_offset = 1;
+  EXPECT_LT(run_mma(engine, shifted, g, kPrecisions[1], "wgmma128x128_s3_tma"),
+            tolerance(DType::BFloat16, MathMode::Exact));
+  // Layers the copy engine cannot load, and a tile without the warpgroup MMA.
+  Case narrow{make(2, 32, 9, 11, 72, 3, 3, 1)};
+  narrow.xl = narrow.wl = narrow.yl = Layout::NHWC;
+  Case grouped{make(2, 128, 9, 11, 64, 3, 3, 1, 1, 1, 2)};
+  grouped.xl = grouped.wl = grouped.yl = Layout::NHWC;
+  for (const Case& c : {narrow, grouped}) {
+    DtypeTensors t(c, g, DType::BFloat16);
+    PlanOptions o;
+    o.algorithm = Algorithm::ImplicitMma;
+    o.tile = "wgmma128x128_s3_tma";
+    try {
+      (void)engine.plan(c.p, t.xd, t.wd, t.yd, o);
+      ADD_FAILURE() << "a tensor-map tile was planned for " << c.name();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::Unsupported) << e.what();
+      EXPECT_NE(std::string(e.what()).find("tensor maps"), std::string::npos) << e.what();
+    }
+    o.tile = "mma128x128_8w_128B_tma";
+    try {
+      (void)engine.plan(c.p, t.xd, t.wd, t.yd, o);
+      ADD_FAILURE() << "an mma.sync tile took tensor maps";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::BadParam) << e.what();
+    }
+  }
+  // Auto on a resnet-like layer.
+  Case layer{make(8, 64, 28, 28, 128, 3, 3, 1)};
+  layer.xl = layer.wl = layer.yl = Layout::NHWC;
+  std::string division;
+  EXPECT_LT(run_mma(engine, layer, g, kPrecisions[1], "", &division), tolerance(DType::BFloat16, MathMode::Exact));
+  EXPECT_NE(division.find("_tma"), std::string::npos) << division;
 }
 
 // Note [mma cluster split]: tiles' rows split among 2 to 16 blocks of a cluster, in the vector and the

@@ -56,6 +56,11 @@ struct ImplicitMmaDivision {
   /// Output pixels numbered images-fastest (m = (p*Q + q)*N + n), so that eight consecutive pixels
   /// of the transposed image gather are eight contiguous images of one window.
   bool images_fastest = false;
+  /// Stages loaded by the copy engine instead of the threads' gather: x through an im2col tensor
+  /// map, w through a tiled one, each stage a whole box of 64 channels at one filter tap (Note
+  /// [wgmma tensor-map loads]). Warpgroup tiles with both operands vector, fp16/bf16; a call whose
+  /// pointers are not 16-byte aligned runs the gather.
+  bool tensor_maps = false;
   /// Row slices of one tile, one block each, summed in rank order through the thread-block
   /// cluster's distributed shared memory (Note [mma cluster split]): no workspace, no atomics.
   int cluster_split = 1;

@@ -19,7 +19,8 @@ struct NameOf {
     return d.tile_name + (d.ordered_split ? "_os" + std::to_string(d.split_k) : "");
   }
   std::string operator()(const ImplicitMmaDivision& d) const {
-    return d.tile_name + (d.cluster_split > 1 ? "_cs" + std::to_string(d.cluster_split) : "");
+    return d.tile_name + (d.tensor_maps ? "_tma" : "") +
+           (d.cluster_split > 1 ? "_cs" + std::to_string(d.cluster_split) : "");
   }
   std::string operator()(const DirectBlockDivision& d) const { return d.shape_name; }
   std::string operator()(const SingleChannelDivision& d) const {
@@ -51,7 +52,8 @@ struct TextOf {
     std::ostringstream os;
     os << "division  tile " << d.tile_name << " (" << d.block_m << " pixels x " << d.block_n << " filters x "
        << d.block_k << " rows per stage, " << d.stages << " stages), " << d.k_tiles << " row tiles, "
-       << "gather " << gather_form_name(d.a_gather) << "/" << gather_form_name(d.b_gather)
+       << (d.tensor_maps ? "loads x im2col tensor map, w tiled tensor map"
+                         : "gather " + std::string(gather_form_name(d.a_gather)) + "/" + gather_form_name(d.b_gather))
        << (d.images_fastest ? ", images fastest" : "") << ", cluster split " << d.cluster_split << "\n";
     return os.str() + launch_text(d.launch);
   }

@@ -60,9 +60,23 @@
 // rounds them to nearest first: wgmma itself would truncate). The
 // accumulators have mma.sync's fragment layout (warp w of the block: pixels 16w..16w+15), so the
 // epilogues below serve both.
+//
+// Note [wgmma tensor-map loads]: profiled, the gather above keeps the L1/TEX unit 73-82% busy with
+// one 16-byte cp.async per thread per vector, and that, not the MMA, bounds the warpgroup tiles. When
+// C is a multiple of 64 (fp16/bf16, groups 1, x and w channels-last), a stage's 64 reduction rows
+// are 64 consecutive channels at one filter tap, and the copy engine can load the stage whole: the
+// image tile is one im2col column of the input -- block_m output pixels in order, each the 64
+// channels at its window origin plus the tap, zeros in the padding -- and the filter tile one box of
+// w viewed as K rows of R*S*C. The offset table still drives it: the tap (dh, dw), the channel
+// (x_offset less the tap's displacement) and the filter offset come from the stage's first row.
+// One thread issues both copies on the stage's mbarrier, which counts their bytes; the warpgroups
+// wait on it, multiply, and after waiting for their wgmma groups pass a barrier, after which the
+// freed stage is refilled. No thread gathers, and nothing needs the cross-proxy fence: the copies
+// and wgmma both work through the async proxy.
 #pragma once
 
 #include <cooperative_groups.h>
+#include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -70,6 +84,7 @@
 
 #include "../common/cp_async.cuh"
 #include "../common/implicit_gemm_geometry.cuh"
+#include "../common/tensor_copy.cuh"
 #include "mconv/division.hpp"
 #include "mconv/plan.hpp"
 #include "wgmma.cuh"
@@ -87,6 +102,8 @@ struct ImplicitMmaParams : ImplicitGemmGeometry {
   int splits;          // Note [mma cluster split]: blocks of one tile's cluster (1: no split)
   int k_tiles_per_split;
   int store_pixels_fastest;  // cluster-split epilogue: consecutive threads on pixels (y.stride_k != 1)
+  // Note [wgmma tensor-map loads]: x as an im2col map (C, W, H, N), w as a tiled map (R*S*C, K).
+  CUtensorMap image_map, filter_map;
 };
 
 /// The output pixel (n, p, q) of GEMM column m in the plan's pixel order. m < npq < 2^31, so the
@@ -183,8 +200,9 @@ __device__ __forceinline__ void cp_async_4(uint32_t smem_addr, const void* gmem,
 
 }  // namespace detail
 
-template <class Tile, class Math, GatherForm kA, GatherForm kB>
-__global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma_kernel(const ImplicitMmaParams prm) {
+template <class Tile, class Math, GatherForm kA, GatherForm kB, bool kTensorMaps = false>
+__global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
+    implicit_mma_kernel(const __grid_constant__ ImplicitMmaParams prm) {
   using T = typename Math::Storage;
   constexpr int BM = Tile::kBlockM, BN = Tile::kBlockN, NT = Tile::kThreads, S = Tile::kStages;
   constexpr int kPitch = Tile::kRowPitch;  // bytes per shared row
@@ -199,6 +217,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
                 "the tile has the element form");
   static_assert((kA != GatherForm::Transposed && kB != GatherForm::Transposed) || EB == 2,
                 "ldmatrix.trans moves 16-bit elements");
+  static_assert(!kTensorMaps || (Tile::kWarpgroup && kA == GatherForm::Vector && kB == GatherForm::Vector && EB == 2),
+                "tensor-map loads: warpgroup tiles, both operands vector, 16-bit");
   // Note [mma gather forms]: the image tile's bytes in a stage, then the filter tile's.
   constexpr int kABytes = kA == GatherForm::Transposed && !Tile::kWarpgroup ? BK * Tile::kPitchA : BM * kPitch;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -379,131 +399,186 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks) implicit_mma
   const int k_tiles = min(kt_begin + prm.k_tiles_per_split, k_total) - kt_begin;
   // Rows of the stages this block copies, [k_first, k_end); `ahead` holds the next stage's table rows.
   const int k_first = kt_begin * BK, k_end = (kt_begin + k_tiles) * BK;
-  TableRows ahead;
-  if (k_tiles > 0) fetch_rows(k_first, ahead);
   // Stages copied ahead of the one being multiplied. Note [wgmma mainloop]: with 4 or more stages a
   // wgmma group stays in flight across the next iteration's barrier, and its stage is kept back.
   constexpr int kMmaInFlight = Tile::kWarpgroup && S >= 4 ? 1 : 0;
-  constexpr int kAhead = S - 1 - kMmaInFlight;
-  static_assert(kAhead >= 1, "a pipeline of at least one stage ahead");
-#pragma unroll
-  for (int s = 0; s < kAhead; ++s) {
-    if (s < k_tiles) {
-      load_stage(s, k_first + s * BK, ahead);
-      if (k_first + (s + 1) * BK < k_end) fetch_rows(k_first + (s + 1) * BK, ahead);
-    }
-    detail::cp_async_commit();
-  }
   const int wm = warp % Tile::kWarpsM, wn = warp / Tile::kWarpsM;
-  // ldmatrix lane addresses (Note [mma shared layout]): A, lanes 0-15 rows 0-15 at byte 0, lanes
-  // 16-31 the same rows at byte 16; B, lane l reads filter (l & 7) + 8 (l >> 4) at byte 16 ((l >> 3) & 1).
-  // Transposed (Note [mma gather forms]): the same four 8x8 matrices, addressed by their rows of 8
-  // pixels or filters: lane l gives row (l & 7) of matrix l >> 3.
-  const int a_row = wm * Tile::kWarpM + (lane & 15), a_byte = (lane >> 4) * 16;
-  const int b_row = wn * Tile::kWarpN + (lane & 7) + ((lane >> 4) << 3), b_byte = ((lane >> 3) & 1) * 16;
-  const int mat = lane >> 3;
-  const int at_kk = (mat >> 1) * 8 + (lane & 7), at_byte = (wm * Tile::kWarpM + (mat & 1) * 8) * 2;
-  const int bt_kk = (mat & 1) * 8 + (lane & 7), bt_byte = (wn * Tile::kWarpN + (mat >> 1) * 8) * 2;
-  auto load_ahead = [&](int kt) {  // the copies of stage kt + kAhead, one commit group
-    const int next = kt + kAhead;
-    if (next < k_tiles) {
-      const int k0 = k_first + next * BK;
-      load_stage(next % S, k0, ahead);
-      if (k0 + BK < k_end) fetch_rows(k0 + BK, ahead);
-    }
-    detail::cp_async_commit();
-  };
-  if constexpr (Tile::kWarpgroup) {
-    // Note [wgmma mainloop].
+  if constexpr (kTensorMaps) {
+    // Note [wgmma tensor-map loads].
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    static_assert(FM == 1, "a warp's 16 pixels are one wgmma fragment row");
+    __shared__ __align__(8) uint64_t landed[S];  // one barrier a stage, one phase per fill
     float(&d)[FN * 4] = reinterpret_cast<float(&)[FN * 4]>(acc);
     const int wg = warp / 4;
-    // TF32: wgmma reads the fp32 bits and ignores the low 13, which truncates. Each thread rounds its
-    // own landed copies to nearest first, as the mma.sync path rounds its fragments.
-    auto round_own_copies = [&](int stage) {
-      auto round4 = [](uint32_t addr) {
-        uint32_t v[4];
-        asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-                     : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
-                     : "r"(addr));
+    int n0, p0, q0;  // the block's first pixel: the column's first window
+    pixel_coords(prm, block_m, n0, p0, q0);
+    const int h0 = window_origin(p0, prm.stride_h, prm.pad_h), w0 = window_origin(q0, prm.stride_w, prm.pad_w);
+    if (tid == 0) {
+      detail::prefetch_tensor_map(prm.image_map);
+      detail::prefetch_tensor_map(prm.filter_map);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) Math::convert_fragment(v[e]);
-        asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};\n" ::"r"(addr), "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3]));
-      };
-      const int vec = tid % VR;
-#pragma unroll
-      for (int i = 0; i < kPix; ++i) round4(image_chunk(stage, (tid + i * NT) / VR, vec));
-#pragma unroll
-      for (int i = 0; i < BN * VR / NT; ++i) round4(filter_chunk(stage, (tid + i * NT) / VR, vec));
-    };
-    for (int kt = 0; kt < k_tiles; ++kt) {
-      detail::cp_async_wait<kAhead - 1>();
-      if constexpr (EB == 4) round_own_copies(kt % S);
-      wgmma::fence_shared_for_async();
-      __syncthreads();  // stage kt landed for all; stage kt-1-kMmaInFlight is no longer read
+      for (int s = 0; s < S; ++s) detail::mbarrier_init(&landed[s]);
+    }
+    __syncthreads();
+    // Stage kt's two copies, issued by thread 0: the tap, channel and filter offset of its first
+    // row come from the offset table (64 rows, one tap, consecutive channels).
+    auto issue = [&](int kt) {
       const int st = kt % S;
-      // Note [wgmma shared layout]: a k-step is 32 bytes on in a K-major operand, 16 rows of 128 bytes
-      // on in an M- or N-major one (the descriptor counts 16-byte units). An M-major image stage holds
-      // warpgroup wg's 64 pixels as its block wg.
-      constexpr bool kMMajorA = kA == GatherForm::Transposed, kNMajorB = kB == GatherForm::Transposed;
-      constexpr int kStepMN = 16 * wgmma::kRowBytes / 16;
-      constexpr int kStepA = kMMajorA ? kStepMN : 2, kStepB = kNMajorB ? kStepMN : 2;
-      constexpr uint32_t kBlockBytes = BK * wgmma::kRowBytes;  // one block of 64 pixels or filters
-      const uint64_t da = kMMajorA ? wgmma::descriptor(image_row(st, 0) + wg * kBlockBytes, kBlockBytes)
-                                   : wgmma::descriptor(image_row(st, wg * 64));
-      const uint64_t db =
-          kNMajorB ? wgmma::descriptor(filter_row(st, 0), kBlockBytes) : wgmma::descriptor(filter_row(st, 0));
+      const int4 row = __ldg(prm.table + k_first + kt * BK);
+      const int c0 = row.x - static_cast<int>(row.y * prm.x_sh + row.z * prm.x_sw);
+      detail::mbarrier_arrive_expect_bytes(&landed[st], (BM + BN) * wgmma::kRowBytes);
+      detail::tensor_copy_im2col(image_row(st, 0), prm.image_map, c0, w0, h0, n0, static_cast<uint16_t>(row.z),
+                                 static_cast<uint16_t>(row.y), &landed[st]);
+      detail::tensor_copy_tile(filter_row(st, 0), prm.filter_map, row.w, block_n, &landed[st]);
+    };
+    // A stage is refilled once every warpgroup has waited for the wgmma groups that read it.
+    constexpr int kAheadTma = S - kMmaInFlight;
+    if (tid == 0)
+      for (int kt = 0; kt < kAheadTma && kt < k_tiles; ++kt) issue(kt);
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      const int st = kt % S;
+      detail::mbarrier_wait(&landed[st], (kt / S) & 1);
+      const uint64_t da = wgmma::descriptor(image_row(st, wg * 64)), db = wgmma::descriptor(filter_row(st, 0));
       wgmma::pin(d);
       wgmma::fence();
 #pragma unroll
-      for (int ks = 0; ks < RB / 32; ++ks)
-        wgmma::mma_async<T, BN, kMMajorA, kNMajorB>(d, da + kStepA * ks, db + kStepB * ks);
+      for (int ks = 0; ks < RB / 32; ++ks) wgmma::mma_async<T, BN, false, false>(d, da + 2 * ks, db + 2 * ks);
       wgmma::commit();
-      load_ahead(kt);
       wgmma::wait<kMmaInFlight>();
       wgmma::pin(d);
+      if (kt + kAheadTma < k_tiles) {
+        __syncthreads();  // stage kt - kMmaInFlight is read by no warpgroup
+        if (tid == 0) issue(kt + kAheadTma);
+      }
     }
     wgmma::wait<0>();
     wgmma::pin(d);
 #else
-    __trap();  // the planner picks warpgroup tiles only on sm_90 (wgmma.cuh)
+    __trap();    // the planner picks tensor-map loads only with warpgroup tiles, on sm_90
 #endif
   } else {
-    for (int kt = 0; kt < k_tiles; ++kt) {
-      detail::cp_async_wait<kAhead - 1>();
-      __syncthreads();  // stage kt visible to all; stage kt-1 no longer read by anyone
-      load_ahead(kt);
-      const int st = kt % S;
+    TableRows ahead;
+    if (k_tiles > 0) fetch_rows(k_first, ahead);
+    constexpr int kAhead = S - 1 - kMmaInFlight;
+    static_assert(kAhead >= 1, "a pipeline of at least one stage ahead");
 #pragma unroll
-      for (int ks = 0; ks < RB / 32; ++ks) {  // MMA steps of 32 bytes
-        uint32_t a[FM][4], b[FN / 2][4];
+    for (int s = 0; s < kAhead; ++s) {
+      if (s < k_tiles) {
+        load_stage(s, k_first + s * BK, ahead);
+        if (k_first + (s + 1) * BK < k_end) fetch_rows(k_first + (s + 1) * BK, ahead);
+      }
+      detail::cp_async_commit();
+    }
+    // ldmatrix lane addresses (Note [mma shared layout]): A, lanes 0-15 rows 0-15 at byte 0, lanes
+    // 16-31 the same rows at byte 16; B, lane l reads filter (l & 7) + 8 (l >> 4) at byte 16 ((l >> 3) & 1).
+    // Transposed (Note [mma gather forms]): the same four 8x8 matrices, addressed by their rows of 8
+    // pixels or filters: lane l gives row (l & 7) of matrix l >> 3.
+    const int a_row = wm * Tile::kWarpM + (lane & 15), a_byte = (lane >> 4) * 16;
+    const int b_row = wn * Tile::kWarpN + (lane & 7) + ((lane >> 4) << 3), b_byte = ((lane >> 3) & 1) * 16;
+    const int mat = lane >> 3;
+    const int at_kk = (mat >> 1) * 8 + (lane & 7), at_byte = (wm * Tile::kWarpM + (mat & 1) * 8) * 2;
+    const int bt_kk = (mat & 1) * 8 + (lane & 7), bt_byte = (wn * Tile::kWarpN + (mat >> 1) * 8) * 2;
+    auto load_ahead = [&](int kt) {  // the copies of stage kt + kAhead, one commit group
+      const int next = kt + kAhead;
+      if (next < k_tiles) {
+        const int k0 = k_first + next * BK;
+        load_stage(next % S, k0, ahead);
+        if (k0 + BK < k_end) fetch_rows(k0 + BK, ahead);
+      }
+      detail::cp_async_commit();
+    };
+    if constexpr (Tile::kWarpgroup) {
+      // Note [wgmma mainloop].
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+      static_assert(FM == 1, "a warp's 16 pixels are one wgmma fragment row");
+      float(&d)[FN * 4] = reinterpret_cast<float(&)[FN * 4]>(acc);
+      const int wg = warp / 4;
+      // TF32: wgmma reads the fp32 bits and ignores the low 13, which truncates. Each thread rounds its
+      // own landed copies to nearest first, as the mma.sync path rounds its fragments.
+      auto round_own_copies = [&](int stage) {
+        auto round4 = [](uint32_t addr) {
+          uint32_t v[4];
+          asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                       : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+                       : "r"(addr));
 #pragma unroll
-        for (int i = 0; i < FM; ++i) {
-          if constexpr (kA == GatherForm::Transposed)
-            detail::ldmatrix_x4_trans(a[i], image_t_row(st, ks * 16 + at_kk) + at_byte + i * 32);
-          else
-            detail::ldmatrix_x4(a[i], image_row(st, a_row + i * 16) + ks * 32 + a_byte);
+          for (int e = 0; e < 4; ++e) Math::convert_fragment(v[e]);
+          asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};\n" ::"r"(addr), "r"(v[0]), "r"(v[1]), "r"(v[2]),
+                       "r"(v[3]));
+        };
+        const int vec = tid % VR;
 #pragma unroll
-          for (int r = 0; r < 4; ++r) Math::convert_fragment(a[i][r]);
+        for (int i = 0; i < kPix; ++i) round4(image_chunk(stage, (tid + i * NT) / VR, vec));
+#pragma unroll
+        for (int i = 0; i < BN * VR / NT; ++i) round4(filter_chunk(stage, (tid + i * NT) / VR, vec));
+      };
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        detail::cp_async_wait<kAhead - 1>();
+        if constexpr (EB == 4) round_own_copies(kt % S);
+        wgmma::fence_shared_for_async();
+        __syncthreads();  // stage kt landed for all; stage kt-1-kMmaInFlight is no longer read
+        const int st = kt % S;
+        // Note [wgmma shared layout]: a k-step is 32 bytes on in a K-major operand, 16 rows of 128 bytes
+        // on in an M- or N-major one (the descriptor counts 16-byte units). An M-major image stage holds
+        // warpgroup wg's 64 pixels as its block wg.
+        constexpr bool kMMajorA = kA == GatherForm::Transposed, kNMajorB = kB == GatherForm::Transposed;
+        constexpr int kStepMN = 16 * wgmma::kRowBytes / 16;
+        constexpr int kStepA = kMMajorA ? kStepMN : 2, kStepB = kNMajorB ? kStepMN : 2;
+        constexpr uint32_t kBlockBytes = BK * wgmma::kRowBytes;  // one block of 64 pixels or filters
+        const uint64_t da = kMMajorA ? wgmma::descriptor(image_row(st, 0) + wg * kBlockBytes, kBlockBytes)
+                                     : wgmma::descriptor(image_row(st, wg * 64));
+        const uint64_t db =
+            kNMajorB ? wgmma::descriptor(filter_row(st, 0), kBlockBytes) : wgmma::descriptor(filter_row(st, 0));
+        wgmma::pin(d);
+        wgmma::fence();
+#pragma unroll
+        for (int ks = 0; ks < RB / 32; ++ks)
+          wgmma::mma_async<T, BN, kMMajorA, kNMajorB>(d, da + kStepA * ks, db + kStepB * ks);
+        wgmma::commit();
+        load_ahead(kt);
+        wgmma::wait<kMmaInFlight>();
+        wgmma::pin(d);
+      }
+      wgmma::wait<0>();
+      wgmma::pin(d);
+#else
+      __trap();  // the planner picks warpgroup tiles only on sm_90 (wgmma.cuh)
+#endif
+    } else {
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        detail::cp_async_wait<kAhead - 1>();
+        __syncthreads();  // stage kt visible to all; stage kt-1 no longer read by anyone
+        load_ahead(kt);
+        const int st = kt % S;
+#pragma unroll
+        for (int ks = 0; ks < RB / 32; ++ks) {  // MMA steps of 32 bytes
+          uint32_t a[FM][4], b[FN / 2][4];
+#pragma unroll
+          for (int i = 0; i < FM; ++i) {
+            if constexpr (kA == GatherForm::Transposed)
+              detail::ldmatrix_x4_trans(a[i], image_t_row(st, ks * 16 + at_kk) + at_byte + i * 32);
+            else
+              detail::ldmatrix_x4(a[i], image_row(st, a_row + i * 16) + ks * 32 + a_byte);
+#pragma unroll
+            for (int r = 0; r < 4; ++r) Math::convert_fragment(a[i][r]);
+          }
+#pragma unroll
+          for (int j = 0; j < FN / 2; ++j) {
+            if constexpr (kB == GatherForm::Transposed)
+              detail::ldmatrix_x4_trans(b[j], filter_t_row(st, ks * 16 + bt_kk) + bt_byte + j * 32);
+            else
+              detail::ldmatrix_x4(b[j], filter_row(st, b_row + j * 16) + ks * 32 + b_byte);
+#pragma unroll
+            for (int r = 0; r < 4; ++r) Math::convert_fragment(b[j][r]);
+          }
+#pragma unroll
+          for (int i = 0; i < FM; ++i)
+#pragma unroll
+            for (int j = 0; j < FN; ++j) Math::mma(acc[i][j], a[i], b[j / 2][(j % 2) * 2], b[j / 2][(j % 2) * 2 + 1]);
         }
-#pragma unroll
-        for (int j = 0; j < FN / 2; ++j) {
-          if constexpr (kB == GatherForm::Transposed)
-            detail::ldmatrix_x4_trans(b[j], filter_t_row(st, ks * 16 + bt_kk) + bt_byte + j * 32);
-          else
-            detail::ldmatrix_x4(b[j], filter_row(st, b_row + j * 16) + ks * 32 + b_byte);
-#pragma unroll
-          for (int r = 0; r < 4; ++r) Math::convert_fragment(b[j][r]);
-        }
-#pragma unroll
-        for (int i = 0; i < FM; ++i)
-#pragma unroll
-          for (int j = 0; j < FN; ++j) Math::mma(acc[i][j], a[i], b[j / 2][(j % 2) * 2], b[j / 2][(j % 2) * 2 + 1]);
       }
     }
-  }
-  detail::cp_async_wait<0>();
+    detail::cp_async_wait<0>();
+  }  // the gather's mainloops
 
   // Epilogue: fragment c0,c1 is (pixel g, filters 2t, 2t+1), c2,c3 the pixel g + 8; alpha, beta (never
   // reading y when 0), bias and ReLU in fp32, one rounding to the storage type at the store.

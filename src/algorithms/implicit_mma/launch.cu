@@ -3,9 +3,11 @@
 // element form on the fallback tile otherwise), and launches the tile in the plan's dtype and math
 // mode, as a cluster when the division splits its tiles' rows.
 #include <cstdint>
+#include <type_traits>
 
 #include "../common/cluster_launch.cuh"
 #include "../common/cuda_check.cuh"
+#include "../common/tensor_map.hpp"
 #include "../launch.hpp"
 #include "kernel.cuh"
 #include "tiles.hpp"
@@ -20,9 +22,14 @@ struct Forms {
   static constexpr GatherForm kA = A, kB = B;
 };
 
+/// Whether the instance has a tensor-map form (Note [wgmma tensor-map loads]).
 template <class Tile, class Math, class F>
+constexpr bool kHasTensorMaps =
+    Tile::kWarpgroup&& Math::kBytes == 2 && F::kA == GatherForm::Vector&& F::kB == GatherForm::Vector;
+
+template <class Tile, class Math, class F, bool kTensorMaps>
 void launch(const ImplicitMmaParams& prm, dim3 grid, cudaStream_t stream) {
-  auto* kernel = cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB>;
+  auto* kernel = cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB, kTensorMaps>;
   if (prm.splits == 1)
     kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(prm);
   else  // Note [mma cluster split]: the slices of a tile are consecutive z blocks, one cluster.
@@ -88,15 +95,46 @@ void visit_instance(int tile, GatherForm a, GatherForm b, F&& f) {
 /// The kernel's attributes: its dynamic shared memory, and clusters beyond the portable 8 blocks
 /// where the plan splits among more.
 template <class Math>
-void set_attributes(int tile, GatherForm a, GatherForm b, int splits) {
+void set_attributes(int tile, GatherForm a, GatherForm b, int splits, bool tensor_maps = false) {
   visit_instance<Math>(tile, a, b, [&](auto t, auto forms) {
     using Tile = decltype(t);
     using F = decltype(forms);
-    const auto kernel = cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB>;
-    MCONV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
-    if (splits > cuda::kPortableClusterBlocks)
-      MCONV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    auto set = [&](auto kernel) {
+      MCONV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
+      if (splits > cuda::kPortableClusterBlocks)
+        MCONV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    };
+    set(cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB>);
+    if constexpr (kHasTensorMaps<Tile, Math, F>)
+      if (tensor_maps) set(cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB, true>);
   });
+}
+
+/// Note [wgmma tensor-map loads]: x (C, W, H, N) as im2col columns of block_m pixels, 64 channels
+/// each, window origins walking the output pixels in order; w as K rows of R*S*C, boxes of 64 rows x
+/// block_n filters. Both in wgmma's 128-byte swizzle, zeros outside the tensors.
+void set_tensor_maps(ImplicitMmaParams& prm, const Plan& plan, const MmaTileShape& t, const void* x, const void* w) {
+  const Problem& p = plan.problem();
+  const auto type =
+      plan.dtype() == DType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  cuda::Im2colShape s{};
+  s.n = p.n;
+  s.h = p.h;
+  s.w = p.w;
+  s.c = p.c;
+  s.stride_n = prm.x_sn;
+  s.stride_h = prm.x_sh;
+  s.stride_w = prm.x_sw;
+  s.lower_h = static_cast<int>(-p.pad_h);
+  s.lower_w = static_cast<int>(-p.pad_w);
+  s.upper_h = static_cast<int>((p.p() - 1) * p.stride_h - p.pad_h - (p.h - 1));
+  s.upper_w = static_cast<int>((p.q() - 1) * p.stride_w - p.pad_w - (p.w - 1));
+  s.step_h = static_cast<int>(p.stride_h);
+  s.step_w = static_cast<int>(p.stride_w);
+  s.channels = cuda::wgmma::kRowBytes / 2;
+  s.pixels = t.block_m;
+  prm.image_map = cuda::im2col_map(x, type, s);
+  prm.filter_map = cuda::tiled_map(w, type, p.r * p.s * p.c, p.k, prm.w_sk, cuda::wgmma::kRowBytes / 2, t.block_n);
 }
 
 }  // namespace
@@ -107,7 +145,7 @@ void implicit_mma_prepare(const Plan& plan, const ImplicitMmaDivision& d) {
     // The fallback for calls whose pointers or group offsets the division's forms cannot take.
     set_attributes<Math>(kElementFallbackTile, GatherForm::Element, GatherForm::Element, d.cluster_split);
     if (mma_tile_has_forms(kMmaTileCatalog.at(d.tile), d.a_gather, d.b_gather))
-      set_attributes<Math>(d.tile, d.a_gather, d.b_gather, d.cluster_split);
+      set_attributes<Math>(d.tile, d.a_gather, d.b_gather, d.cluster_split, d.tensor_maps);
   });
 }
 
@@ -142,6 +180,10 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   const MmaTileShape& t = kMmaTileCatalog[tile_index];
   const GatherForm a = keep ? d.a_gather : GatherForm::Element, b = keep ? d.b_gather : GatherForm::Element;
   prm.images_fastest = a == GatherForm::Transposed;
+  // Note [wgmma tensor-map loads]: the copy engine needs 16-byte aligned tensors, which the vector
+  // forms kept above already are.
+  const bool tensor_maps = keep && d.tensor_maps;
+  if (tensor_maps) set_tensor_maps(prm, plan, t, x, w);
   const int k_tiles = static_cast<int>(ceil_div(plan.rows(), t.row_bytes / esz));
   dim3 grid = cuda::grid_of(d.launch);
   grid.x = static_cast<unsigned>(ceil_div(prm.npq, t.block_m));
@@ -152,11 +194,18 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
     visit_instance<Math>(tile_index, a, b, [&](auto tile, auto forms) {
       using Tile = decltype(tile);
       using F = decltype(forms);
-      prm.splits = cuda::schedulable_cluster_blocks<cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB>>(
-          d.cluster_split, Tile::kThreads, Tile::kSmemBytes);
-      prm.k_tiles_per_split = static_cast<int>(ceil_div(k_tiles, prm.splits));
-      grid.z = static_cast<unsigned>(plan.problem().groups * prm.splits);
-      launch<Tile, Math, F>(prm, grid, s);
+      auto run = [&](auto maps) {
+        constexpr bool kMaps = decltype(maps)::value;
+        prm.splits = cuda::schedulable_cluster_blocks<cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB, kMaps>>(
+            d.cluster_split, Tile::kThreads, Tile::kSmemBytes);
+        prm.k_tiles_per_split = static_cast<int>(ceil_div(k_tiles, prm.splits));
+        grid.z = static_cast<unsigned>(plan.problem().groups * prm.splits);
+        launch<Tile, Math, F, kMaps>(prm, grid, s);
+      };
+      if constexpr (kHasTensorMaps<Tile, Math, F>)
+        if (tensor_maps) return run(std::true_type{});
+      if (tensor_maps) throw Error(Status::Internal, "implicit_mma: tensor-map loads on a tile without them");
+      run(std::false_type{});
     });
   });
 }

@@ -75,6 +75,31 @@ GatherForms choose_gather_forms(const Problem& p, const TensorDesc& x, const Ten
       "gather: single elements (" + a_vector + (a_transposed.empty() ? "" : "; not transposed: " + a_transposed) + ")"};
 }
 
+// Note [wgmma tensor-map loads]: why the copy engine cannot load this layer's stages ("" when it
+// can). A stage is 64 reduction rows; with rows channels-fastest and C a multiple of 64 they are 64
+// consecutive channels at one filter tap, so the image stage is one im2col column (the tap's offsets
+// and the channel taken from the offset table's row) and the filter stage one box of w viewed as
+// K rows of R*S*C. The limits are the copy engine's for 4-D im2col maps.
+// The tile must also be a warpgroup one.
+std::string tensor_map_refusal(const Problem& p, const TensorDesc& x, const TensorDesc& w, bool rsc,
+                               const GatherForms& forms) {
+  if (forms.a != GatherForm::Vector || forms.b != GatherForm::Vector)
+    return "x and w are not both channels-last (the vector gather)";
+  if (dtype_size(x.dtype) != 2) return "tensor-map loads take fp16/bf16 (TF32 stages are rounded by the threads)";
+  if (p.groups != 1) return "groups > 1";
+  if (!rsc || p.c % 64 != 0) return "C = " + std::to_string(p.c) + " is not a multiple of 64";
+  if (w.strides[1] != 1 || w.strides[3] != p.c || w.strides[2] != p.s * p.c || w.strides[0] % 8 != 0)
+    return "w is not KRSC with each filter's R*S*C contiguous";
+  if (p.stride_h > 8 || p.stride_w > 8) return "stride above 8";
+  if (p.dil_h * (p.r - 1) > 255 || p.dil_w * (p.s - 1) > 255)
+    return "a filter tap more than 255 pixels from its origin";
+  const int64_t upper_h = (p.p() - 1) * p.stride_h - p.pad_h - (p.h - 1);
+  const int64_t upper_w = (p.q() - 1) * p.stride_w - p.pad_w - (p.w - 1);
+  for (int64_t corner : {-p.pad_h, -p.pad_w, upper_h, upper_w})
+    if (corner < -128 || corner > 127) return "window origins beyond 128 pixels outside x";
+  return "";
+}
+
 // Measured on the H100 (bf16, NHWC, resnet50 and vgg16 at batch 32, every layer forced to each tile,
 // one run; docs/PERFORMANCE.md has the table): 128x128 with 8 warps and 128-byte stages won 14 of
 // resnet50's 23 layers; 128x256 (warps of 64x64) won every vgg16 layer with K >= 256 and a long
@@ -86,8 +111,11 @@ GatherForms choose_gather_forms(const Problem& p, const TensorDesc& x, const Ten
 // at least 512 rows, K at most 512 and its grid fills two waves but not three of 128x128 (5 of 5
 // such resnet50 layers; vgg16's 112x112 layers, 3136 blocks of 128x128, ran 10% faster on those),
 // 128x128 the rest down to half the SMs; cluster splits of these tiles lost (stage 3: 0.027 -> 0.044
-// ms), so late-stage grids take 64x128 without one.
-int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, bool warpgroup,
+// ms), so late-stage grids take 64x128 without one. With tensor-map loads (Note [wgmma tensor-map
+// loads]) the same picks held within a few percent on resnet50, cluster splits of 2-8 still lost on
+// every stage-3/4 layer, and 128x256 won down to two thirds of a wave (vgg16's 14x14 layer, 98
+// blocks: 52 us against 70 for 64x128).
+int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, bool warpgroup, bool tensor_maps,
                        std::vector<std::string>& why) {
   const int64_t cols = p.n * p.p() * p.q(), kg = p.k_per_group();
   const int sms = std::max(hw.sm_count, 1);
@@ -98,7 +126,7 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
   };
   const std::string shape = "K/G = " + std::to_string(kg) + ", C/G*R*S = " + std::to_string(rows) + ", ";
   if (warpgroup) {  // Note [wgmma mainloop]
-    if (kg >= 256 && rows >= 1152 && blocks(128, 256) >= sms * 3 / 4)
+    if (kg >= 256 && rows >= 1152 && blocks(128, 256) >= (tensor_maps ? sms * 2 / 3 : sms * 3 / 4))
       return pick("wgmma128x256_s4", shape + std::to_string(blocks(128, 256)) + " blocks");
     if (kg <= 64 && blocks(128, 64) >= sms)
       return pick("wgmma128x64_s3", shape + std::to_string(blocks(128, 64)) + " blocks");
@@ -215,24 +243,35 @@ int choose_split_tile(const Problem& p, const HardwareModel& hw, int64_t rows, i
   return last;
 }
 
+// The suffix of a forced tile name that asks for tensor-map loads.
+constexpr std::string_view kTensorMapSuffix = "_tma";
+
 }  // namespace
 
 std::string implicit_mma_tile_names() {
   std::string names;
   for (const auto& t : kMmaTileCatalog) names += (names.empty() ? "" : ", ") + t.name();
-  return names;
+  return names + " (wgmma tiles also as <name>" + std::string(kTensorMapSuffix) + ": tensor-map loads)";
 }
 
 ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, const TensorDesc& w, int64_t rows,
                                       bool rows_order_rsc, const HardwareModel& hw, const std::string& forced_tile,
                                       int forced_split, std::vector<std::string>& why) {
   const GatherForms forms = choose_gather_forms(p, x, w, rows_order_rsc);
+  // Note [wgmma tensor-map loads]: what keeps the copy engine from loading the stages, tiles aside.
+  const std::string no_tensor_maps = tensor_map_refusal(p, x, w, rows_order_rsc, forms);
   // Element filters and transposed images come only with tiles that have the element form.
   const bool vector_tile = forms.a == GatherForm::Vector && forms.b != GatherForm::Element;
   int tile;
+  // A forced "<wgmma tile>_tma" loads through tensor maps; the plain name gathers.
+  std::string tile_name = forced_tile;
+  const bool forced_tensor_maps =
+      tile_name.size() > kTensorMapSuffix.size() &&
+      tile_name.compare(tile_name.size() - kTensorMapSuffix.size(), kTensorMapSuffix.size(), kTensorMapSuffix) == 0;
+  if (forced_tensor_maps) tile_name.resize(tile_name.size() - kTensorMapSuffix.size());
   if (!forced_tile.empty()) {
-    tile = find_mma_tile(forced_tile);
-    if (tile < 0)
+    tile = find_mma_tile(tile_name);
+    if (tile < 0 || (forced_tensor_maps && !kMmaTileCatalog[tile].warpgroup))
       throw Error(Status::BadParam,
                   "tile: unknown implicit_mma tile '" + forced_tile + "' (known: " + implicit_mma_tile_names() + ")");
     if (kMmaTileCatalog[tile].warpgroup && !wgmma_device(hw))
@@ -246,7 +285,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     // sm_90 (the sm_90a code).
     const bool warpgroup = wgmma_device(hw);
     const bool both_transposed = forms.a == GatherForm::Transposed && forms.b == GatherForm::Transposed;
-    tile = vector_tile  ? choose_vector_tile(p, hw, rows, warpgroup, why)
+    tile = vector_tile  ? choose_vector_tile(p, hw, rows, warpgroup, no_tensor_maps.empty(), why)
            : split_pick ? choose_split_tile(p, hw, rows, dtype_size(x.dtype), warpgroup && both_transposed, why)
                         : choose_element_tile(p, hw, false, why);
   }
@@ -263,6 +302,18 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   d.b_gather = forms.b;
   d.images_fastest = forms.a == GatherForm::Transposed;
   why.push_back(forms.why);
+  // Note [wgmma tensor-map loads]: the copy engine feeds only the warpgroup tiles.
+  if (forced_tensor_maps && !no_tensor_maps.empty())
+    throw Error(Status::Unsupported,
+                "tile: " + forced_tile + " loads through tensor maps, which this layer cannot: " + no_tensor_maps);
+  d.tensor_maps = t.warpgroup && no_tensor_maps.empty() && (forced_tensor_maps || forced_tile.empty());
+  if (d.tensor_maps)
+    why.push_back(std::string("loads: the copy engine, x through an im2col tensor map and w through a tiled one") +
+                  (forced_tensor_maps ? " (forced)" : " (64 channels a stage at one filter tap)"));
+  else if (t.warpgroup && forced_tile.empty())
+    why.push_back("loads: the threads' gather, no tensor maps: " + no_tensor_maps);
+  else if (!t.warpgroup && forced_tile.empty() && no_tensor_maps.empty() && wgmma_device(hw))
+    why.push_back("loads: the threads' gather (tile " + t.name() + " has no tensor-map form)");
   if (!mma_tile_has_forms(t, forms.a, forms.b))
     why.push_back("tile " + t.name() + " has no " + gather_form_name(forms.a) + "/" + gather_form_name(forms.b) +
                   " form: calls run the element form on " + kMmaTileCatalog[kElementFallbackTile].name());

@@ -1,0 +1,50 @@
+// Hopper's tensor memory accelerator with a tensor map (cp.async.bulk.tensor): one thread copies a
+// whole box of a tensor into shared memory, the addresses, the bounds and the swizzle computed by the
+// copy engine, and the bytes are counted on an mbarrier (bulk_copy.cuh). Two modes: tiled (a box of
+// a 2-D view) and im2col (a column of pixels of an NHWC tensor, each pixel a run of channels, walked
+// the way a convolution's output pixels walk their windows; tensor_map.hpp builds both maps).
+// sm_90 and later.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "bulk_copy.cuh"
+
+namespace mconv::cuda::detail {
+
+/// The generic address of a tensor map, as the copy instructions take it. The map must live in
+/// kernel parameter space (a __grid_constant__ parameter), constant or global memory.
+__device__ __forceinline__ uint64_t tensor_map_address(const CUtensorMap& map) {
+  return reinterpret_cast<uint64_t>(&map);
+}
+
+/// Fetches the map into the copy engine's descriptor cache ahead of the first copy.
+__device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap& map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(tensor_map_address(map)) : "memory");
+}
+
+/// Copies the im2col column of a 4-D (C, W, H, N) map that starts at channel c, window origin (w, h)
+/// of image n, shifted by the filter tap (dw, dh) (0-255 each): the map's pixels-per-column pixels
+/// in its traversal order, channels-per-pixel channels each, zeros outside the tensor. Counted on bar.
+__device__ __forceinline__ void tensor_copy_im2col(uint32_t smem, const CUtensorMap& map, int c, int w, int h, int n,
+                                                   uint16_t dw, uint16_t dh, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "
+      "%5}], [%6], {%7, %8};\n" ::"r"(smem),
+      "l"(tensor_map_address(map)), "r"(c), "r"(w), "r"(h), "r"(n), "r"(smem_address(bar)), "h"(dw), "h"(dh)
+      : "memory");
+}
+
+/// Copies the box of a 2-D map whose first element is (inner, outer), zeros outside the tensor.
+__device__ __forceinline__ void tensor_copy_tile(uint32_t smem, const CUtensorMap& map, int inner, int outer,
+                                                 uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+      "[%4];\n" ::"r"(smem),
+      "l"(tensor_map_address(map)), "r"(inner), "r"(outer), "r"(smem_address(bar))
+      : "memory");
+}
+
+}  // namespace mconv::cuda::detail
