@@ -4,8 +4,8 @@
 #pragma once
 
 #include <cuda.h>
-#include <cuda_runtime.h>
 #include <cudaTypedefs.h>
+#include <cuda_runtime.h>
 
 #include <cstdint>
 #include <string>
@@ -29,7 +29,8 @@ Fn driver_entry(const char* name) {
 inline void check(CUresult r, const char* what) {
   if (r != CUDA_SUCCESS)
     throw Error(Status::Internal, std::string("tensor map: ") + what + " refused the map (CUresult " +
-                                      std::to_string(static_cast<int>(r)) + "); the planner should have kept the gather");
+                                      std::to_string(static_cast<int>(r)) +
+                                      "); the planner should have kept the gather");
 }
 
 }  // namespace tensor_map_detail
@@ -72,10 +73,10 @@ inline CUtensorMap tiled_map(const void* base, CUtensorMapDataType type, int64_t
   const cuuint64_t strides[1] = {cuuint64_t(row_stride) * 2};
   const cuuint32_t box[2] = {cuuint32_t(box_inner), cuuint32_t(box_outer)}, steps[2] = {1, 1};
   CUtensorMap map;
-  tensor_map_detail::check(encode(&map, type, 2, const_cast<void*>(base), dims, strides, box, steps,
-                                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                  CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-                           "cuTensorMapEncodeTiled");
+  tensor_map_detail::check(
+      encode(&map, type, 2, const_cast<void*>(base), dims, strides, box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
+             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+      "cuTensorMapEncodeTiled");
   return map;
 }
 

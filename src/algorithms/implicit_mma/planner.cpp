@@ -114,7 +114,9 @@ std::string tensor_map_refusal(const Problem& p, const TensorDesc& x, const Tens
 // ms), so late-stage grids take 64x128 without one. With tensor-map loads (Note [wgmma tensor-map
 // loads]) the same picks held within a few percent on resnet50, cluster splits of 2-8 still lost on
 // every stage-3/4 layer, and 128x256 won down to two thirds of a wave (vgg16's 14x14 layer, 98
-// blocks: 52 us against 70 for 64x128).
+// blocks: 52 us against 70 for 64x128). Two picks moved: 3x3 layers with a reduction of 2048 rows or
+// more and at most a wave of 128x128 blocks went to 64x128 in four stages (stage 3: 28 -> 24 us),
+// and single-stage reductions (C = 64 1x1) to 128x64, three blocks an SM (50 -> 47 us).
 int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, bool warpgroup, bool tensor_maps,
                        std::vector<std::string>& why) {
   const int64_t cols = p.n * p.p() * p.q(), kg = p.k_per_group();
@@ -128,8 +130,10 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
   if (warpgroup) {  // Note [wgmma mainloop]
     if (kg >= 256 && rows >= 1152 && blocks(128, 256) >= (tensor_maps ? sms * 2 / 3 : sms * 3 / 4))
       return pick("wgmma128x256_s4", shape + std::to_string(blocks(128, 256)) + " blocks");
-    if (kg <= 64 && blocks(128, 64) >= sms)
+    if ((kg <= 64 || (tensor_maps && rows <= 64)) && blocks(128, 64) >= sms)
       return pick("wgmma128x64_s3", shape + std::to_string(blocks(128, 64)) + " blocks");
+    if (tensor_maps && kg >= 128 && kg <= 512 && p.r * p.s > 1 && rows >= 2048 && blocks(128, 128) <= sms)
+      return pick("wgmma64x128_s4", shape + std::to_string(blocks(64, 128)) + " blocks, four stages");
     if (kg >= 128 && kg <= 512 && rows >= 512 && blocks(64, 128) >= 2 * sms && blocks(128, 128) <= 3 * sms)
       return pick("wgmma64x128_s3", shape + std::to_string(blocks(64, 128)) + " blocks, three a SM");
     if (kg >= 128 && blocks(128, 128) > sms / 2)
