@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tile sweep on one GPU machine, for the planner's rules: every layer of a suite with the planner's
 # own choice ("auto") and forced to each named tile, from the staged bundle (.gpu-bundle). No cuDNN.
-#   usage: TILES="wgmma128x128_s3 wgmma128x128_s6_ws" scripts/gpu_tile_sweep.sh SUITE [mconv bench options...]
+#   usage: TILES="wgmma128x128_s3 wgmma128x128_s3_tma" scripts/gpu_tile_sweep.sh SUITE [mconv bench options...]
 #   e.g.   TILES="..." scripts/gpu_tile_sweep.sh bench/suites/resnet50.csv --dtype bf16 --layout NHWC
 # Writes $OUT/sweep/<suite>_<tile>.csv and prints per layer each tile's time (us) and the fastest.
 set -u
