@@ -10,10 +10,16 @@
 
 namespace mconv::cuda {
 
-/// Calls `f(std::integral_constant<int, K>{})` with K = r when r == s is 1, 3, 5 or 7, else K = 0.
+/// The size constant filter_size_switch passes for an r x s filter: r when r == s is 1, 3, 5 or 7,
+/// else 0 (the generic kernel). Launchers that size their grids by the kernel they will run ask this.
+constexpr int constant_filter_size(long long r, long long s) {
+  return r == s && (r == 1 || r == 3 || r == 5 || r == 7) ? static_cast<int>(r) : 0;
+}
+
+/// Calls `f(std::integral_constant<int, K>{})` with K = constant_filter_size(r, s).
 template <class F>
 void filter_size_switch(long long r, long long s, F&& f) {
-  switch (r == s ? r : 0) {
+  switch (constant_filter_size(r, s)) {
     case 1:
       return f(std::integral_constant<int, 1>{});
     case 3:

@@ -67,10 +67,9 @@ void channels_last_depthwise_forward(const Plan& plan, const ChannelsLastDepthwi
   prm.channel_vectors = static_cast<int>(pr.c / v);
   prm.chunk_vectors = d.chunk_channels / v;
   prm.q_groups = cuda::FastDivmod(static_cast<unsigned>(ceil_div(pr.q(), int64_t(d.outputs_per_thread))));
-  // Two output rows a thread run on the vector kernel with a constant filter size of 3, 5 or 7
-  // (launch() below); one channel a thread, or any other size, goes row by row.
-  const bool constant_size = pr.r == pr.s && (pr.r == 3 || pr.r == 5 || pr.r == 7);
-  const int pt = vector && constant_size ? d.rows_per_thread : 1;
+  // Two output rows a thread run on the vector kernel with a constant filter size above 1 (launch()
+  // above); one channel a thread, or any other size, goes row by row.
+  const int pt = vector && cuda::constant_filter_size(pr.r, pr.s) > 1 ? d.rows_per_thread : 1;
   prm.p_groups = cuda::FastDivmod(static_cast<unsigned>(ceil_div(pr.p(), int64_t(pt))));
   prm.pixel_groups = pr.n * ceil_div(pr.p(), int64_t(pt)) * ceil_div(pr.q(), int64_t(d.outputs_per_thread));
   // A multiple of the chunk's vectors: one channel a thread needs at least the chunk's channels.
