@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,22 +41,46 @@ int main(int argc, char** argv) {
   p.h = p.w = 14;
   p.r = p.s = 3;
   p.pad_h = p.pad_w = 1;
-  const TensorDesc xd = p.x_desc(Layout::NCHW), wd = p.w_desc(Layout::NCHW), yd = p.y_desc(Layout::NCHW);
+  // fp32 NCHW through three algorithms; bf16 NHWC on one wgmma tile with the threads' gather and
+  // with tensor-map loads, whose two maps are encoded on every call (Note [wgmma tensor-map loads]).
+  struct Variant {
+    const char* label;
+    DType dtype;
+    Layout layout;
+    const char* algorithm;
+    const char* tile;
+  };
+  const Variant variants[] = {{"implicit_precomp", DType::Float32, Layout::NCHW, "implicit_precomp", ""},
+                              {"stride_fixed", DType::Float32, Layout::NCHW, "stride_fixed", ""},
+                              {"auto", DType::Float32, Layout::NCHW, "auto", ""},
+                              {"bf16 wgmma gather", DType::BFloat16, Layout::NHWC, "implicit_mma", "wgmma128x64_s3"},
+                              {"bf16 wgmma tma", DType::BFloat16, Layout::NHWC, "implicit_mma", "wgmma128x64_s3_tma"}};
+  const int64_t elements = std::max({p.x_desc(Layout::NCHW).span_elements(), p.w_desc(Layout::NCHW).span_elements(),
+                                     p.y_desc(Layout::NCHW).span_elements()});
   float *x, *w, *y;
-  cudaMalloc(&x, xd.span_elements() * 4);
-  cudaMalloc(&w, wd.span_elements() * 4);
-  cudaMalloc(&y, yd.span_elements() * 4);
+  cudaMalloc(&x, elements * 4);
+  cudaMalloc(&w, elements * 4);
+  cudaMalloc(&y, elements * 4);
   FILE* csv = argc > 1 ? std::fopen(argv[1], "w") : nullptr;
   if (csv) std::fprintf(csv, "algorithm,pointer_checks,us_per_call,us_per_plan_lookup_and_call\n");
   std::printf("%-18s %-15s %14s %24s\n", "algorithm", "pointer checks", "us per call", "us per plan() + call");
-  for (const char* a : {"implicit_precomp", "stride_fixed", "auto"})
+  for (const Variant& v : variants)
     for (bool checks : {true, false}) {
+      const TensorDesc xd = p.x_desc(v.layout, v.dtype), wd = p.w_desc(v.layout, v.dtype),
+                       yd = p.y_desc(v.layout, v.dtype);
       EngineOptions eo;
       eo.check_device_pointers = checks;
       Engine engine(Target::Cuda, 0, stream, eo);
       PlanOptions o;
-      o.algorithm = parse_algorithm(a);
-      auto plan = engine.plan(p, xd, wd, yd, o);
+      o.algorithm = parse_algorithm(v.algorithm);
+      o.tile = v.tile;
+      std::shared_ptr<const Plan> plan;
+      try {
+        plan = engine.plan(p, xd, wd, yd, o);
+      } catch (const Error& e) {  // the wgmma tiles need sm_90
+        std::printf("%-18s %-15s %s\n", v.label, checks ? "on" : "off", e.what());
+        continue;
+      }
       engine.conv2d_forward(*plan, x, w, y);
       engine.synchronize();
       std::vector<double> call, lookup;
@@ -73,8 +98,8 @@ int main(int argc, char** argv) {
         call.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / calls);
         lookup.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count() / calls);
       }
-      std::printf("%-18s %-15s %14.2f %24.2f\n", a, checks ? "on" : "off", median(call), median(lookup));
-      if (csv) std::fprintf(csv, "%s,%d,%.3f,%.3f\n", a, checks ? 1 : 0, median(call), median(lookup));
+      std::printf("%-18s %-15s %14.2f %24.2f\n", v.label, checks ? "on" : "off", median(call), median(lookup));
+      if (csv) std::fprintf(csv, "%s,%d,%.3f,%.3f\n", v.label, checks ? 1 : 0, median(call), median(lookup));
     }
   if (csv) std::fclose(csv);
   cudaFree(x);
