@@ -71,7 +71,16 @@ double run_mma(Engine& engine, const Case& c, std::mt19937_64& g, const Precisio
   return rel_error(t.values(out), ref);
 }
 
-// The tile edges of the list: C = 3, 8, 12, 264 (RGB, one vector, a vector and a half, many
+// The whole epilogue: alpha, beta (reading y), bias and ReLU.
+Case with_whole_epilogue(Case c) {
+  c.alpha = 0.5f;
+  c.beta = 0.75f;
+  c.bias = true;
+  c.act = Activation::ReLU;
+  return c;
+}
+
+// The tile edges a tensor-core tile must take: C = 3, 8, 12, 264 (RGB, one vector, a vector and a half, many
 // stages), K off the tile, P*Q = 1, N*P*Q below one tile, groups with C/G a vector and not.
 std::vector<Case> mma_edge_cases() {
   std::vector<Case> v;
@@ -84,12 +93,7 @@ std::vector<Case> mma_edge_cases() {
   v.push_back({make(1, 18, 9, 9, 18, 3, 3, 1, 2, 1, 3)});  // groups of 6: no vector
   v.push_back({make(3, 16, 12, 13, 32, 3, 3, 2, 1, 2)});   // dilation 2
   v.push_back({make(2, 16, 14, 14, 24, 7, 7, 3, 2)});      // stride 2, 7x7
-  Case epi{make(2, 32, 8, 8, 48, 1, 1)};
-  epi.alpha = 0.5f;
-  epi.beta = 0.75f;
-  epi.bias = true;
-  epi.act = Activation::ReLU;
-  v.push_back(epi);
+  v.push_back(with_whole_epilogue(Case{make(2, 32, 8, 8, 48, 1, 1)}));
   Case conv{make(1, 16, 7, 9, 16, 3, 5, 1)};
   conv.p.mode = Mode::Convolution;
   v.push_back(conv);
@@ -111,15 +115,6 @@ TEST_F(TensorCores, EdgeCasesEveryTilePrecisionAndLayout) {
           EXPECT_LT(run_mma(engine, c, g, pr, tile), tolerance(pr.dtype, pr.math))
               << pr.name << " " << tile << " " << c.name();
         }
-}
-
-// The whole epilogue: alpha, beta (reading y), bias and ReLU.
-Case with_whole_epilogue(Case c) {
-  c.alpha = 0.5f;
-  c.beta = 0.75f;
-  c.bias = true;
-  c.act = Activation::ReLU;
-  return c;
 }
 
 // Every case channels-last on every tile in each precision, the last case with a cluster split of
@@ -289,14 +284,8 @@ TEST_F(TensorCores, ChannelsLastDepthwiseKernel) {
   cases.push_back({make(8, 128, 133, 125, 128, 5, 5, 2, 2, 1, 128)});
   cases.push_back({make(16, 64, 131, 131, 64, 7, 7, 3, 2, 1, 64)});
   // The whole epilogue, on one row a thread and on two.
-  for (const Problem& p : {make(2, 40, 8, 8, 40, 3, 3, 1, 1, 1, 40), make(8, 256, 129, 129, 256, 3, 3, 1, 2, 1, 256)}) {
-    Case epi{p};
-    epi.alpha = 0.5f;
-    epi.beta = 0.75f;
-    epi.bias = true;
-    epi.act = Activation::ReLU;
-    cases.push_back(epi);
-  }
+  for (const Problem& p : {make(2, 40, 8, 8, 40, 3, 3, 1, 1, 1, 40), make(8, 256, 129, 129, 256, 3, 3, 1, 2, 1, 256)})
+    cases.push_back(with_whole_epilogue(Case{p}));
   Case conv{make(1, 16, 7, 9, 16, 3, 5, 1, 1, 1, 16)};
   conv.p.mode = Mode::Convolution;
   cases.push_back(conv);
