@@ -28,12 +28,15 @@ struct Case {
   /// x starts this many floats past a 16-byte boundary (GPU runs: copies that must handle the
   /// unaligned ends of a range).
   int x_offset = 0;
+  /// y likewise (GPU runs: kernels that must fall back from vector stores).
+  int y_offset = 0;
   std::string name() const {
     return p.to_string() +
            (alpha != 1.0f || beta != 0.0f ? " alpha" + std::to_string(alpha) + " beta" + std::to_string(beta) : "") +
            " x" + layout_name(xl) + " w" + layout_name(wl) + " y" + layout_name(yl) +
            (act != Activation::Identity ? std::string(" ") + activation_name(act) : "") + (bias ? " bias" : "") +
-           (strided_x ? " strided x" : "") + (x_offset ? " x offset " + std::to_string(x_offset) : "");
+           (strided_x ? " strided x" : "") + (x_offset ? " x offset " + std::to_string(x_offset) : "") +
+           (y_offset ? " y offset " + std::to_string(y_offset) : "");
   }
 };
 

@@ -101,6 +101,13 @@ TEST(PlanDtypes, HalfDepthwiseChannelsLastRunsTheChannelsLastKernel) {
     EXPECT_EQ(d.rows_per_thread, 1);  // stride 1: one row a thread
     EXPECT_EQ(d.pixel_groups, 32 * 56 * 14);
     EXPECT_EQ(d.launch.smem_bytes, 9 * 16 * 4);
+    // Note [channels-last grid]: 196 blocks of pixels per chunk capped at two waves of two blocks an SM
+    // over 9 chunks (58); a 1x1 layer keeps all of them.
+    EXPECT_EQ(d.launch.grid_x, 2 * 2 * 132 / 9);
+    EXPECT_EQ(std::get<ChannelsLastDepthwiseDivision>(
+                  plan_for(make(32, 144, 56, 56, 144, 1, 1, 0, 1, 1, 144), Layout::NHWC, t).division())
+                  .launch.grid_x,
+              196);
     EXPECT_EQ(division_name(nhwc.division()), "single_channel_channels_last");
     // Stride 2: two outputs a thread; 7x7 filters of 64 channels: 12.25 KB of shared memory.
     const Plan s2 = plan_for(make(1, 768, 14, 14, 768, 7, 7, 3, 2, 1, 768), Layout::NHWC, t);
@@ -115,10 +122,19 @@ TEST(PlanDtypes, HalfDepthwiseChannelsLastRunsTheChannelsLastKernel) {
     EXPECT_EQ(s.chunk_channels, 64);
     EXPECT_EQ(s.launch.smem_bytes, 49 * 64 * 4);
     EXPECT_EQ(s.launch.grid_x * s.launch.grid_y, 1 * 12);  // 7 rows x 4 pairs = 28 groups, 32 slots
-    // NCHW planes, C not a multiple of 8, and channel multipliers stay on implicit_mma.
+    // NCHW planes, C not a multiple of 8, and channel multipliers of no whole vector stay on implicit_mma.
     EXPECT_EQ(plan_for(depthwise, Layout::NCHW, t).algorithm(), Algorithm::ImplicitMma);
     EXPECT_EQ(plan_for(make(2, 12, 9, 9, 12, 3, 3, 1, 1, 1, 12), Layout::NHWC, t).algorithm(), Algorithm::ImplicitMma);
     EXPECT_EQ(plan_for(make(2, 16, 9, 9, 32, 3, 3, 1, 1, 1, 16), Layout::NHWC, t).algorithm(), Algorithm::ImplicitMma);
+    EXPECT_EQ(plan_for(make(1, 1, 64, 64, 12, 3, 3, 1), Layout::NHWC, t).algorithm(), Algorithm::ImplicitMma);
+    // Note [channels-last shared input]: a single-channel layer (C = 1, 64 filters) and a multiplier of
+    // 16 take the kernel, a vector of filters sharing one x value; 64 filters: one chunk of 8 vectors.
+    for (const Problem& shared : {make(1, 1, 224, 224, 64, 3, 3, 1), make(2, 4, 9, 9, 64, 3, 3, 1, 1, 1, 4)}) {
+      const Plan plan = plan_for(shared, Layout::NHWC, t);
+      EXPECT_EQ(plan.algorithm(), Algorithm::SingleChannel) << shared.to_string();
+      EXPECT_EQ(std::get<ChannelsLastDepthwiseDivision>(plan.division()).chunk_channels, 64);
+      EXPECT_NE(plan.to_text(0).find("a vector of filters sharing one x value"), std::string::npos) << plan.to_text(0);
+    }
     // Forced on a layer it cannot run, single_channel says why.
     PlanOptions forced;
     forced.algorithm = Algorithm::SingleChannel;
@@ -128,7 +144,7 @@ TEST(PlanDtypes, HalfDepthwiseChannelsLastRunsTheChannelsLastKernel) {
       ADD_FAILURE() << "a dense layer forced onto single_channel in " << dtype_name(t);
     } catch (const Error& e) {
       EXPECT_EQ(e.status(), Status::Unsupported);
-      EXPECT_NE(std::string(e.what()).find("not one channel and one filter per group"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("not one input channel per group"), std::string::npos) << e.what();
     }
   }
 }

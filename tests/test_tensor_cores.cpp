@@ -46,13 +46,15 @@ double run_mma(Engine& engine, const Case& c, std::mt19937_64& g, const Precisio
   DtypeTensors t(c, g, pr.dtype);
   const std::vector<float> ref = t.reference(c);
   const int esz = dtype_size(pr.dtype);
-  DeviceBytes dx(t.x.size() + size_t(c.x_offset) * esz), dw(t.w.size()), dy(t.y.size()), db(t.f.bias.size() * 4);
+  DeviceBytes dx(t.x.size() + size_t(c.x_offset) * esz), dw(t.w.size()), dy(t.y.size() + size_t(c.y_offset) * esz),
+      db(t.f.bias.size() * 4);
   EXPECT_TRUE(dx.ptr && dw.ptr && dy.ptr && db.ptr);
   if (!dx.ptr || !dw.ptr || !dy.ptr || !db.ptr) return INFINITY;
   void* x_dev = static_cast<char*>(dx.ptr) + c.x_offset * esz;  // x_offset elements past 256-byte alignment
+  void* y_dev = static_cast<char*>(dy.ptr) + c.y_offset * esz;
   EXPECT_EQ(cudaMemcpy(x_dev, t.x.data(), t.x.size(), cudaMemcpyHostToDevice), cudaSuccess);
   EXPECT_EQ(cudaMemcpy(dw.ptr, t.w.data(), t.w.size(), cudaMemcpyHostToDevice), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(dy.ptr, t.y.data(), t.y.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(y_dev, t.y.data(), t.y.size(), cudaMemcpyHostToDevice), cudaSuccess);
   if (!t.f.bias.empty())
     EXPECT_EQ(cudaMemcpy(db.ptr, t.f.bias.data(), t.f.bias.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
   PlanOptions o;
@@ -64,10 +66,10 @@ double run_mma(Engine& engine, const Case& c, std::mt19937_64& g, const Precisio
   if (algorithm != Algorithm::Auto) EXPECT_EQ(plan->algorithm(), algorithm);
   if (division) *division = division_name(plan->division()) + "\n" + division_text(plan->division());
   Epilogue e{c.alpha, c.beta, t.f.bias.empty() ? nullptr : static_cast<const float*>(db.ptr), c.act};
-  engine.conv2d_forward(*plan, x_dev, dw.ptr, dy.ptr, e);
+  engine.conv2d_forward(*plan, x_dev, dw.ptr, y_dev, e);
   engine.synchronize();
   std::vector<unsigned char> out(t.y.size());
-  EXPECT_EQ(cudaMemcpy(out.data(), dy.ptr, out.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(out.data(), y_dev, out.size(), cudaMemcpyDeviceToHost), cudaSuccess);
   return rel_error(t.values(out), ref);
 }
 
@@ -289,17 +291,37 @@ TEST_F(TensorCores, ChannelsLastDepthwiseKernel) {
   Case conv{make(1, 16, 7, 9, 16, 3, 5, 1, 1, 1, 16)};
   conv.p.mode = Mode::Convolution;
   cases.push_back(conv);
+  // Note [channels-last shared input]: single-channel layers (C = 1, K filters) and channel
+  // multipliers of 8 and 16, where a vector of filters shares one x value: 1x1 to 7x7, strides 1 and
+  // 2 (two rows a thread on the large grid), dilation, many filters (several chunks), the whole
+  // epilogue, and a multiplier of 2, which runs on implicit_mma.
+  for (auto [r, stride] : {std::pair{1, 1}, {3, 1}, {5, 1}, {7, 2}, {3, 2}})
+    cases.push_back({make(2, 1, 23, 19, 32, r, r, r / 2, stride)});
+  cases.push_back({make(16, 1, 131, 129, 16, 3, 3, 1, 2)});
+  cases.push_back({make(1, 1, 17, 30, 520, 5, 5, 2, 1, 2)});
+  cases.push_back(with_whole_epilogue(Case{make(2, 1, 12, 12, 64, 3, 3, 1)}));
+  cases.push_back({make(2, 4, 11, 9, 32, 3, 3, 1, 1, 1, 4)});
+  cases.push_back({make(2, 6, 10, 10, 96, 5, 5, 2, 2, 1, 6)});
+  cases.push_back({make(2, 8, 9, 9, 16, 3, 3, 1, 1, 1, 8)});
+  Case single_conv{make(1, 1, 9, 7, 24, 3, 5, 1)};
+  single_conv.p.mode = Mode::Convolution;
+  cases.push_back(single_conv);
   for (const Precision& pr : kPrecisions) {
     if (pr.dtype == DType::Float32) continue;
     for (Case c : cases)
-      for (int offset : {0, 1}) {
+      for (int offset : {0, 1, 2}) {
+        // x one element off 16 bytes; then y (a channel at a time, a shared x value or not).
         c.xl = c.wl = c.yl = Layout::NHWC;
-        c.x_offset = offset;
+        c.x_offset = offset == 1;
+        c.y_offset = offset == 2;
         std::string division;
         EXPECT_LT(run_mma(engine, c, g, pr, "", &division, Algorithm::Auto), tolerance(pr.dtype, pr.math))
-            << pr.name << " " << c.name() << " x offset " << offset;
-        // C = 12 is no whole number of 16-byte vectors: implicit_mma's element gather runs it.
-        const std::string want = c.p.c % 8 == 0 ? "single_channel_channels_last\n" : "mma";
+            << pr.name << " " << c.name();
+        // C = 12 is no whole number of 16-byte vectors, and a multiplier of 2 no whole vector of filters
+        // sharing one x value: implicit_mma runs them.
+        const int64_t kg = c.p.k_per_group();
+        const bool channels_last = c.p.k % 8 == 0 && (kg == 1 || kg % 8 == 0);
+        const std::string want = channels_last ? "single_channel_channels_last\n" : "mma";
         EXPECT_EQ(division.rfind(want, 0), 0u) << c.name() << ": " << division;
       }
   }

@@ -102,8 +102,10 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
       if (!half)
         plan.decisions_.push_back("math tf32: the CPU executor computes in exact fp32 (tf32 only allows less)");
     } else {
-      // fp16/bf16 depthwise layers with channels-last x and y: single_channel's channels-last kernel.
-      // They are bandwidth-bound, and a GEMM tile of implicit_mma would hold one filter.
+      // fp16/bf16 layers with one channel per group (depthwise, channel multipliers, single channel)
+      // and channels-last y: single_channel's channels-last kernel. They have no reduction over
+      // channels for an MMA to speed up: a depthwise GEMM tile would hold one filter, a single-channel
+      // one a reduction of R*S rows padded to the MMA's depth.
       const bool auto_pick = options.algorithm == Algorithm::Auto && options.tile.empty() && options.split_k <= 1;
       const bool forced = options.algorithm == Algorithm::SingleChannel &&
                           (options.tile.empty() || options.tile == detail::kChannelsLastDepthwiseTile);

@@ -1,16 +1,24 @@
-// single_channel's channels-last depthwise kernel (Note [channels-last depthwise]).
+// single_channel's channels-last kernel (Note [channels-last depthwise]).
 //
-// Note [channels-last depthwise]: a depthwise layer (one channel, one filter per group) with
+// Note [channels-last depthwise]: a layer with one input channel per group (depthwise, and with K/G
+// filters per group a channel multiplier; a single-channel layer is the one-group case) with
 // channels-last x and y, the layout of fp16/bf16 models. The plane streams want whole channel planes
-// (NCHW); here a channel plane is strided by C, so the kernel works across channels instead: a thread
-// owns V adjacent channels (one 16-byte vector of 16-bit values) and QT adjacent output pixels of one
-// row, and a block's threads along x cover a chunk of channel vectors, so the threads of a pixel read
-// one contiguous run of x. The chunk's filters sit in shared memory in fp32, tap-major, so every tap
-// is one conflict-free read of V floats. x is read straight from global memory: the QT outputs and the
-// S taps of a row overlap, and those re-reads hit L1. Accumulation in fp32, one rounding at the store.
+// (NCHW); here a channel plane is strided by C, so the kernel works across output channels instead: a
+// thread owns V adjacent output channels (one 16-byte vector of 16-bit values) and QT adjacent output
+// pixels of one row, and a block's threads along x cover a chunk of channel vectors, so the threads of
+// a pixel write one contiguous run of y. The chunk's filters sit in shared memory in fp32, tap-major,
+// so every tap is one conflict-free read of V floats. x is read straight from global memory: the QT
+// outputs and the S taps of a row overlap, and those re-reads hit L1. Accumulation in fp32, one
+// rounding at the store.
+//
+// Note [channels-last shared input]: with K/G = 1 the thread's V outputs read V channels of x (one
+// vector load, XV = V). With K/G a multiple of V they all read the same channel of x (XV = 1): one
+// scalar load, converted once and used by the V filters. That is the single-channel layer's case: its
+// cost is writing y (K values a pixel) and the R*S*K FMAs, not reading x.
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../common/conv_geometry.cuh"
 #include "../common/epilogue.cuh"
@@ -37,49 +45,96 @@ struct alignas(V * sizeof(T)) Vector {
   T v[V];
 };
 
-/// One vector of V values through the read-only path: a single 16-byte load for 16-bit V = 8.
-template <class T, int V>
-__device__ __forceinline__ Vector<T, V> load_vector(const T* p) {
-  Vector<T, V> r;
-  if constexpr (sizeof(T) * V == 16) {
-    const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
-    __builtin_memcpy(&r, &u, 16);
-  } else {
-#pragma unroll
-    for (int v = 0; v < V; ++v) r.v[v] = p[v];
-  }
-  return r;
-}
-
-/// The thread's V filter values of one tap, from the chunk's filters in shared memory.
+/// The thread's V filter values of one tap, from the chunk's filters in shared memory: V / 4 16-byte
+/// reads (a tap's V floats start 32-byte aligned), which the compiler does not form on its own from a
+/// float pointer; read one float at a time they cost 8 shared loads per 32 FMAs.
 template <int V>
 __device__ __forceinline__ void filter_tap(const float* sFilter, int tap, int tc, int lane, float (&wv)[V]) {
   const float* wt = sFilter + (tap * tc + lane) * V;
+  if constexpr (V % 4 == 0) {
 #pragma unroll
-  for (int v = 0; v < V; ++v) wv[v] = wt[v];
+    for (int q = 0; q < V / 4; ++q) {
+      const float4 f = reinterpret_cast<const float4*>(wt)[q];
+      wv[4 * q] = f.x;
+      wv[4 * q + 1] = f.y;
+      wv[4 * q + 2] = f.z;
+      wv[4 * q + 3] = f.w;
+    }
+  } else {
+#pragma unroll
+    for (int v = 0; v < V; ++v) wv[v] = wt[v];
+  }
 }
 
-/// acc += x * w over one vector of channels, in fp32.
+/// `out` = the V values rounded to T, two at a time where T is 16-bit (one paired conversion).
 template <class T, int V>
-__device__ __forceinline__ void fma_channels(float (&acc)[V], const Vector<T, V>& xv, const float (&wv)[V]) {
+__device__ __forceinline__ void store_rounded(Vector<T, V>& out, const float (&v)[V]) {
+  if constexpr (V % 2 == 0 && std::is_same_v<T, __nv_bfloat16>) {
 #pragma unroll
-  for (int v = 0; v < V; ++v) acc[v] = fmaf(to_float(xv.v[v]), wv[v], acc[v]);
+    for (int i = 0; i < V; i += 2) {
+      const __nv_bfloat162 h = __floats2bfloat162_rn(v[i], v[i + 1]);
+      out.v[i] = h.x;
+      out.v[i + 1] = h.y;
+    }
+  } else if constexpr (V % 2 == 0 && std::is_same_v<T, __half>) {
+#pragma unroll
+    for (int i = 0; i < V; i += 2) {
+      const __half2 h = __floats2half2_rn(v[i], v[i + 1]);
+      out.v[i] = h.x;
+      out.v[i + 1] = h.y;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) out.v[i] = from_float<T>(v[i]);
+  }
 }
 
-/// T: storage type; V: channels a thread (8: one 16-byte vector, or 1); QT: outputs a thread along a
-/// row, PT: rows of them; KS: square filter size as a constant (1, 3, 5, 7: the tap loops unroll and a
-/// row's loads issue together), 0 = any size at run time.
-template <class T, int V, int QT, int PT, int KS>
+/// x values a thread holds for one pixel: XV channels packed in one 16-byte vector (XV = V = 8; a
+/// window of them stays packed, half the registers of one value each), or one value in fp32 that its
+/// V filters share (XV = 1, Note [channels-last shared input]).
+template <class T, int XV>
+using InputValues = std::conditional_t<XV == 1, float, uint4>;
+
+/// The thread's x values of one pixel; zero outside the map.
+template <class T, int XV>
+__device__ __forceinline__ InputValues<T, XV> load_input(const T* p, bool inside) {
+  static_assert(XV == 1 || sizeof(T) * XV == 16, "one value, or one 16-byte vector");
+  if constexpr (XV == 1) {
+    return inside ? to_float(p[0]) : 0.0f;
+  } else {
+    return inside ? __ldg(reinterpret_cast<const uint4*>(p)) : make_uint4(0, 0, 0, 0);
+  }
+}
+
+/// acc += x * w over the thread's V output channels, in fp32.
+template <class T, int V, int XV>
+__device__ __forceinline__ void fma_channels(float (&acc)[V], const InputValues<T, XV>& xv, const float (&wv)[V]) {
+  if constexpr (XV == 1) {
+#pragma unroll
+    for (int v = 0; v < V; ++v) acc[v] = fmaf(xv, wv[v], acc[v]);
+  } else {
+    Vector<T, V> x;
+    __builtin_memcpy(&x, &xv, 16);
+#pragma unroll
+    for (int v = 0; v < V; ++v) acc[v] = fmaf(to_float(x.v[v]), wv[v], acc[v]);
+  }
+}
+
+/// T: storage type; V: output channels a thread (8: one 16-byte vector, or 1); XV: x values a thread
+/// reads per pixel, V or 1 (Note [channels-last shared input]); QT: outputs a thread along a row, PT:
+/// rows of them; KS: square filter size as a constant (1, 3, 5, 7: the tap loops unroll and a row's
+/// loads issue together), 0 = any size at run time.
+template <class T, int V, int XV, int QT, int PT, int KS>
 __global__ void __launch_bounds__(kChannelsLastDepthwiseThreads)
     channels_last_depthwise_kernel(const ChannelsLastDepthwiseParams prm) {
-  extern __shared__ float sFilter[];  // [R*S taps][chunk_vectors * V channels], fp32
+  extern __shared__ __align__(16) float sFilter[];  // [R*S taps][chunk_vectors * V channels], fp32
   const int tc = prm.chunk_vectors;
   const int cv0 = blockIdx.y * tc;
   const int chunk = min(tc, prm.channel_vectors - cv0);
   const int R = KS ? KS : prm.R, S = KS ? KS : prm.S;
   const int taps = R * S;
   const T* w = static_cast<const T*>(prm.ws);
-  // Channel-major: a depthwise filter's taps are contiguous (KCRS and KRSC alike when C/G = 1), so
+  // Channel-major: a filter's taps are contiguous (KCRS and KRSC alike when C/G = 1), so
   // neighbouring threads read neighbouring taps. (Tap-major reads, R*S elements apart, cost more than
   // the convolution itself on batch-1 layers, where many small blocks each load their filters.)
   for (int i = threadIdx.x; i < taps * chunk * V; i += blockDim.x) {
@@ -92,8 +147,11 @@ __global__ void __launch_bounds__(kChannelsLastDepthwiseThreads)
   __syncthreads();
   const int lane = threadIdx.x % tc, slot = threadIdx.x / tc, slots = blockDim.x / tc;
   if (lane >= chunk) return;
-  const long long c0 = (static_cast<long long>(cv0) + lane) * V;
-  const T* x = static_cast<const T*>(prm.xs) + c0;
+  const long long c0 = (static_cast<long long>(cv0) + lane) * V;  // first output channel
+  // Its group's one input channel (K < 2^31: a 32-bit divide); with XV = V > 1, K/G = 1 and the V
+  // channels follow it.
+  const int x_channel = XV == V && V > 1 ? static_cast<int>(c0) : static_cast<int>(c0) / prm.kg;
+  const T* x = static_cast<const T*>(prm.xs) + static_cast<long long>(x_channel) * prm.x_sc;
   T* y = static_cast<T*>(prm.ys) + c0;
   float bias[V];
 #pragma unroll
@@ -133,13 +191,12 @@ __global__ void __launch_bounds__(kChannelsLastDepthwiseThreads)
           const int ih = ih0 + t * dh;
           if (static_cast<unsigned>(ih) >= static_cast<unsigned>(prm.H)) continue;
           const T* row = xn + ih * prm.x_sh;
-          uint4 window[kWindow];
+          InputValues<T, XV> window[kWindow];
 #pragma unroll
           for (int u = 0; u < kWindow; ++u) {
             const int iw = iw0 + u;
-            window[u] = static_cast<unsigned>(iw) < static_cast<unsigned>(prm.W)
-                            ? __ldg(reinterpret_cast<const uint4*>(row + iw * prm.x_sw))
-                            : make_uint4(0, 0, 0, 0);
+            window[u] =
+                load_input<T, XV>(row + iw * prm.x_sw, static_cast<unsigned>(iw) < static_cast<unsigned>(prm.W));
           }
 #pragma unroll
           for (int i = 0; i < PT; ++i) {
@@ -150,11 +207,7 @@ __global__ void __launch_bounds__(kChannelsLastDepthwiseThreads)
               float wv[V];
               filter_tap(sFilter, r * KS + s, tc, lane, wv);
 #pragma unroll
-              for (int j = 0; j < QT; ++j) {
-                Vector<T, V> xv;
-                __builtin_memcpy(&xv, &window[j * SW + s], 16);
-                fma_channels(acc[i][j], xv, wv);
-              }
+              for (int j = 0; j < QT; ++j) fma_channels<T, V, XV>(acc[i][j], window[j * SW + s], wv);
             }
           }
         }
@@ -179,7 +232,7 @@ __global__ void __launch_bounds__(kChannelsLastDepthwiseThreads)
             for (int j = 0; j < QT; ++j) {
               const int iw = iw0 + j * prm.stride_w;
               if (q0 + j < prm.Q && static_cast<unsigned>(iw) < static_cast<unsigned>(prm.W)) {
-                fma_channels(acc[i][j], load_vector<T, V>(row + iw * prm.x_sw), wv);
+                fma_channels<T, V, XV>(acc[i][j], load_input<T, XV>(row + iw * prm.x_sw, true), wv);
               }
             }
           }
@@ -194,12 +247,24 @@ __global__ void __launch_bounds__(kChannelsLastDepthwiseThreads)
       for (int j = 0; j < QT; ++j) {
         if (q0 + j >= prm.Q) break;
         T* out = y + n * prm.y_sn + static_cast<long long>(p) * prm.y_sp + static_cast<long long>(q0 + j) * prm.y_sq;
-        Vector<T, V> old{}, res;
-        if (prm.beta != 0.0f) old = *reinterpret_cast<const Vector<T, V>*>(out);
+        Vector<T, V> res;
+        if (prm.beta != 0.0f) {
+          const Vector<T, V> old = *reinterpret_cast<const Vector<T, V>*>(out);
 #pragma unroll
-        for (int v = 0; v < V; ++v) {
-          const float o = to_float(old.v[v]);
-          res.v[v] = from_float<T>(epilogue_value(prm.alpha, acc[i][j][v], prm.beta, &o, bias[v], prm.relu));
+          for (int v = 0; v < V; ++v) {
+            const float o = to_float(old.v[v]);
+            res.v[v] = from_float<T>(epilogue_value(prm.alpha, acc[i][j][v], prm.beta, &o, bias[v], prm.relu));
+          }
+        } else {
+          // Without beta (the usual call) y is not read and a value costs one FMA, the ReLU and its
+          // share of a paired conversion: at 3x3 the full epilogue was as many instructions as the taps.
+          float v_out[V];
+#pragma unroll
+          for (int v = 0; v < V; ++v) {
+            const float t = fmaf(prm.alpha, acc[i][j][v], bias[v]);
+            v_out[v] = prm.relu ? fmaxf(t, 0.0f) : t;
+          }
+          store_rounded<T, V>(res, v_out);
         }
         *reinterpret_cast<Vector<T, V>*>(out) = res;
       }

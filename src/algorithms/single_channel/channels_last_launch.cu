@@ -1,5 +1,6 @@
-// Launcher of the channels-last depthwise kernel: 16-byte vectors of channels where x, y and their
-// strides allow them (one channel a thread otherwise), and the (dtype, outputs a thread) switch.
+// Launcher of the channels-last kernel: 16-byte vectors of output channels where y, x and their
+// strides allow them (one channel a thread otherwise), x read as vectors or as one shared value
+// (Note [channels-last shared input]), and the (dtype, outputs a thread) switch.
 #include <algorithm>
 #include <cstdint>
 
@@ -13,34 +14,44 @@
 namespace mconv::detail {
 namespace {
 
-template <class T, int V, int PT, int KS>
+template <class T, int V, int XV, int PT, int KS>
 void launch_size(const cuda::ChannelsLastDepthwiseParams& prm, int qt, dim3 grid, int threads, int smem,
                  cudaStream_t s) {
   using cuda::channels_last_depthwise_kernel;
   if (qt == 4)
-    return cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, 4, PT, KS>, grid, threads, smem, s, prm);
+    return cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, XV, 4, PT, KS>, grid, threads, smem, s, prm);
   if (qt == 2)
-    return cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, 2, PT, KS>, grid, threads, smem, s, prm);
-  cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, 1, PT, KS>, grid, threads, smem, s, prm);
+    return cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, XV, 2, PT, KS>, grid, threads, smem, s, prm);
+  cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, XV, 1, PT, KS>, grid, threads, smem, s, prm);
 }
 
 // The vector kernel with the filter size as a constant for square 1, 3, 5, 7 filters; the
 // one-channel fallback with the size at run time only.
 // Two rows a thread only in the vector kernel with a constant filter size (the planner's condition).
-template <class T, int V>
+template <class T, int V, int XV>
 void launch(const cuda::ChannelsLastDepthwiseParams& prm, int qt, int pt, dim3 grid, int threads, int smem,
             cudaStream_t s) {
   if constexpr (V == 1) {
-    launch_size<T, V, 1, 0>(prm, qt, grid, threads, smem, s);
+    launch_size<T, V, XV, 1, 0>(prm, qt, grid, threads, smem, s);
   } else {
     cuda::filter_size_switch(prm.R, prm.S, [&](auto k) {
       constexpr int KS = decltype(k)::value;
       if constexpr (KS > 1) {
-        if (pt == 2) return launch_size<T, V, 2, KS>(prm, qt, grid, threads, smem, s);
+        if (pt == 2) return launch_size<T, V, XV, 2, KS>(prm, qt, grid, threads, smem, s);
       }
-      launch_size<T, V, 1, KS>(prm, qt, grid, threads, smem, s);
+      launch_size<T, V, XV, 1, KS>(prm, qt, grid, threads, smem, s);
     });
   }
+}
+
+// The kernel for storage type T: 16-byte vectors of output channels (reading x as vectors, or one
+// shared value), or one channel a thread.
+template <class T>
+void launch_dtype(const cuda::ChannelsLastDepthwiseParams& prm, bool vector, bool shared_x, int qt, int pt, dim3 grid,
+                  int threads, int smem, cudaStream_t s) {
+  if (!vector) return launch<T, 1, 1>(prm, qt, pt, grid, threads, smem, s);
+  if (shared_x) return launch<T, 8, 1>(prm, qt, pt, grid, threads, smem, s);
+  launch<T, 8, 8>(prm, qt, pt, grid, threads, smem, s);
 }
 
 bool aligned16(const void* p) {
@@ -57,14 +68,20 @@ void channels_last_depthwise_forward(const Plan& plan, const ChannelsLastDepthwi
   prm.xs = x;
   prm.ws = w;
   prm.ys = y;
-  // A pixel's channels are contiguous (the planner's condition); 16-byte vectors need every pixel's
-  // first channel 16-byte aligned too.
+  // A pixel's output channels are contiguous (the planner's condition); 16-byte vectors need every
+  // pixel's first channel 16-byte aligned too. x is read as vectors of the same channels when K/G = 1,
+  // and needs the same; with K/G a multiple of 8 a vector's filters share one x value (Note
+  // [channels-last shared input]) and x may lie anywhere.
   const auto& xs = plan.x_desc().strides;
   const auto& ys = plan.y_desc().strides;
-  bool vector = aligned16(x) && aligned16(y);
-  for (int64_t stride : {xs[0], xs[2], xs[3], ys[0], ys[2], ys[3]}) vector = vector && stride % 8 == 0;
+  const bool shared_x = pr.k_per_group() % 8 == 0;
+  bool vector = aligned16(y) && (shared_x || aligned16(x));
+  for (int64_t stride : {ys[0], ys[2], ys[3]}) vector = vector && stride % 8 == 0;
+  if (!shared_x)
+    for (int64_t stride : {xs[0], xs[2], xs[3]}) vector = vector && stride % 8 == 0;
+  vector = vector && (shared_x || pr.k_per_group() == 1);
   const int v = vector ? 8 : 1;
-  prm.channel_vectors = static_cast<int>(pr.c / v);
+  prm.channel_vectors = static_cast<int>(pr.k / v);
   prm.chunk_vectors = d.chunk_channels / v;
   prm.q_groups = cuda::FastDivmod(static_cast<unsigned>(ceil_div(pr.q(), int64_t(d.outputs_per_thread))));
   // Two output rows a thread run on the vector kernel with a constant filter size above 1 (launch()
@@ -75,17 +92,16 @@ void channels_last_depthwise_forward(const Plan& plan, const ChannelsLastDepthwi
   // A multiple of the chunk's vectors: one channel a thread needs at least the chunk's channels.
   const int threads = vector ? d.launch.threads : std::max(d.launch.threads, d.chunk_channels);
   const int slots = threads / prm.chunk_vectors;
-  const dim3 grid(static_cast<unsigned>(ceil_div(prm.pixel_groups, int64_t(slots))),
+  // The planner's cap on blocks along the pixels (Note [channels-last grid]); the threads walk the rest.
+  const dim3 grid(static_cast<unsigned>(std::min(ceil_div(prm.pixel_groups, int64_t(slots)), d.launch.grid_x)),
                   static_cast<unsigned>(prm.channel_vectors / prm.chunk_vectors));
   const int smem = static_cast<int>(d.launch.smem_bytes);
   const auto s = static_cast<cudaStream_t>(stream);
   const int qt = d.outputs_per_thread;
   if (plan.dtype() == DType::Float16)
-    vector ? launch<__half, 8>(prm, qt, pt, grid, threads, smem, s)
-           : launch<__half, 1>(prm, qt, pt, grid, threads, smem, s);
+    launch_dtype<__half>(prm, vector, shared_x, qt, pt, grid, threads, smem, s);
   else if (plan.dtype() == DType::BFloat16)
-    vector ? launch<__nv_bfloat16, 8>(prm, qt, pt, grid, threads, smem, s)
-           : launch<__nv_bfloat16, 1>(prm, qt, pt, grid, threads, smem, s);
+    launch_dtype<__nv_bfloat16>(prm, vector, shared_x, qt, pt, grid, threads, smem, s);
   else
     throw Error(Status::Internal, "single_channel channels-last: a plan in fp32 reached the 16-bit kernel");
 }

@@ -1,4 +1,5 @@
-// Planner of single_channel's channels-last depthwise kernel (Note [channels-last depthwise]).
+// Planner of single_channel's channels-last kernel (Note [channels-last depthwise]): depthwise layers,
+// channel multipliers and single-channel layers in fp16/bf16.
 #include <algorithm>
 
 #include "../common/host_math.hpp"
@@ -9,14 +10,20 @@ namespace {
 
 constexpr int kVector = 8;                  // 16-bit values in one 16-byte vector
 constexpr int64_t kFilterBytes = 48 << 10;  // the chunk's filters in fp32, without opting in to more
+constexpr int64_t kResidentBlocks = 2;      // blocks of 256 threads an SM holds at 100-128 registers
 
 }  // namespace
 
 std::string channels_last_depthwise_unsupported(const Problem& p, const TensorDesc& x, const TensorDesc& y) {
-  if (x.dtype == DType::Float32) return "fp32 depthwise layers run on the plane streams";
-  if (p.c_per_group() != 1 || p.k_per_group() != 1) return "not one channel and one filter per group";
-  if (x.strides[1] != 1 || y.strides[1] != 1) return "x or y is not channels-last (channel stride 1)";
-  if (p.c % kVector != 0) return "C is not a multiple of 8 (one 16-byte vector of channels)";
+  if (x.dtype == DType::Float32) return "fp32 depthwise and single-channel layers run on the plane streams";
+  if (p.c_per_group() != 1) return "not one input channel per group";
+  // Note [channels-last shared input]: a thread's vector of filters reads its own channels of x
+  // (K/G = 1) or one channel they share (K/G a multiple of 8).
+  if (p.k_per_group() != 1 && p.k_per_group() % kVector != 0)
+    return "K/G is neither 1 nor a multiple of 8 (a 16-byte vector of filters sharing one channel)";
+  // One channel: its stride does not matter.
+  if ((x.strides[1] != 1 && p.c != 1) || y.strides[1] != 1) return "x or y is not channels-last (channel stride 1)";
+  if (p.k % kVector != 0) return "K is not a multiple of 8 (one 16-byte vector of channels)";
   if (p.r * p.s * kVector * 4 > kFilterBytes) return "the filter's taps do not fit shared memory";
   return "";
 }
@@ -24,7 +31,7 @@ std::string channels_last_depthwise_unsupported(const Problem& p, const TensorDe
 ChannelsLastDepthwiseDivision plan_channels_last_depthwise(const Problem& p, const HardwareModel& hw,
                                                            std::vector<std::string>& why) {
   ChannelsLastDepthwiseDivision d;
-  const int64_t vectors = p.c / kVector;
+  const int64_t vectors = p.k / kVector;
   // Up to 8 vectors (64 channels) a block: a pixel's threads then read 128 contiguous bytes; a
   // power of two that divides C / 8, so no thread of a chunk idles, and whose filters fit.
   int chunk = 8;
@@ -50,14 +57,23 @@ ChannelsLastDepthwiseDivision plan_channels_last_depthwise(const Problem& p, con
   d.rows_per_thread = streams && two_row_blocks >= 2 * int64_t(hw.sm_count) ? 2 : 1;
   d.pixel_groups = p.n * ceil_div(p.p(), int64_t(d.rows_per_thread)) * q_groups;
   d.launch.threads = 256;
-  d.launch.grid_x = ceil_div(d.pixel_groups, int64_t(slots));
+  // Note [channels-last grid]: a block loads its chunk's filters, then its threads walk pixel groups
+  // gridDim.x * slots apart. With more than one tap, at most two waves of blocks (two of 256 threads
+  // fit an SM at the kernel's 100-128 registers), so the filter load and a block's start-up latency
+  // are paid a few times an SM. Measured on the H100 (bf16, batch 32 / single-channel batch 1):
+  // single_h1024_m32_k5 102 -> 88 us, mbv2_dw_c144_h56_s1 42.7 -> 39.3 us, c32_h112_s1 31.2 -> 28.0;
+  // 1x1 layers only write y, need every block in flight, and lost (single_h1024_m32_k1 29.6 -> 33.4).
+  const int64_t blocks = ceil_div(d.pixel_groups, int64_t(slots));
+  const int64_t two_waves = std::max<int64_t>(1, 2 * kResidentBlocks * hw.sm_count / (vectors / chunk));
+  d.launch.grid_x = p.r * p.s > 1 ? std::min(blocks, two_waves) : blocks;
   d.launch.grid_y = vectors / chunk;
   d.launch.smem_bytes = p.r * p.s * d.chunk_channels * 4;
-  why.push_back("single_channel channels-last: fp16/bf16 depthwise with channels-last x and y, " +
-                std::to_string(d.chunk_channels) + " channels x " + std::to_string(slots) + " pixel groups of " +
-                std::to_string(d.rows_per_thread) + " x " + std::to_string(d.outputs_per_thread) + " a block, " +
-                std::to_string(d.launch.grid_x * d.launch.grid_y) + " blocks on " + std::to_string(hw.sm_count) +
-                " SMs");
+  why.push_back(std::string("single_channel channels-last: fp16/bf16, one channel per group, ") +
+                (p.k_per_group() == 1 ? "x read as vectors of channels" : "a vector of filters sharing one x value") +
+                ", channels-last y, " + std::to_string(d.chunk_channels) + " channels x " + std::to_string(slots) +
+                " pixel groups of " + std::to_string(d.rows_per_thread) + " x " + std::to_string(d.outputs_per_thread) +
+                " a block, " + std::to_string(d.launch.grid_x * d.launch.grid_y) + " blocks on " +
+                std::to_string(hw.sm_count) + " SMs");
   return d;
 }
 
