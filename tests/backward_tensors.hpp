@@ -111,6 +111,14 @@ inline std::vector<Case> backward_edge_cases() {
   beta.alpha = 0.5f;
   beta.beta = 0.75f;
   v.push_back(beta);
+  // dgrad fills (1x1 at stride 2: three phases no tap reaches) scaling dx by beta: channels-last rows of
+  // 16 channels (16-byte vectors in every dtype) and of 12 (no whole vector in 16-bit dtypes).
+  for (int64_t c : {16, 12}) {
+    Case fill{make(2, c, 9, 8, 8, 1, 1, 0, 2)};
+    fill.alpha = 0.5f;
+    fill.beta = 0.75f;
+    v.push_back(fill);
+  }
   return v;
 }
 

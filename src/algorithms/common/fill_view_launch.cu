@@ -1,13 +1,22 @@
 // A backward pass's fill step (include/mconv/backward.hpp): out = beta * out over a strided view of
 // any dtype, for the dgrad phases that no filter tap reaches (1x1 stride-2 layers' odd rows).
+//
+// Note [fill rows]: the view is walked as rows along its smallest stride (a channels-last view's
+// channels, an NCHW view's columns), a group of threads a row. A row's coordinates come from two
+// fixed-divisor divides per row, not three 64-bit divides per element: with those, the three fills
+// of resnet50's l2_ds dgrad (bf16, batch 32, 12.8 MB each) took 39.5 us apiece on the H100, bound
+// on instructions with DRAM idle, three times the GEMM step beside them. Rows that are contiguous
+// and 16-byte aligned are written a 16-byte vector a thread.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 
 #include "../launch.hpp"
 #include "cuda_check.cuh"
+#include "fast_divmod.cuh"
 #include "storage.cuh"
 
 namespace mconv::detail {
@@ -15,62 +24,106 @@ namespace {
 
 struct FillViewParams {
   void* base;
-  long long total;
-  long long d1, d2, d3;  // dims 1..3 (dim 0 is what remains)
-  long long s0, s1, s2, s3;
+  unsigned rows;             // d0 * d1 * d2 of this launch, below 2^31 (FastDivmod's range)
+  cuda::FastDivmod d2, d1;   // row -> (i0, i1, i2)
+  long long s0, s1, s2, s3;  // element strides, s3 the smallest
+  int row_length;            // d3
+  int lanes;                 // threads of a row (a power of two dividing the block)
   float beta;
 };
 
+/// V: elements a thread writes at once; V > 1 only for contiguous, 16-byte aligned rows.
+template <class T, int V>
+__global__ void __launch_bounds__(256) fill_view_kernel(const FillViewParams prm) {
+  const int lane = threadIdx.x % prm.lanes, rows_per_block = blockDim.x / prm.lanes;
+  for (unsigned row = blockIdx.x * rows_per_block + threadIdx.x / prm.lanes; row < prm.rows;
+       row += gridDim.x * rows_per_block) {
+    unsigned rest, i0, i1, i2;
+    prm.d2.divmod(row, rest, i2);
+    prm.d1.divmod(rest, i0, i1);
+    T* line = static_cast<T*>(prm.base) + i0 * prm.s0 + i1 * prm.s1 + i2 * prm.s2;
+    for (int j = lane * V; j < prm.row_length; j += prm.lanes * V) {
+      if constexpr (V > 1) {
+        static_assert(sizeof(T) * V == 16, "one 16-byte vector");
+        uint4* p = reinterpret_cast<uint4*>(line + j);
+        if (prm.beta == 0.0f) {  // never reads: y may hold NaN or never have been written
+          *p = make_uint4(0, 0, 0, 0);
+        } else {
+          T v[V];
+          const uint4 old = *p;
+          __builtin_memcpy(v, &old, 16);
+#pragma unroll
+          for (int e = 0; e < V; ++e) v[e] = cuda::from_float<T>(prm.beta * cuda::to_float(v[e]));
+          uint4 scaled;
+          __builtin_memcpy(&scaled, v, 16);
+          *p = scaled;
+        }
+      } else {
+        T* p = line + j * prm.s3;
+        *p = cuda::from_float<T>(prm.beta != 0.0f ? prm.beta * cuda::to_float(*p) : 0.0f);
+      }
+    }
+  }
+}
+
 template <class T>
-__global__ void fill_view_kernel(const FillViewParams prm) {
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < prm.total;
-       i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    long long rest = i;
-    const long long i3 = rest % prm.d3;
-    rest /= prm.d3;
-    const long long i2 = rest % prm.d2;
-    rest /= prm.d2;
-    const long long i1 = rest % prm.d1;
-    const long long i0 = rest / prm.d1;
-    T* dst = static_cast<T*>(prm.base) + i0 * prm.s0 + i1 * prm.s1 + i2 * prm.s2 + i3 * prm.s3;
-    *dst = cuda::from_float<T>(prm.beta != 0.0f ? prm.beta * cuda::to_float(*dst) : 0.0f);  // beta = 0 never reads
+void launch(FillViewParams prm, long long d0, long long d1, long long d2, cudaStream_t s) {
+  const long long per_image = d1 * d2;
+  if (per_image >= (1LL << 31))
+    throw Error(Status::Unsupported, "fill: 2^31 or more rows in one slice of the view along its largest stride");
+  constexpr int kVector = 16 / sizeof(T);
+  const bool vector = prm.s3 == 1 && prm.row_length % kVector == 0 && prm.s0 % kVector == 0 && prm.s1 % kVector == 0 &&
+                      prm.s2 % kVector == 0 && reinterpret_cast<uintptr_t>(prm.base) % 16 == 0;
+  const int v = vector ? kVector : 1;
+  const long long units = (prm.row_length + v - 1) / v;
+  prm.lanes = 1;
+  while (prm.lanes < 256 && prm.lanes < units) prm.lanes *= 2;
+  prm.d2 = cuda::FastDivmod(static_cast<unsigned>(d2));
+  prm.d1 = cuda::FastDivmod(static_cast<unsigned>(d1));
+  const int threads = 256, rows_per_block = threads / prm.lanes;
+  // Launches of at most 2^31 - 1 rows (FastDivmod's range), a whole number of d0 slices each.
+  const long long images_per_launch = std::max<long long>(1, ((1LL << 31) - 1) / per_image);
+  for (long long i0 = 0; i0 < d0; i0 += images_per_launch) {
+    FillViewParams part = prm;
+    part.base = static_cast<T*>(prm.base) + i0 * prm.s0;
+    part.rows = static_cast<unsigned>(std::min(images_per_launch, d0 - i0) * per_image);
+    const long long blocks = std::min<long long>((part.rows + rows_per_block - 1) / rows_per_block, 8192);
+    if (vector)
+      fill_view_kernel<T, kVector><<<static_cast<unsigned>(blocks), threads, 0, s>>>(part);
+    else
+      fill_view_kernel<T, 1><<<static_cast<unsigned>(blocks), threads, 0, s>>>(part);
+    MCONV_CUDA_CHECK(cudaGetLastError());
   }
 }
 
 }  // namespace
 
 void fill_view(const TensorDesc& view, void* base, float beta, void* stream) {
-  FillViewParams prm{};
-  prm.base = base;
-  prm.total = view.element_count();
-  if (prm.total == 0) return;
-  // Walk the view with its smallest stride fastest, so that consecutive threads write neighbouring
-  // elements whatever the layout (a channels-last view's channels, an NCHW view's columns).
+  if (view.element_count() == 0) return;
+  // Note [fill rows]: rows along the smallest stride, so that a row's threads write neighbouring
+  // elements whatever the layout.
   std::array<int, 4> order{0, 1, 2, 3};
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return view.strides[a] > view.strides[b]; });
-  prm.d1 = view.dims[order[1]];
-  prm.d2 = view.dims[order[2]];
-  prm.d3 = view.dims[order[3]];
+  FillViewParams prm{};
+  prm.base = base;
   prm.s0 = view.strides[order[0]];
   prm.s1 = view.strides[order[1]];
   prm.s2 = view.strides[order[2]];
   prm.s3 = view.strides[order[3]];
+  prm.row_length = static_cast<int>(view.dims[order[3]]);
   prm.beta = beta;
-  const int threads = 256;
-  const long long blocks = std::min<long long>((prm.total + threads - 1) / threads, 4096);
+  const long long d0 = view.dims[order[0]], d1 = view.dims[order[1]], d2 = view.dims[order[2]];
   auto s = static_cast<cudaStream_t>(stream);
   switch (view.dtype) {
     case DType::Float32:
-      fill_view_kernel<float><<<blocks, threads, 0, s>>>(prm);
-      break;
+      return launch<float>(prm, d0, d1, d2, s);
     case DType::Float16:
-      fill_view_kernel<__half><<<blocks, threads, 0, s>>>(prm);
-      break;
+      return launch<__half>(prm, d0, d1, d2, s);
     case DType::BFloat16:
-      fill_view_kernel<__nv_bfloat16><<<blocks, threads, 0, s>>>(prm);
-      break;
+      return launch<__nv_bfloat16>(prm, d0, d1, d2, s);
+    default:
+      throw Error(Status::Internal, "fill: a dtype the GPU does not store");
   }
-  MCONV_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace mconv::detail
