@@ -136,6 +136,51 @@ TEST_F(BackwardGpu, ChannelsLastHalfStepsTransposedGathersAndClusterSplits) {
         }
 }
 
+// Note [wgmma tensor-map loads]: channels-last fp16/bf16 dgrad steps whose dy has a multiple of 64
+// channels load dy through an im2col map and w as N-major boxes (filters, C, S, R) at each stage's
+// tap: stride 1 and the phases of stride 2, dilation, a 1x1 stride-2 layer (one step and three fills),
+// 7x7 with 16 filters in a 64-wide box, a partial second box (96), late-stage reductions, true
+// convolution (flipped taps) and alpha/beta. Every warpgroup step must take the maps; each case
+// against the double reference.
+TEST_F(BackwardGpu, DgradTensorMapLoads) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 956);
+  std::vector<Case> cases = {{make(4, 64, 10, 9, 128, 3, 3, 1)},     {make(4, 96, 15, 15, 64, 3, 3, 1, 2)},
+                             {make(2, 128, 14, 14, 64, 1, 1, 0, 2)}, {make(2, 32, 12, 12, 64, 3, 3, 2, 1, 2)},
+                             {make(2, 16, 23, 23, 64, 7, 7, 3, 2)},  {make(2, 256, 7, 7, 512, 3, 3, 1)},
+                             {make(2, 64, 9, 11, 192, 3, 5, 1)}};
+  Case conv{make(2, 64, 9, 9, 64, 3, 3, 1)};
+  conv.p.mode = Mode::Convolution;
+  cases.push_back(conv);
+  cases[0].alpha = 0.5f;
+  cases[0].beta = 0.75f;
+  const bool few = std::getenv("MCONV_GPU_TEST_FEW") != nullptr;
+  if (few) cases = {cases[0], cases[1]};
+  // The planner's tiles (small grids take mma.sync tiles, which gather), then every step forced onto
+  // one box of 64 filters a stage, two, and four.
+  const char* tiles[] = {"", "wgmma128x64_s3_tma", "wgmma64x128_s3_tma", "wgmma128x256_s4_tma"};
+  for (const Precision& pr : {kPrecisions[2], kPrecisions[3]})
+    for (Case c : cases)
+      for (const char* tile : tiles) {
+        if (few && tile[0] == 0) continue;
+        c.xl = c.wl = c.yl = Layout::NHWC;
+        c = backward_case(c, Pass::BackwardData);
+        BackwardTensors bt(c, Pass::BackwardData, pr.dtype, g);
+        PlanOptions o;
+        o.math = pr.math;
+        o.tile = tile;
+        auto plan = engine.plan_backward_data(c.p, bt.ad, bt.bd, bt.outd, o);
+        for (const auto& step : plan->plans) {
+          const auto& d = std::get<ImplicitMmaDivision>(step->division());
+          if (tile[0] != 0 || d.tile_name.rfind("wgmma", 0) == 0)
+            EXPECT_TRUE(d.tensor_maps) << c.name() << ": " << step->to_text(0);
+          EXPECT_EQ(d.b_gather, GatherForm::Transposed) << c.name();
+        }
+        EXPECT_LT(run_gpu(engine, c, Pass::BackwardData, pr, g, o), pr.tolerance)
+            << dtype_name(pr.dtype) << " tile " << tile << " " << c.name();
+      }
+}
+
 TEST_F(BackwardGpu, LargeReductionWgradAndDeterministicMode) {
   // A ResNet-like layer whose wgrad reduction (N*P*Q = 6272) is long: split-K with atomics by
   // default, bitwise reproducible with deterministic.

@@ -1,7 +1,7 @@
 // Hopper's tensor memory accelerator with a tensor map (cp.async.bulk.tensor): one thread copies a
 // whole box of a tensor into shared memory, the addresses, the bounds and the swizzle computed by the
 // copy engine, and the bytes are counted on an mbarrier (bulk_copy.cuh). Two modes: tiled (a box of
-// a 2-D view) and im2col (a column of pixels of an NHWC tensor, each pixel a run of channels, walked
+// a 2-D or 4-D view) and im2col (a column of pixels of an NHWC tensor, each pixel a run of channels, walked
 // the way a convolution's output pixels walk their windows; tensor_map.hpp builds both maps).
 // sm_90 and later.
 #pragma once
@@ -44,6 +44,17 @@ __device__ __forceinline__ void tensor_copy_tile(uint32_t smem, const CUtensorMa
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
       "[%4];\n" ::"r"(smem),
       "l"(tensor_map_address(map)), "r"(inner), "r"(outer), "r"(smem_address(bar))
+      : "memory");
+}
+
+/// Copies the box of a 4-D map whose first element is (c0, c1, c2, c3), innermost first, zeros
+/// outside the tensor. Counted on bar.
+__device__ __forceinline__ void tensor_copy_tile_4d(uint32_t smem, const CUtensorMap& map, int c0, int c1, int c2,
+                                                    int c3, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "
+      "%5}], [%6];\n" ::"r"(smem),
+      "l"(tensor_map_address(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_address(bar))
       : "memory");
 }
 

@@ -7,6 +7,7 @@
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -63,20 +64,26 @@ inline CUtensorMap im2col_map(const void* base, CUtensorMapDataType type, const 
   return map;
 }
 
-/// A tiled map over a 2-D view of 16-bit elements (`inner` contiguous, rows `row_stride` elements
-/// apart), boxes of box_inner x box_outer in the 128-byte swizzle, zeros outside the view.
-inline CUtensorMap tiled_map(const void* base, CUtensorMapDataType type, int64_t inner, int64_t outer,
-                             int64_t row_stride, int box_inner, int box_outer) {
+/// A tiled map over a Rank-D view of 16-bit elements (dims innermost first, the first contiguous; the
+/// others `strides` elements apart), boxes of `box` in the 128-byte swizzle, zeros outside the view.
+template <int Rank>
+inline CUtensorMap tiled_map(const void* base, CUtensorMapDataType type, const std::array<int64_t, Rank>& dims,
+                             const std::array<int64_t, Rank - 1>& strides, const std::array<int, Rank>& box) {
   static const auto encode =
       tensor_map_detail::driver_entry<PFN_cuTensorMapEncodeTiled_v12000>("cuTensorMapEncodeTiled");
-  const cuuint64_t dims[2] = {cuuint64_t(inner), cuuint64_t(outer)};
-  const cuuint64_t strides[1] = {cuuint64_t(row_stride) * 2};
-  const cuuint32_t box[2] = {cuuint32_t(box_inner), cuuint32_t(box_outer)}, steps[2] = {1, 1};
+  cuuint64_t global_dims[Rank], global_strides[Rank - 1];
+  cuuint32_t box_dims[Rank], steps[Rank];
+  for (int i = 0; i < Rank; ++i) {
+    global_dims[i] = cuuint64_t(dims[i]);
+    box_dims[i] = cuuint32_t(box[i]);
+    steps[i] = 1;
+    if (i > 0) global_strides[i - 1] = cuuint64_t(strides[i - 1]) * 2;
+  }
   CUtensorMap map;
-  tensor_map_detail::check(
-      encode(&map, type, 2, const_cast<void*>(base), dims, strides, box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
-             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-      "cuTensorMapEncodeTiled");
+  tensor_map_detail::check(encode(&map, type, Rank, const_cast<void*>(base), global_dims, global_strides, box_dims,
+                                  steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                  CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                           "cuTensorMapEncodeTiled");
   return map;
 }
 

@@ -73,6 +73,10 @@
 // wait on it, multiply, and after waiting for their wgmma groups pass a barrier, after which the
 // freed stage is refilled. No thread gathers, and nothing needs the cross-proxy fence: the copies
 // and wgmma both work through the async proxy.
+// A dgrad step's filter (w with dx's channels as its filters, which lie contiguous) is N-major: then
+// the filter tile is block_n / 64 boxes of a 4-D map of w (filters, channels, s, r), each 64 filters x
+// the stage's 64 channels at its tap, landing as the N-major blocks of Note [wgmma shared layout];
+// the tap (r, s) is the row's (dh, dw) over the dilation, flipped for true convolution.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -102,8 +106,10 @@ struct ImplicitMmaParams : ImplicitGemmGeometry {
   int splits;          // Note [mma cluster split]: blocks of one tile's cluster (1: no split)
   int k_tiles_per_split;
   int store_pixels_fastest;  // cluster-split epilogue: consecutive threads on pixels (y.stride_k != 1)
-  // Note [wgmma tensor-map loads]: x as an im2col map (C, W, H, N), w as a tiled map (R*S*C, K).
+  // Note [wgmma tensor-map loads]: x as an im2col map (C, W, H, N), w as a tiled map (R*S*C, K), or
+  // N-major (filters, C, S, R) with the filter's size, dilation and flip to find a stage's tap.
   CUtensorMap image_map, filter_map;
+  int filter_r, filter_s, dil_h, dil_w, flip;
 };
 
 /// The output pixel (n, p, q) of GEMM column m in the plan's pixel order. m < npq < 2^31, so the
@@ -217,8 +223,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
                 "the tile has the element form");
   static_assert((kA != GatherForm::Transposed && kB != GatherForm::Transposed) || EB == 2,
                 "ldmatrix.trans moves 16-bit elements");
-  static_assert(!kTensorMaps || (Tile::kWarpgroup && kA == GatherForm::Vector && kB == GatherForm::Vector && EB == 2),
-                "tensor-map loads: warpgroup tiles, both operands vector, 16-bit");
+  static_assert(!kTensorMaps || (Tile::kWarpgroup && kA == GatherForm::Vector && kB != GatherForm::Element && EB == 2),
+                "tensor-map loads: warpgroup tiles, vector images, vector or N-major filters, 16-bit");
   // Note [mma gather forms]: the image tile's bytes in a stage, then the filter tile's.
   constexpr int kABytes = kA == GatherForm::Transposed && !Tile::kWarpgroup ? BK * Tile::kPitchA : BM * kPitch;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -428,7 +434,16 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
       detail::mbarrier_arrive_expect_bytes(&landed[st], (BM + BN) * wgmma::kRowBytes);
       detail::tensor_copy_im2col(image_row(st, 0), prm.image_map, c0, w0, h0, n0, static_cast<uint16_t>(row.z),
                                  static_cast<uint16_t>(row.y), &landed[st]);
-      detail::tensor_copy_tile(filter_row(st, 0), prm.filter_map, row.w, block_n, &landed[st]);
+      if constexpr (kB == GatherForm::Transposed) {
+        const int tap_r = row.y / prm.dil_h, tap_s = row.z / prm.dil_w;
+        const int fr = prm.flip ? prm.filter_r - 1 - tap_r : tap_r, fs = prm.flip ? prm.filter_s - 1 - tap_s : tap_s;
+#pragma unroll
+        for (int b = 0; b < BN / 64; ++b)
+          detail::tensor_copy_tile_4d(filter_row(st, 0) + b * BK * wgmma::kRowBytes, prm.filter_map, block_n + 64 * b,
+                                      c0, fs, fr, &landed[st]);
+      } else {
+        detail::tensor_copy_tile(filter_row(st, 0), prm.filter_map, row.w, block_n, &landed[st]);
+      }
     };
     // A stage is refilled once every warpgroup has waited for the wgmma groups that read it.
     constexpr int kAheadTma = S - kMmaInFlight;
@@ -437,11 +452,16 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     for (int kt = 0; kt < k_tiles; ++kt) {
       const int st = kt % S;
       detail::mbarrier_wait(&landed[st], (kt / S) & 1);
-      const uint64_t da = wgmma::descriptor(image_row(st, wg * 64)), db = wgmma::descriptor(filter_row(st, 0));
+      // Note [wgmma shared layout]: a k-step is 32 bytes on in K-major filters, 16 rows on in N-major ones.
+      constexpr bool kNMajorB = kB == GatherForm::Transposed;
+      constexpr int kStepB = kNMajorB ? 16 * wgmma::kRowBytes / 16 : 2;
+      const uint64_t da = wgmma::descriptor(image_row(st, wg * 64));
+      const uint64_t db =
+          kNMajorB ? wgmma::descriptor(filter_row(st, 0), BK * wgmma::kRowBytes) : wgmma::descriptor(filter_row(st, 0));
       wgmma::pin(d);
       wgmma::fence();
 #pragma unroll
-      for (int ks = 0; ks < RB / 32; ++ks) wgmma::mma_async<T, BN, false, false>(d, da + 2 * ks, db + 2 * ks);
+      for (int ks = 0; ks < RB / 32; ++ks) wgmma::mma_async<T, BN, false, kNMajorB>(d, da + 2 * ks, db + kStepB * ks);
       wgmma::commit();
       wgmma::wait<kMmaInFlight>();
       wgmma::pin(d);

@@ -24,8 +24,8 @@ struct Forms {
 
 /// Whether the instance has a tensor-map form (Note [wgmma tensor-map loads]).
 template <class Tile, class Math, class F>
-constexpr bool kHasTensorMaps =
-    Tile::kWarpgroup&& Math::kBytes == 2 && F::kA == GatherForm::Vector&& F::kB == GatherForm::Vector;
+constexpr bool kHasTensorMaps = Tile::kWarpgroup&& Math::kBytes == 2 && F::kA == GatherForm::Vector &&
+                                (F::kB == GatherForm::Vector || F::kB == GatherForm::Transposed);
 
 template <class Tile, class Math, class F, bool kTensorMaps>
 void launch(const ImplicitMmaParams& prm, dim3 grid, cudaStream_t stream) {
@@ -112,8 +112,10 @@ void set_attributes(int tile, GatherForm a, GatherForm b, int splits, bool tenso
 
 /// Note [wgmma tensor-map loads]: x (C, W, H, N) as im2col columns of block_m pixels, 64 channels
 /// each, window origins walking the output pixels in order; w as K rows of R*S*C, boxes of 64 rows x
-/// block_n filters. Both in wgmma's 128-byte swizzle, zeros outside the tensors.
-void set_tensor_maps(ImplicitMmaParams& prm, const Plan& plan, const MmaTileShape& t, const void* x, const void* w) {
+/// block_n filters, or N-major as (filters, C, S, R), boxes of 64 filters x 64 channels at one tap.
+/// All in wgmma's 128-byte swizzle, zeros outside the tensors.
+void set_tensor_maps(ImplicitMmaParams& prm, const Plan& plan, const MmaTileShape& t, GatherForm b, const void* x,
+                     const void* w) {
   const Problem& p = plan.problem();
   const auto type =
       plan.dtype() == DType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
@@ -134,7 +136,18 @@ void set_tensor_maps(ImplicitMmaParams& prm, const Plan& plan, const MmaTileShap
   s.channels = cuda::wgmma::kRowBytes / 2;
   s.pixels = t.block_m;
   prm.image_map = cuda::im2col_map(x, type, s);
-  prm.filter_map = cuda::tiled_map(w, type, p.r * p.s * p.c, p.k, prm.w_sk, cuda::wgmma::kRowBytes / 2, t.block_n);
+  constexpr int kBox = cuda::wgmma::kRowBytes / 2;  // 64 elements: one 128-byte swizzled row
+  if (b == GatherForm::Transposed) {
+    const auto& ws = plan.w_desc().strides;  // (filter, channel, r, s); the filters contiguous
+    prm.filter_map = cuda::tiled_map<4>(w, type, {p.k, p.c, p.s, p.r}, {ws[1], ws[3], ws[2]}, {kBox, kBox, 1, 1});
+    prm.filter_r = static_cast<int>(p.r);
+    prm.filter_s = static_cast<int>(p.s);
+    prm.dil_h = static_cast<int>(p.dil_h);
+    prm.dil_w = static_cast<int>(p.dil_w);
+    prm.flip = p.mode == Mode::Convolution;
+  } else {
+    prm.filter_map = cuda::tiled_map<2>(w, type, {p.r * p.s * p.c, p.k}, {prm.w_sk}, {kBox, t.block_n});
+  }
 }
 
 }  // namespace
@@ -183,7 +196,7 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   // Note [wgmma tensor-map loads]: the copy engine needs 16-byte aligned tensors, which the vector
   // forms kept above already are.
   const bool tensor_maps = keep && d.tensor_maps;
-  if (tensor_maps) set_tensor_maps(prm, plan, t, x, w);
+  if (tensor_maps) set_tensor_maps(prm, plan, t, b, x, w);
   const int k_tiles = static_cast<int>(ceil_div(plan.rows(), t.row_bytes / esz));
   dim3 grid = cuda::grid_of(d.launch);
   grid.x = static_cast<unsigned>(ceil_div(prm.npq, t.block_m));

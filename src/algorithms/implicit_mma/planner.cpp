@@ -83,13 +83,20 @@ GatherForms choose_gather_forms(const Problem& p, const TensorDesc& x, const Ten
 // The tile must also be a warpgroup one.
 std::string tensor_map_refusal(const Problem& p, const TensorDesc& x, const TensorDesc& w, bool rsc,
                                const GatherForms& forms) {
-  if (forms.a != GatherForm::Vector || forms.b != GatherForm::Vector)
-    return "x and w are not both channels-last (the vector gather)";
+  // Note [wgmma tensor-map loads]: vector images; filters K-major (KRSC) or N-major (a dgrad step's w,
+  // the filters contiguous).
+  if (forms.a != GatherForm::Vector || forms.b == GatherForm::Element)
+    return "x is not channels-last or w has neither its channels nor its filters contiguous";
   if (dtype_size(x.dtype) != 2) return "tensor-map loads take fp16/bf16 (TF32 stages are rounded by the threads)";
   if (p.groups != 1) return "groups > 1";
   if (!rsc || p.c % 64 != 0) return "C = " + std::to_string(p.c) + " is not a multiple of 64";
-  if (w.strides[1] != 1 || w.strides[3] != p.c || w.strides[2] != p.s * p.c || w.strides[0] % 8 != 0)
+  if (forms.b == GatherForm::Vector &&
+      (w.strides[1] != 1 || w.strides[3] != p.c || w.strides[2] != p.s * p.c || w.strides[0] % 8 != 0))
     return "w is not KRSC with each filter's R*S*C contiguous";
+  // N-major boxes: the copy engine steps the other axes in 16-byte units.
+  if (forms.b == GatherForm::Transposed &&
+      (w.strides[0] != 1 || w.strides[1] % 8 != 0 || w.strides[2] % 8 != 0 || w.strides[3] % 8 != 0))
+    return "w's filters are not contiguous with its other strides whole 16-byte steps";
   if (p.stride_h > 8 || p.stride_w > 8) return "stride above 8";
   if (p.dil_h * (p.r - 1) > 255 || p.dil_w * (p.s - 1) > 255)
     return "a filter tap more than 255 pixels from its origin";
