@@ -181,6 +181,62 @@ TEST_F(BackwardGpu, DgradTensorMapLoads) {
       }
 }
 
+// Note [wgmma tensor-map loads]: channels-last fp16/bf16 wgrad steps whose layer has a multiple of
+// 64 channels load x as im2col columns over dy's pixels at the block's tap and dy as boxes of pixels x
+// filters: stride 1 and 2, a 1x1 stride-2 layer, dilation, a non-square filter, a partial filter box
+// (K = 192), alpha/beta. On the planner's tiles, then forced onto 64- and 128-column tiles (refused,
+// with a reason, where C is no multiple of the tile's columns) and a forced cluster split; each
+// against the double reference.
+TEST_F(BackwardGpu, WgradTensorMapLoads) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 957);
+  std::vector<Case> cases = {{make(4, 64, 10, 9, 64, 3, 3, 1)},       {make(2, 128, 15, 15, 64, 3, 3, 1, 2)},
+                             {make(2, 128, 14, 14, 128, 1, 1, 0, 2)}, {make(2, 64, 12, 12, 64, 3, 3, 2, 1, 2)},
+                             {make(2, 256, 7, 7, 192, 3, 3, 1)},      {make(2, 128, 9, 11, 64, 3, 5, 1)}};
+  cases[0].alpha = 0.5f;
+  cases[0].beta = 0.75f;
+  const bool few = std::getenv("MCONV_GPU_TEST_FEW") != nullptr;
+  if (few) cases = {cases[0], cases[1]};
+  struct Forced {
+    const char* tile;
+    int split;
+  };
+  const Forced forced[] = {{"", 0}, {"wgmma64x128_s3_tma", 0}, {"wgmma128x128_s3_tma", 0}, {"wgmma64x128_s4_tma", 4}};
+  for (const Precision& pr : {kPrecisions[2], kPrecisions[3]})
+    for (Case c : cases)
+      for (const Forced& f : forced) {
+        if (few && f.tile[0] == 0) continue;
+        c.xl = c.wl = c.yl = Layout::NHWC;
+        c = backward_case(c, Pass::BackwardFilter);
+        BackwardTensors bt(c, Pass::BackwardFilter, pr.dtype, g);
+        PlanOptions o;
+        o.math = pr.math;
+        o.tile = f.tile;
+        o.split_k = f.split;
+        const bool whole_tiles =
+            f.tile[0] == 0 || c.p.c % (std::string(f.tile).rfind("wgmma64", 0) == 0 ? 64 : 128) == 0;
+        if (!whole_tiles) {
+          try {
+            engine.plan_backward_filter(c.p, bt.ad, bt.bd, bt.outd, o);
+            ADD_FAILURE() << f.tile << " on " << c.name() << ": C is no multiple of the tile's columns";
+          } catch (const Error& e) {
+            EXPECT_EQ(e.status(), Status::Unsupported) << e.what();
+            EXPECT_NE(std::string(e.what()).find("not a multiple of the tile's"), std::string::npos) << e.what();
+          }
+          continue;
+        }
+        auto plan = engine.plan_backward_filter(c.p, bt.ad, bt.bd, bt.outd, o);
+        for (const auto& step : plan->plans) {
+          const auto& d = std::get<ImplicitMmaDivision>(step->division());
+          if (f.tile[0] != 0 || (d.tile_name.rfind("wgmma", 0) == 0 && c.p.c % d.block_m == 0))
+            EXPECT_TRUE(d.tensor_maps) << c.name() << ": " << step->to_text(0);
+          EXPECT_EQ(d.a_gather, GatherForm::Transposed) << c.name();
+        }
+        EXPECT_LT(run_gpu(engine, c, Pass::BackwardFilter, pr, g, o), pr.tolerance)
+            << dtype_name(pr.dtype) << " tile " << f.tile << " split " << f.split << " " << c.name();
+      }
+}
+
 TEST_F(BackwardGpu, LargeReductionWgradAndDeterministicMode) {
   // A ResNet-like layer whose wgrad reduction (N*P*Q = 6272) is long: split-K with atomics by
   // default, bitwise reproducible with deterministic.

@@ -53,6 +53,8 @@ struct TextOf {
     os << "division  tile " << d.tile_name << " (" << d.block_m << " pixels x " << d.block_n << " filters x "
        << d.block_k << " rows per stage, " << d.stages << " stages), " << d.k_tiles << " row tiles, "
        << (!d.tensor_maps ? "gather " + std::string(gather_form_name(d.a_gather)) + "/" + gather_form_name(d.b_gather)
+           : d.a_gather == GatherForm::Transposed
+               ? std::string("loads x M-major im2col tensor map, w N-major tiled tensor map")
            : d.b_gather == GatherForm::Transposed ? std::string("loads x im2col tensor map, w N-major tiled tensor map")
                                                   : std::string("loads x im2col tensor map, w tiled tensor map"))
        << (d.images_fastest ? ", images fastest" : "") << ", cluster split " << d.cluster_split << "\n";

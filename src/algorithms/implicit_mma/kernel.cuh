@@ -76,7 +76,11 @@
 // A dgrad step's filter (w with dx's channels as its filters, which lie contiguous) is N-major: then
 // the filter tile is block_n / 64 boxes of a 4-D map of w (filters, channels, s, r), each 64 filters x
 // the stage's 64 channels at its tap, landing as the N-major blocks of Note [wgmma shared layout];
-// the tap (r, s) is the row's (dh, dw) over the dilation, flipped for true convolution.
+// the tap (r, s) is the row's (dh, dw) over the dilation, flipped for true convolution. A wgrad step
+// (both operands transposed: x with its channels as the GEMM's M, dy with its filters as N, the
+// reduction over dy's pixels) loads x as block_m / 64 im2col columns of the stage's 64 pixels, 64
+// channels each at the block's tap, and dy as block_n / 64 boxes of its pixels x filters, landing as
+// the M- and N-major blocks; a block's columns must then be one tap (C a multiple of block_m).
 #pragma once
 
 #include <cooperative_groups.h>
@@ -107,7 +111,9 @@ struct ImplicitMmaParams : ImplicitGemmGeometry {
   int k_tiles_per_split;
   int store_pixels_fastest;  // cluster-split epilogue: consecutive threads on pixels (y.stride_k != 1)
   // Note [wgmma tensor-map loads]: x as an im2col map (C, W, H, N), w as a tiled map (R*S*C, K), or
-  // N-major (filters, C, S, R) with the filter's size, dilation and flip to find a stage's tap.
+  // N-major (filters, C, S, R) with the filter's size, dilation and flip to find a stage's tap; a
+  // wgrad step's x as an im2col map of the forward layer and dy as (K, N*P*Q), filter_r * filter_s
+  // being P*Q.
   CUtensorMap image_map, filter_map;
   int filter_r, filter_s, dil_h, dil_w, flip;
 };
@@ -223,8 +229,11 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
                 "the tile has the element form");
   static_assert((kA != GatherForm::Transposed && kB != GatherForm::Transposed) || EB == 2,
                 "ldmatrix.trans moves 16-bit elements");
-  static_assert(!kTensorMaps || (Tile::kWarpgroup && kA == GatherForm::Vector && kB != GatherForm::Element && EB == 2),
-                "tensor-map loads: warpgroup tiles, vector images, vector or N-major filters, 16-bit");
+  static_assert(!kTensorMaps || (Tile::kWarpgroup && EB == 2 &&
+                                 ((kA == GatherForm::Vector && kB != GatherForm::Element) ||
+                                  (kA == GatherForm::Transposed && kB == GatherForm::Transposed))),
+                "tensor-map loads: warpgroup tiles, 16-bit, vector images (vector or N-major filters) or both "
+                "transposed");
   // Note [mma gather forms]: the image tile's bytes in a stage, then the filter tile's.
   constexpr int kABytes = kA == GatherForm::Transposed && !Tile::kWarpgroup ? BK * Tile::kPitchA : BM * kPitch;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -409,6 +418,28 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   // wgmma group stays in flight across the next iteration's barrier, and its stage is kept back.
   constexpr int kMmaInFlight = Tile::kWarpgroup && S >= 4 ? 1 : 0;
   const int wm = warp % Tile::kWarpsM, wn = warp / Tile::kWarpsM;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  // Note [wgmma shared layout]: warpgroup wg's wgmma steps over stage st, one commit group. A k-step
+  // is 32 bytes on in a K-major operand, 16 rows of 128 bytes on in an M- or N-major one (the
+  // descriptor counts 16-byte units). An M-major image stage holds warpgroup wg's 64 pixels as its
+  // block wg.
+  auto multiply_stage = [&](auto& d, int st, int wg) {
+    constexpr bool kMMajorA = kA == GatherForm::Transposed, kNMajorB = kB == GatherForm::Transposed;
+    constexpr int kStepMN = 16 * wgmma::kRowBytes / 16;
+    constexpr int kStepA = kMMajorA ? kStepMN : 2, kStepB = kNMajorB ? kStepMN : 2;
+    constexpr uint32_t kBlockBytes = BK * wgmma::kRowBytes;  // one block of 64 pixels or filters
+    const uint64_t da = kMMajorA ? wgmma::descriptor(image_row(st, 0) + wg * kBlockBytes, kBlockBytes)
+                                 : wgmma::descriptor(image_row(st, wg * 64));
+    const uint64_t db =
+        kNMajorB ? wgmma::descriptor(filter_row(st, 0), kBlockBytes) : wgmma::descriptor(filter_row(st, 0));
+    wgmma::pin(d);
+    wgmma::fence();
+#pragma unroll
+    for (int ks = 0; ks < RB / 32; ++ks)
+      wgmma::mma_async<T, BN, kMMajorA, kNMajorB>(d, da + kStepA * ks, db + kStepB * ks);
+    wgmma::commit();
+  };
+#endif
   if constexpr (kTensorMaps) {
     // Note [wgmma tensor-map loads].
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -430,8 +461,27 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     auto issue = [&](int kt) {
       const int st = kt % S;
       const int4 row = __ldg(prm.table + k_first + kt * BK);
-      const int c0 = row.x - static_cast<int>(row.y * prm.x_sh + row.z * prm.x_sw);
       detail::mbarrier_arrive_expect_bytes(&landed[st], (BM + BN) * wgmma::kRowBytes);
+      constexpr uint32_t kBlockBytes = BK * wgmma::kRowBytes;  // one M- or N-major block of 64
+      if constexpr (kA == GatherForm::Transposed) {
+        // A wgrad step: the stage's rows are 64 consecutive dy pixels (n, p, q); the block's columns
+        // are 64-channel runs of x at one tap (r, s), the block's first output pixel (n0 = the
+        // channel, p0 = r, q0 = s). x is an im2col column over those pixels' windows (their origin
+        // from the row's tap displacement, less the padding), dy a plain 2-D box of them.
+        const int k0 = k_first + kt * BK;
+        const int image = k0 / (prm.filter_r * prm.filter_s);
+        const auto tap_h = static_cast<uint16_t>(p0 * prm.stride_h), tap_w = static_cast<uint16_t>(q0 * prm.stride_w);
+#pragma unroll
+        for (int b = 0; b < BM / 64; ++b)
+          detail::tensor_copy_im2col(image_row(st, 0) + b * kBlockBytes, prm.image_map, n0 + 64 * b, row.z - prm.pad_w,
+                                     row.y - prm.pad_h, image, tap_w, tap_h, &landed[st]);
+#pragma unroll
+        for (int b = 0; b < BN / 64; ++b)
+          detail::tensor_copy_tile(filter_row(st, 0) + b * kBlockBytes, prm.filter_map, block_n + 64 * b, k0,
+                                   &landed[st]);
+        return;
+      }
+      const int c0 = row.x - static_cast<int>(row.y * prm.x_sh + row.z * prm.x_sw);
       detail::tensor_copy_im2col(image_row(st, 0), prm.image_map, c0, w0, h0, n0, static_cast<uint16_t>(row.z),
                                  static_cast<uint16_t>(row.y), &landed[st]);
       if constexpr (kB == GatherForm::Transposed) {
@@ -439,8 +489,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
         const int fr = prm.flip ? prm.filter_r - 1 - tap_r : tap_r, fs = prm.flip ? prm.filter_s - 1 - tap_s : tap_s;
 #pragma unroll
         for (int b = 0; b < BN / 64; ++b)
-          detail::tensor_copy_tile_4d(filter_row(st, 0) + b * BK * wgmma::kRowBytes, prm.filter_map, block_n + 64 * b,
-                                      c0, fs, fr, &landed[st]);
+          detail::tensor_copy_tile_4d(filter_row(st, 0) + b * kBlockBytes, prm.filter_map, block_n + 64 * b, c0, fs, fr,
+                                      &landed[st]);
       } else {
         detail::tensor_copy_tile(filter_row(st, 0), prm.filter_map, row.w, block_n, &landed[st]);
       }
@@ -452,17 +502,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     for (int kt = 0; kt < k_tiles; ++kt) {
       const int st = kt % S;
       detail::mbarrier_wait(&landed[st], (kt / S) & 1);
-      // Note [wgmma shared layout]: a k-step is 32 bytes on in K-major filters, 16 rows on in N-major ones.
-      constexpr bool kNMajorB = kB == GatherForm::Transposed;
-      constexpr int kStepB = kNMajorB ? 16 * wgmma::kRowBytes / 16 : 2;
-      const uint64_t da = wgmma::descriptor(image_row(st, wg * 64));
-      const uint64_t db =
-          kNMajorB ? wgmma::descriptor(filter_row(st, 0), BK * wgmma::kRowBytes) : wgmma::descriptor(filter_row(st, 0));
-      wgmma::pin(d);
-      wgmma::fence();
-#pragma unroll
-      for (int ks = 0; ks < RB / 32; ++ks) wgmma::mma_async<T, BN, false, kNMajorB>(d, da + 2 * ks, db + kStepB * ks);
-      wgmma::commit();
+      multiply_stage(d, st, wg);
       wgmma::wait<kMmaInFlight>();
       wgmma::pin(d);
       if (kt + kAheadTma < k_tiles) {
@@ -537,23 +577,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
         wgmma::fence_shared_for_async();
         __syncthreads();  // stage kt landed for all; stage kt-1-kMmaInFlight is no longer read
         const int st = kt % S;
-        // Note [wgmma shared layout]: a k-step is 32 bytes on in a K-major operand, 16 rows of 128 bytes
-        // on in an M- or N-major one (the descriptor counts 16-byte units). An M-major image stage holds
-        // warpgroup wg's 64 pixels as its block wg.
-        constexpr bool kMMajorA = kA == GatherForm::Transposed, kNMajorB = kB == GatherForm::Transposed;
-        constexpr int kStepMN = 16 * wgmma::kRowBytes / 16;
-        constexpr int kStepA = kMMajorA ? kStepMN : 2, kStepB = kNMajorB ? kStepMN : 2;
-        constexpr uint32_t kBlockBytes = BK * wgmma::kRowBytes;  // one block of 64 pixels or filters
-        const uint64_t da = kMMajorA ? wgmma::descriptor(image_row(st, 0) + wg * kBlockBytes, kBlockBytes)
-                                     : wgmma::descriptor(image_row(st, wg * 64));
-        const uint64_t db =
-            kNMajorB ? wgmma::descriptor(filter_row(st, 0), kBlockBytes) : wgmma::descriptor(filter_row(st, 0));
-        wgmma::pin(d);
-        wgmma::fence();
-#pragma unroll
-        for (int ks = 0; ks < RB / 32; ++ks)
-          wgmma::mma_async<T, BN, kMMajorA, kNMajorB>(d, da + kStepA * ks, db + kStepB * ks);
-        wgmma::commit();
+        multiply_stage(d, st, wg);
         load_ahead(kt);
         wgmma::wait<kMmaInFlight>();
         wgmma::pin(d);

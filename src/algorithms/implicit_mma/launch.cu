@@ -24,8 +24,9 @@ struct Forms {
 
 /// Whether the instance has a tensor-map form (Note [wgmma tensor-map loads]).
 template <class Tile, class Math, class F>
-constexpr bool kHasTensorMaps = Tile::kWarpgroup&& Math::kBytes == 2 && F::kA == GatherForm::Vector &&
-                                (F::kB == GatherForm::Vector || F::kB == GatherForm::Transposed);
+constexpr bool kHasTensorMaps = Tile::kWarpgroup&& Math::kBytes == 2 &&
+                                ((F::kA == GatherForm::Vector && F::kB != GatherForm::Element) ||
+                                 (F::kA == GatherForm::Transposed && F::kB == GatherForm::Transposed));
 
 template <class Tile, class Math, class F, bool kTensorMaps>
 void launch(const ImplicitMmaParams& prm, dim3 grid, cudaStream_t stream) {
@@ -114,11 +115,41 @@ void set_attributes(int tile, GatherForm a, GatherForm b, int splits, bool tenso
 /// each, window origins walking the output pixels in order; w as K rows of R*S*C, boxes of 64 rows x
 /// block_n filters, or N-major as (filters, C, S, R), boxes of 64 filters x 64 channels at one tap.
 /// All in wgmma's 128-byte swizzle, zeros outside the tensors.
-void set_tensor_maps(ImplicitMmaParams& prm, const Plan& plan, const MmaTileShape& t, GatherForm b, const void* x,
-                     const void* w) {
+void set_tensor_maps(ImplicitMmaParams& prm, const Plan& plan, const MmaTileShape& t, GatherForm a, GatherForm b,
+                     const void* x, const void* w) {
   const Problem& p = plan.problem();
   const auto type =
       plan.dtype() == DType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  constexpr int kBox = cuda::wgmma::kRowBytes / 2;  // 64 elements: one 128-byte swizzled row
+  if (a == GatherForm::Transposed) {
+    // A wgrad step (src/plan/backward.cpp): its images are x's channels (contiguous), its channels
+    // x's images, its filter dy (K x N x P x Q, the filters contiguous), its stride the layer's
+    // dilation and its dilation the layer's stride. x is mapped as the layer's input, walked over
+    // dy's pixels: the window origins run with the layer's stride over P x Q outputs.
+    const auto& xs = plan.x_desc().strides;
+    cuda::Im2colShape s{};
+    s.n = p.c;
+    s.h = p.h;
+    s.w = p.w;
+    s.c = p.n;
+    s.stride_n = xs[1];
+    s.stride_h = xs[2];
+    s.stride_w = xs[3];
+    s.lower_h = static_cast<int>(-p.pad_h);
+    s.lower_w = static_cast<int>(-p.pad_w);
+    s.upper_h = static_cast<int>((p.r - 1) * p.dil_h - p.pad_h - (p.h - 1));
+    s.upper_w = static_cast<int>((p.s - 1) * p.dil_w - p.pad_w - (p.w - 1));
+    s.step_h = static_cast<int>(p.dil_h);
+    s.step_w = static_cast<int>(p.dil_w);
+    s.channels = kBox;
+    s.pixels = t.row_bytes / 2;
+    prm.image_map = cuda::im2col_map(x, type, s);
+    const auto& ws = plan.w_desc().strides;  // (filter, channel, p, q); rows (n, p, q) packed
+    prm.filter_map = cuda::tiled_map<2>(w, type, {p.k, p.c * p.r * p.s}, {ws[3]}, {kBox, kBox});
+    prm.filter_r = static_cast<int>(p.r);
+    prm.filter_s = static_cast<int>(p.s);
+    return;
+  }
   cuda::Im2colShape s{};
   s.n = p.n;
   s.h = p.h;
@@ -136,7 +167,6 @@ void set_tensor_maps(ImplicitMmaParams& prm, const Plan& plan, const MmaTileShap
   s.channels = cuda::wgmma::kRowBytes / 2;
   s.pixels = t.block_m;
   prm.image_map = cuda::im2col_map(x, type, s);
-  constexpr int kBox = cuda::wgmma::kRowBytes / 2;  // 64 elements: one 128-byte swizzled row
   if (b == GatherForm::Transposed) {
     const auto& ws = plan.w_desc().strides;  // (filter, channel, r, s); the filters contiguous
     prm.filter_map = cuda::tiled_map<4>(w, type, {p.k, p.c, p.s, p.r}, {ws[1], ws[3], ws[2]}, {kBox, kBox, 1, 1});
@@ -196,7 +226,7 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   // Note [wgmma tensor-map loads]: the copy engine needs 16-byte aligned tensors, which the vector
   // forms kept above already are.
   const bool tensor_maps = keep && d.tensor_maps;
-  if (tensor_maps) set_tensor_maps(prm, plan, t, b, x, w);
+  if (tensor_maps) set_tensor_maps(prm, plan, t, a, b, x, w);
   const int k_tiles = static_cast<int>(ceil_div(plan.rows(), t.row_bytes / esz));
   dim3 grid = cuda::grid_of(d.launch);
   grid.x = static_cast<unsigned>(ceil_div(prm.npq, t.block_m));

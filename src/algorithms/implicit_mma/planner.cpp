@@ -83,12 +83,30 @@ GatherForms choose_gather_forms(const Problem& p, const TensorDesc& x, const Ten
 // The tile must also be a warpgroup one.
 std::string tensor_map_refusal(const Problem& p, const TensorDesc& x, const TensorDesc& w, bool rsc,
                                const GatherForms& forms) {
-  // Note [wgmma tensor-map loads]: vector images; filters K-major (KRSC) or N-major (a dgrad step's w,
-  // the filters contiguous).
-  if (forms.a != GatherForm::Vector || forms.b == GatherForm::Element)
-    return "x is not channels-last or w has neither its channels nor its filters contiguous";
+  // Note [wgmma tensor-map loads]: vector images with filters K-major (KRSC) or N-major (a dgrad
+  // step's w, the filters contiguous); or both transposed (a wgrad step).
   if (dtype_size(x.dtype) != 2) return "tensor-map loads take fp16/bf16 (TF32 stages are rounded by the threads)";
   if (p.groups != 1) return "groups > 1";
+  if (forms.a == GatherForm::Transposed && forms.b == GatherForm::Transposed) {
+    // The step's images are the layer's channels, its channels the layer's images, its taps dy's
+    // pixels (src/plan/backward.cpp); the maps walk the layer's geometry.
+    const auto &xs = x.strides, &ws = w.strides;
+    if (rsc || p.n % 64 != 0) return "the layer's C = " + std::to_string(p.n) + " is not a multiple of 64";
+    if (xs[0] != 1 || xs[1] % 8 != 0 || xs[2] % 8 != 0 || xs[3] % 8 != 0)
+      return "x is not channels-last with its other strides whole 16-byte steps";
+    if (ws[0] != 1 || ws[3] % 8 != 0 || ws[2] != p.s * ws[3] || ws[1] != p.r * ws[2])
+      return "dy is not channels-last with its pixels packed";
+    if (p.dil_h > 8 || p.dil_w > 8) return "the layer's stride is above 8";
+    if ((p.p() - 1) * p.stride_h > 255 || (p.q() - 1) * p.stride_w > 255)
+      return "a filter tap more than 255 pixels from its origin";
+    const int64_t upper_h = (p.r - 1) * p.dil_h - p.pad_h - (p.h - 1);
+    const int64_t upper_w = (p.s - 1) * p.dil_w - p.pad_w - (p.w - 1);
+    for (int64_t corner : {-p.pad_h, -p.pad_w, upper_h, upper_w})
+      if (corner < -128 || corner > 127) return "window origins beyond 128 pixels outside x";
+    return "";
+  }
+  if (forms.a != GatherForm::Vector || forms.b == GatherForm::Element)
+    return "x is not channels-last or w has neither its channels nor its filters contiguous";
   if (!rsc || p.c % 64 != 0) return "C = " + std::to_string(p.c) + " is not a multiple of 64";
   if (forms.b == GatherForm::Vector &&
       (w.strides[1] != 1 || w.strides[3] != p.c || w.strides[2] != p.s * p.c || w.strides[0] % 8 != 0))
@@ -270,7 +288,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
                                       int forced_split, std::vector<std::string>& why) {
   const GatherForms forms = choose_gather_forms(p, x, w, rows_order_rsc);
   // Note [wgmma tensor-map loads]: what keeps the copy engine from loading the stages, tiles aside.
-  const std::string no_tensor_maps = tensor_map_refusal(p, x, w, rows_order_rsc, forms);
+  std::string no_tensor_maps = tensor_map_refusal(p, x, w, rows_order_rsc, forms);
   // Element filters and transposed images come only with tiles that have the element form.
   const bool vector_tile = forms.a == GatherForm::Vector && forms.b != GatherForm::Element;
   int tile;
@@ -314,6 +332,10 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   d.images_fastest = forms.a == GatherForm::Transposed;
   why.push_back(forms.why);
   // Note [wgmma tensor-map loads]: the copy engine feeds only the warpgroup tiles.
+  // A wgrad step's block must cover one tap: its columns are 64-channel runs of x at that tap.
+  if (no_tensor_maps.empty() && forms.a == GatherForm::Transposed && p.n % t.block_m != 0)
+    no_tensor_maps = "the layer's C = " + std::to_string(p.n) + " is not a multiple of the tile's " +
+                     std::to_string(t.block_m) + " columns";
   if (forced_tensor_maps && !no_tensor_maps.empty())
     throw Error(Status::Unsupported,
                 "tile: " + forced_tile + " loads through tensor maps, which this layer cannot: " + no_tensor_maps);
