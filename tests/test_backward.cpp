@@ -172,6 +172,37 @@ TEST(Backward, HalfStepsGatherTransposedOperandsAndSplitWgradByCluster) {
   EXPECT_THROW(Plan::build(p, x, w, y, HardwareModel::reference_h100(), o), Error);
 }
 
+// Note [wgmma tensor-map loads] and Note [mma cluster split]: bf16 channels-last wgrad steps load
+// through tensor maps where the layer's C is whole tiles of columns; where 128x64 tiles make a third
+// of a wave they run unsplit, with fewer the cluster split fills the SMs.
+TEST(Backward, WgradStepsOnTensorMapsSplitOnlySmallGrids) {
+  PlanOptions o;
+  o.target = Target::Cuda;
+  auto wgrad_step = [&](const Problem& p) {
+    const TensorDesc x = p.x_desc(Layout::NHWC, DType::BFloat16), dy = p.y_desc(Layout::NHWC, DType::BFloat16),
+                     dw = p.w_desc(Layout::NHWC, DType::BFloat16);
+    const ForwardStep s = decompose_backward_filter(p, x, dy, dw).steps.at(0);
+    const Plan plan = Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o);
+    return std::get<ImplicitMmaDivision>(plan.division());
+  };
+  // 14x14 3x3 with 256 channels (72 tiles of 128x64) and 7x7 1x1 into 2048 filters (128 tiles).
+  for (const Problem& p : {make(32, 256, 14, 14, 256, 3, 3, 1), make(32, 512, 7, 7, 2048, 1, 1)}) {
+    const ImplicitMmaDivision d = wgrad_step(p);
+    EXPECT_EQ(d.tile_name, "wgmma128x64_s3") << p.to_string();
+    EXPECT_TRUE(d.tensor_maps) << p.to_string();
+    EXPECT_EQ(d.cluster_split, 1) << p.to_string();
+  }
+  // 14x14 1x1 with 256 channels into 1024 filters: 32 such tiles, split.
+  const ImplicitMmaDivision split = wgrad_step(make(32, 256, 14, 14, 1024, 1, 1));
+  EXPECT_TRUE(split.tensor_maps);
+  EXPECT_GT(split.cluster_split, 1);
+  // C = 64: tensor maps on 64-column tiles only, the 56x56 layer's few tiles split.
+  const ImplicitMmaDivision c64 = wgrad_step(make(32, 64, 56, 56, 64, 3, 3, 1));
+  EXPECT_EQ(c64.block_m, 64);
+  EXPECT_TRUE(c64.tensor_maps);
+  EXPECT_GT(c64.cluster_split, 1);
+}
+
 TEST(Backward, DeterministicWgradIsBitwiseReproducible) {
   Engine engine(Target::Cpu);
   const Problem p = make(4, 16, 12, 12, 8, 3, 3, 1);

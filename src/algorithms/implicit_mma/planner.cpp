@@ -215,7 +215,7 @@ int choose_element_tile(const Problem& p, const HardwareModel& hw, bool warpgrou
 // the SMs once (at most 16 blocks, Hopper's non-portable cluster, which the launcher lowers to 8
 // where the device cannot schedule it; at least 4 row tiles a slice). Measured on the H100 (bf16
 // resnet50 wgrad, 56x56 layers with 1-9 tiles): 16 slices ran them in half the time of 8.
-int choose_cluster_split(int64_t blocks, int k_tiles, const HardwareModel& hw, int forced,
+int choose_cluster_split(int64_t blocks, int k_tiles, bool wgrad_tensor_maps, const HardwareModel& hw, int forced,
                          std::vector<std::string>& why) {
   if (forced > 0) {
     if (forced > kMaxClusterSplit)
@@ -228,7 +228,10 @@ int choose_cluster_split(int64_t blocks, int k_tiles, const HardwareModel& hw, i
     return forced;
   }
   const int sms = std::max(hw.sm_count, 1);
-  if (hw.cc_major < 9 || blocks * 2 > sms) return 1;
+  // A wgrad step loading through tensor maps runs a grid of a third of a wave or more unsplit (resnet50
+  // bf16, stage 4's 1x1 layers: 64 blocks of 128x128 split 3 ways 48.7 us, unsplit 22.4). Forward
+  // grids keep the rule above (multi_channel's batch-1 layers split 2-16 ways).
+  if (hw.cc_major < 9 || blocks * 2 > sms || (wgrad_tensor_maps && blocks * 3 >= sms)) return 1;
   const int64_t fill = ceil_div(int64_t(sms), blocks);
   const int split = static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(fill, k_tiles / 4), 1, kMaxClusterSplit));
   if (split > 1)
@@ -245,9 +248,21 @@ int choose_cluster_split(int64_t blocks, int k_tiles, const HardwareModel& hw, i
 // wgrad): 128x128 tiles split 4-9 ways beat split 64x64 ones by 10-25% on stage 3-4 layers of 128
 // or fewer 64x64 tiles, and lost 2x where 64x64 tiles already filled the SMs (stage 4's 1x1 layers).
 int choose_split_tile(const Problem& p, const HardwareModel& hw, int64_t rows, int esz, bool warpgroup,
-                      std::vector<std::string>& why) {
+                      bool tensor_maps, std::vector<std::string>& why) {
   const int64_t cols = p.n * p.p() * p.q(), kg = p.k_per_group();
   const int sms = std::max(hw.sm_count, 1);
+  // With tensor-map loads, 128x64 tiles each taking their whole reduction, where they make a third of
+  // a wave, beat larger tiles split 8-9 ways (resnet50 bf16 wgrad, stages 3-4: 71-81 us -> 51-53 on
+  // the 3x3 and the 14x14 1x1 layers of 64-72 such tiles; stage 4's 1x1 layers 22 -> 17 us); with
+  // fewer (32 and below) the split still won (stage 3's 1x1b: 41 us split, 53 unsplit). The wgrad
+  // step's columns are x's channels at one tap, so C must be whole 128-column tiles.
+  if (warpgroup && tensor_maps && p.n % 128 == 0 &&
+      ceil_div(cols, int64_t(128)) * ceil_div(kg, int64_t(64)) * 3 >= sms) {
+    const int tile = find_mma_tile("wgmma128x64_s3");
+    why.push_back("tile wgmma128x64_s3: " + std::to_string(ceil_div(cols, int64_t(128)) * ceil_div(kg, int64_t(64))) +
+                  " tiles, a third of a wave or more, unsplit (measured best for such wgrad steps on the H100)");
+    return tile;
+  }
   const int last = last_candidate(warpgroup);
   const MmaTileShape& smallest = kMmaTileCatalog[last];
   if (ceil_div(cols, smallest.block_m) * ceil_div(kg, smallest.block_n) * p.groups >= sms)
@@ -315,7 +330,8 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     const bool warpgroup = wgmma_device(hw);
     const bool both_transposed = forms.a == GatherForm::Transposed && forms.b == GatherForm::Transposed;
     tile = vector_tile  ? choose_vector_tile(p, hw, rows, warpgroup, no_tensor_maps.empty(), why)
-           : split_pick ? choose_split_tile(p, hw, rows, dtype_size(x.dtype), warpgroup && both_transposed, why)
+           : split_pick ? choose_split_tile(p, hw, rows, dtype_size(x.dtype), warpgroup && both_transposed,
+                                            no_tensor_maps.empty(), why)
                         : choose_element_tile(p, hw, false, why);
   }
   const MmaTileShape& t = kMmaTileCatalog[tile];
@@ -352,8 +368,8 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
                   " form: calls run the element form on " + kMmaTileCatalog[kElementFallbackTile].name());
   d.launch.grid_x = ceil_div(p.n * p.p() * p.q(), t.block_m);
   d.launch.grid_y = ceil_div(p.k_per_group(), t.block_n);
-  d.cluster_split =
-      choose_cluster_split(d.launch.grid_x * d.launch.grid_y * p.groups, d.k_tiles, hw, forced_split, why);
+  d.cluster_split = choose_cluster_split(d.launch.grid_x * d.launch.grid_y * p.groups, d.k_tiles,
+                                         d.tensor_maps && d.a_gather == GatherForm::Transposed, hw, forced_split, why);
   d.launch.grid_z = p.groups * d.cluster_split;
   d.launch.threads = t.threads;
   d.launch.smem_bytes = t.smem_bytes;
