@@ -172,6 +172,36 @@ TEST(Backward, HalfStepsGatherTransposedOperandsAndSplitWgradByCluster) {
   EXPECT_THROW(Plan::build(p, x, w, y, HardwareModel::reference_h100(), o), Error);
 }
 
+// Note [wgmma tensor-map loads]: bf16 channels-last dgrad steps load through tensor maps (dy as an
+// im2col column, w as N-major boxes) where dy has a multiple of 64 channels, every phase step of a
+// stride-2 layer included; with 48 they gather, and say why.
+TEST(Backward, DgradStepsLoadThroughTensorMapsWhereDyHas64Channels) {
+  PlanOptions o;
+  o.target = Target::Cuda;
+  auto dgrad_steps = [&](const Problem& p) {
+    const TensorDesc dx = p.x_desc(Layout::NHWC, DType::BFloat16), dy = p.y_desc(Layout::NHWC, DType::BFloat16),
+                     w = p.w_desc(Layout::NHWC, DType::BFloat16);
+    std::vector<Plan> plans;
+    for (const ForwardStep& s : decompose_backward_data(p, dy, w, dx).steps)
+      plans.push_back(Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o));
+    return plans;
+  };
+  for (const Problem& p : {make(32, 512, 7, 7, 512, 3, 3, 1), make(32, 256, 28, 28, 256, 3, 3, 1, 2)}) {
+    const std::vector<Plan> plans = dgrad_steps(p);
+    EXPECT_EQ(plans.size(), p.stride_h == 2 ? 4u : 1u) << p.to_string();
+    for (const Plan& plan : plans) {
+      const auto& d = std::get<ImplicitMmaDivision>(plan.division());
+      EXPECT_TRUE(d.tensor_maps) << plan.to_text(0);
+      EXPECT_EQ(d.b_gather, GatherForm::Transposed);
+      EXPECT_NE(plan.to_text(0).find("w N-major tiled tensor map"), std::string::npos) << plan.to_text(0);
+    }
+  }
+  for (const Plan& plan : dgrad_steps(make(32, 64, 28, 28, 48, 3, 3, 1))) {
+    EXPECT_FALSE(std::get<ImplicitMmaDivision>(plan.division()).tensor_maps);
+    EXPECT_NE(plan.to_text(0).find("C = 48 is not a multiple of 64"), std::string::npos) << plan.to_text(0);
+  }
+}
+
 // Note [wgmma tensor-map loads] and Note [mma cluster split]: bf16 channels-last wgrad steps load
 // through tensor maps where the layer's C is whole tiles of columns; where 128x64 tiles make a third
 // of a wave they run unsplit, with fewer the cluster split fills the SMs.
