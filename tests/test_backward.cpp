@@ -175,17 +175,22 @@ TEST(Backward, HalfStepsGatherTransposedOperandsAndSplitWgradByCluster) {
 // Note [wgmma tensor-map loads]: bf16 channels-last dgrad steps load through tensor maps (dy as an
 // im2col column, w as N-major boxes) where dy has a multiple of 64 channels, every phase step of a
 // stride-2 layer included; with 48 they gather, and say why.
-TEST(Backward, DgradStepsLoadThroughTensorMapsWhereDyHas64Channels) {
+// The plans of a bf16 channels-last backward pass's steps on the reference H100.
+std::vector<Plan> bf16_step_plans(Pass pass, const Problem& p) {
+  const TensorDesc x = p.x_desc(Layout::NHWC, DType::BFloat16), y = p.y_desc(Layout::NHWC, DType::BFloat16),
+                   w = p.w_desc(Layout::NHWC, DType::BFloat16);
   PlanOptions o;
   o.target = Target::Cuda;
-  auto dgrad_steps = [&](const Problem& p) {
-    const TensorDesc dx = p.x_desc(Layout::NHWC, DType::BFloat16), dy = p.y_desc(Layout::NHWC, DType::BFloat16),
-                     w = p.w_desc(Layout::NHWC, DType::BFloat16);
-    std::vector<Plan> plans;
-    for (const ForwardStep& s : decompose_backward_data(p, dy, w, dx).steps)
-      plans.push_back(Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o));
-    return plans;
-  };
+  const BackwardDecomposition d =
+      pass == Pass::BackwardData ? decompose_backward_data(p, y, w, x) : decompose_backward_filter(p, x, y, w);
+  std::vector<Plan> plans;
+  for (const ForwardStep& s : d.steps)
+    plans.push_back(Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o));
+  return plans;
+}
+
+TEST(Backward, DgradStepsLoadThroughTensorMapsWhereDyHas64Channels) {
+  auto dgrad_steps = [](const Problem& p) { return bf16_step_plans(Pass::BackwardData, p); };
   for (const Problem& p : {make(32, 512, 7, 7, 512, 3, 3, 1), make(32, 256, 28, 28, 256, 3, 3, 1, 2)}) {
     const std::vector<Plan> plans = dgrad_steps(p);
     EXPECT_EQ(plans.size(), p.stride_h == 2 ? 4u : 1u) << p.to_string();
@@ -206,14 +211,8 @@ TEST(Backward, DgradStepsLoadThroughTensorMapsWhereDyHas64Channels) {
 // through tensor maps where the layer's C is whole tiles of columns; where 128x64 tiles make a third
 // of a wave they run unsplit, with fewer the cluster split fills the SMs.
 TEST(Backward, WgradStepsOnTensorMapsSplitOnlySmallGrids) {
-  PlanOptions o;
-  o.target = Target::Cuda;
-  auto wgrad_step = [&](const Problem& p) {
-    const TensorDesc x = p.x_desc(Layout::NHWC, DType::BFloat16), dy = p.y_desc(Layout::NHWC, DType::BFloat16),
-                     dw = p.w_desc(Layout::NHWC, DType::BFloat16);
-    const ForwardStep s = decompose_backward_filter(p, x, dy, dw).steps.at(0);
-    const Plan plan = Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o);
-    return std::get<ImplicitMmaDivision>(plan.division());
+  auto wgrad_step = [](const Problem& p) {
+    return std::get<ImplicitMmaDivision>(bf16_step_plans(Pass::BackwardFilter, p).at(0).division());
   };
   // 14x14 3x3 with 256 channels (72 tiles of 128x64) and 7x7 1x1 into 2048 filters (128 tiles).
   for (const Problem& p : {make(32, 256, 14, 14, 256, 3, 3, 1), make(32, 512, 7, 7, 2048, 1, 1)}) {

@@ -81,6 +81,22 @@ GatherForms choose_gather_forms(const Problem& p, const TensorDesc& x, const Ten
 // and the channel taken from the offset table's row) and the filter stage one box of w viewed as
 // K rows of R*S*C. The limits are the copy engine's for 4-D im2col maps.
 // The tile must also be a warpgroup one.
+// The copy engine's limits on a 4-D im2col walk: a traversal step of at most 8, tap offsets of at
+// most 255 pixels, and a bounding box whose corners lie within 128 pixels of x. The walk's windows
+// start at -pad and step `step` over `outputs` positions of an axis of `extent` pixels.
+struct Im2colWalk {
+  int64_t step_h, step_w, max_tap_h, max_tap_w, pad_h, pad_w, outputs_h, outputs_w, h, w;
+};
+std::string im2col_walk_refusal(const Im2colWalk& k) {
+  if (k.step_h > 8 || k.step_w > 8) return "stride above 8";
+  if (k.max_tap_h > 255 || k.max_tap_w > 255) return "a filter tap more than 255 pixels from its origin";
+  const int64_t upper_h = (k.outputs_h - 1) * k.step_h - k.pad_h - (k.h - 1);
+  const int64_t upper_w = (k.outputs_w - 1) * k.step_w - k.pad_w - (k.w - 1);
+  for (int64_t corner : {-k.pad_h, -k.pad_w, upper_h, upper_w})
+    if (corner < -128 || corner > 127) return "window origins beyond 128 pixels outside x";
+  return "";
+}
+
 std::string tensor_map_refusal(const Problem& p, const TensorDesc& x, const TensorDesc& w, bool rsc,
                                const GatherForms& forms) {
   // Note [wgmma tensor-map loads]: vector images with filters K-major (KRSC) or N-major (a dgrad
@@ -96,14 +112,10 @@ std::string tensor_map_refusal(const Problem& p, const TensorDesc& x, const Tens
       return "x is not channels-last with its other strides whole 16-byte steps";
     if (ws[0] != 1 || ws[3] % 8 != 0 || ws[2] != p.s * ws[3] || ws[1] != p.r * ws[2])
       return "dy is not channels-last with its pixels packed";
-    if (p.dil_h > 8 || p.dil_w > 8) return "the layer's stride is above 8";
-    if ((p.p() - 1) * p.stride_h > 255 || (p.q() - 1) * p.stride_w > 255)
-      return "a filter tap more than 255 pixels from its origin";
-    const int64_t upper_h = (p.r - 1) * p.dil_h - p.pad_h - (p.h - 1);
-    const int64_t upper_w = (p.s - 1) * p.dil_w - p.pad_w - (p.w - 1);
-    for (int64_t corner : {-p.pad_h, -p.pad_w, upper_h, upper_w})
-      if (corner < -128 || corner > 127) return "window origins beyond 128 pixels outside x";
-    return "";
+    // The layer's stride is the step's dilation, its taps the step's output pixels (times the step's
+    // stride), its outputs the step's taps.
+    return im2col_walk_refusal(
+        {p.dil_h, p.dil_w, (p.p() - 1) * p.stride_h, (p.q() - 1) * p.stride_w, p.pad_h, p.pad_w, p.r, p.s, p.h, p.w});
   }
   if (forms.a != GatherForm::Vector || forms.b == GatherForm::Element)
     return "x is not channels-last or w has neither its channels nor its filters contiguous";
@@ -115,14 +127,8 @@ std::string tensor_map_refusal(const Problem& p, const TensorDesc& x, const Tens
   if (forms.b == GatherForm::Transposed &&
       (w.strides[0] != 1 || w.strides[1] % 8 != 0 || w.strides[2] % 8 != 0 || w.strides[3] % 8 != 0))
     return "w's filters are not contiguous with its other strides whole 16-byte steps";
-  if (p.stride_h > 8 || p.stride_w > 8) return "stride above 8";
-  if (p.dil_h * (p.r - 1) > 255 || p.dil_w * (p.s - 1) > 255)
-    return "a filter tap more than 255 pixels from its origin";
-  const int64_t upper_h = (p.p() - 1) * p.stride_h - p.pad_h - (p.h - 1);
-  const int64_t upper_w = (p.q() - 1) * p.stride_w - p.pad_w - (p.w - 1);
-  for (int64_t corner : {-p.pad_h, -p.pad_w, upper_h, upper_w})
-    if (corner < -128 || corner > 127) return "window origins beyond 128 pixels outside x";
-  return "";
+  return im2col_walk_refusal(
+      {p.stride_h, p.stride_w, p.dil_h * (p.r - 1), p.dil_w * (p.s - 1), p.pad_h, p.pad_w, p.p(), p.q(), p.h, p.w});
 }
 
 // Measured on the H100 (bf16, NHWC, resnet50 and vgg16 at batch 32, every layer forced to each tile,
