@@ -12,7 +12,9 @@
 #   scripts/gpu_run.sh bench [suite..]  every suite against cuDNN (default: the five of the benchmark
 #                                       and efficientnet_dw5, convnext_dw7), plots; PRECISIONS (default
 #                                       "fp32:NCHW") lists dtype:layout pairs, each suite runs in each;
-#                                       PASS=dgrad|wgrad benchmarks a backward pass instead
+#                                       PASS=dgrad|wgrad benchmarks a backward pass instead;
+#                                       BENCH_ARGS adds mconv bench options, NAME_SUFFIX to the files'
+#                                       names (BENCH_ARGS=--deterministic NAME_SUFFIX=_deterministic)
 # Logs and results go to $OUT (packed into results-<part>[-$TAG].tar.gz); a summary is printed last.
 set -u
 cd "$(dirname "$0")/.."
@@ -41,11 +43,11 @@ if [ "$part" = check ]; then
   fi
   say "== compute-sanitizer"
   want memcheck && MCONV_GPU_TEST_FEW=1 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 3 "$B/mconv_gpu_tests" \
-    --gtest_filter='*RandomProblems*:*EdgeCasesFloat*:*HostPointers*:*SplitK*:*DirectBlock*:*SingleChannel*:*StrideFixed*:*Graph*:TensorCores.*:BackwardGpu.EdgeCases*:BackwardGpu.ChannelsLast*:BackwardGpu.Dgrad*' \
+    --gtest_filter='*RandomProblems*:*EdgeCasesFloat*:*HostPointers*:*SplitK*:*DirectBlock*:*SingleChannel*:*StrideFixed*:*Graph*:TensorCores.*:BackwardGpu.EdgeCases*:BackwardGpu.ChannelsLast*:BackwardGpu.Dgrad*:BackwardGpu.Wgrad*' \
     > "$LOG/memcheck.log" 2>&1
   want memcheck && say "memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$LOG/memcheck.log" | tail -1)"
   want racecheck && MCONV_GPU_TEST_FEW=1 MCONV_GPU_TEST_RANDOM=3 timeout "${RACECHECK_TIMEOUT:-320}" compute-sanitizer --tool racecheck --error-exitcode 3 \
-    "$B/mconv_gpu_tests" --gtest_filter="${RACECHECK_FILTER:-*EdgeCasesExactEveryTile*:*SplitK*:*DirectBlockEdge*:*SingleChannel*:*StrideFixed*:TensorCores.VectorAndElement*:TensorCores.Warpgroup*:TensorCores.TensorMap*:TensorCores.ClusterSplits*:BackwardGpu.ChannelsLast*:BackwardGpu.Dgrad*:TensorCores.ChannelsLast*:TensorCores.LargeReduction*:BackwardGpu.LargeReduction*}" \
+    "$B/mconv_gpu_tests" --gtest_filter="${RACECHECK_FILTER:-*EdgeCasesExactEveryTile*:*SplitK*:*DirectBlockEdge*:*SingleChannel*:*StrideFixed*:TensorCores.VectorAndElement*:TensorCores.Warpgroup*:TensorCores.TensorMap*:TensorCores.ClusterSplits*:BackwardGpu.ChannelsLast*:BackwardGpu.Dgrad*:TensorCores.ChannelsLast*:TensorCores.LargeReduction*:BackwardGpu.LargeReduction*:BackwardGpu.Wgrad*}" \
     > "$LOG/racecheck.log" 2>&1
   want racecheck && say "racecheck exit $?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$LOG/racecheck.log" | tail -1)"
   want initcheck && MCONV_GPU_TEST_FEW=1 MCONV_GPU_TEST_RANDOM=3 timeout 200 compute-sanitizer --tool initcheck --error-exitcode 3 \
@@ -107,10 +109,11 @@ else
     [ "$layout" != NCHW ] && tag="_$layout"
     [ "$dtype" != fp32 ] && tag="${tag}_$dtype"
     [ "${PASS:-fwd}" != fwd ] && tag="${tag}_$PASS"
+    tag="${tag}${NAME_SUFFIX:-}"
     for s in "${suites[@]}"; do
       say "== bench $s $dtype $layout ${PASS:-fwd}"
       timeout "${SUITE_TIMEOUT:-150}" "$B/mconv" bench --suite "bench/suites/$s.csv" --vs cudnn --dtype "$dtype" \
-        --layout "$layout" --pass "${PASS:-fwd}" --out "$LOG/$s$tag" > "$LOG/$s$tag.txt" 2> "$LOG/$s$tag.err"
+        --layout "$layout" --pass "${PASS:-fwd}" ${BENCH_ARGS:-} --out "$LOG/$s$tag" > "$LOG/$s$tag.txt" 2> "$LOG/$s$tag.err"
       say "exit $? $(tail -1 "$LOG/$s$tag.txt")"
     done
   done

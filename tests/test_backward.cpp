@@ -133,30 +133,46 @@ TEST(Backward, WgradIsOneStepForEveryGroupCount) {
 
 // The tensor-core plans of the steps (planned for the reference H100, no GPU needed): channels-last
 // bf16 dgrad gathers dy as vectors of channels and the filter, contiguous in C, transposed; wgrad
-// gathers both operands transposed and splits its few tiles' long reduction among a cluster.
-TEST(Backward, HalfStepsGatherTransposedOperandsAndSplitWgradByCluster) {
+// gathers both operands transposed and splits its few tiles' long reduction: into groups adding
+// with atomics, each a cluster (Note [mma atomic slices]), or in a deterministic plan a cluster alone.
+TEST(Backward, HalfStepsGatherTransposedOperandsAndSplitWgrad) {
   const Problem p = make(32, 64, 56, 56, 64, 3, 3, 1);
   const TensorDesc x = p.x_desc(Layout::NHWC, DType::BFloat16), w = p.w_desc(Layout::NHWC, DType::BFloat16),
                    y = p.y_desc(Layout::NHWC, DType::BFloat16);
   PlanOptions o;
   o.target = Target::Cuda;
-  auto step_division = [&](const ForwardStep& s) {
+  auto step_division = [&](const ForwardStep& s, bool deterministic) {
+    o.deterministic = deterministic;
     const Plan plan = Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o);
     EXPECT_EQ(plan.algorithm(), Algorithm::ImplicitMma);
-    EXPECT_TRUE(plan.deterministic());  // the cluster sums in rank order
-    return std::get<ImplicitMmaDivision>(plan.division());
+    const auto d = std::get<ImplicitMmaDivision>(plan.division());
+    EXPECT_EQ(plan.deterministic(), d.atomic_slices == 1);
+    if (deterministic) EXPECT_TRUE(plan.deterministic());  // the cluster sums in rank order
+    o.deterministic = false;
+    return d;
   };
-  const ImplicitMmaDivision dgrad = step_division(decompose_backward_data(p, y, w, x).steps.at(0));
+  const ImplicitMmaDivision dgrad = step_division(decompose_backward_data(p, y, w, x).steps.at(0), false);
   EXPECT_EQ(dgrad.a_gather, GatherForm::Vector);
   EXPECT_EQ(dgrad.b_gather, GatherForm::Transposed);
   EXPECT_FALSE(dgrad.images_fastest);
   EXPECT_EQ(dgrad.cluster_split, 1);  // 32*56*56 pixels fill the SMs
-  const ImplicitMmaDivision wgrad = step_division(decompose_backward_filter(p, x, y, w).steps.at(0));
+  const ForwardStep wgrad_step = decompose_backward_filter(p, x, y, w).steps.at(0);
+  const ImplicitMmaDivision wgrad = step_division(wgrad_step, false);
   EXPECT_EQ(wgrad.a_gather, GatherForm::Transposed);
   EXPECT_EQ(wgrad.b_gather, GatherForm::Transposed);
   EXPECT_TRUE(wgrad.images_fastest);
-  EXPECT_EQ(wgrad.cluster_split, 15);  // 9 tiles of 64x64 over 3136 row tiles: 135 blocks for 132 SMs
-  EXPECT_EQ(wgrad.launch.grid_z, 15);
+  // 9 tiles (64x128, three an SM): one resident wave holds 44 slices of each, taken as 8 groups
+  // adding into dw of 4-block clusters (32); dw is first set to beta*dw.
+  EXPECT_EQ(wgrad.block_m, 64);
+  EXPECT_EQ(wgrad.atomic_slices, 8);
+  EXPECT_EQ(wgrad.cluster_split, 4);
+  EXPECT_EQ(wgrad.launch.grid_z, 32);
+  EXPECT_GT(wgrad.prepass_blocks, 0);
+  // Deterministic: a cluster alone, 15 blocks (135 for 132 SMs).
+  const ImplicitMmaDivision ordered = step_division(wgrad_step, true);
+  EXPECT_EQ(ordered.atomic_slices, 1);
+  EXPECT_EQ(ordered.cluster_split, 15);
+  EXPECT_EQ(ordered.launch.grid_z, 15);
   // fp32 in TF32 math has no transposed form (ldmatrix.trans moves 16-bit elements).
   o.math = MathMode::TF32;
   const Plan tf32 = Plan::build(p, p.x_desc(Layout::NHWC), p.w_desc(Layout::NHWC), p.y_desc(Layout::NHWC),
@@ -170,6 +186,20 @@ TEST(Backward, HalfStepsGatherTransposedOperandsAndSplitWgradByCluster) {
   o.math = MathMode::Exact;
   o.split_k = 17;
   EXPECT_THROW(Plan::build(p, x, w, y, HardwareModel::reference_h100(), o), Error);
+  // The wgrad step's forced slices: groups of a cluster where they factor (12 = 6 x 2); 17 is
+  // neither a cluster (at most 16) nor whole groups of one (at most 8): a clear error.
+  o.split_k = 12;
+  const ImplicitMmaDivision twelve = step_division(wgrad_step, false);
+  EXPECT_EQ(twelve.atomic_slices, 6);
+  EXPECT_EQ(twelve.cluster_split, 2);
+  o.split_k = 17;
+  try {
+    step_division(wgrad_step, false);
+    ADD_FAILURE() << "17 slices planned";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::BadParam);
+    EXPECT_NE(std::string(e.what()).find("not 17 slices"), std::string::npos) << e.what();
+  }
 }
 
 // Note [wgmma tensor-map loads]: bf16 channels-last dgrad steps load through tensor maps (dy as an
@@ -207,10 +237,11 @@ TEST(Backward, DgradStepsLoadThroughTensorMapsWhereDyHas64Channels) {
   }
 }
 
-// Note [wgmma tensor-map loads] and Note [mma cluster split]: bf16 channels-last wgrad steps load
-// through tensor maps where the layer's C is whole tiles of columns; where 128x64 tiles make a third
-// of a wave they run unsplit, with fewer the cluster split fills the SMs.
-TEST(Backward, WgradStepsOnTensorMapsSplitOnlySmallGrids) {
+// Note [wgmma tensor-map loads], Note [mma cluster split] and Note [mma atomic slices]: bf16
+// channels-last wgrad steps load through tensor maps where the layer's C is whole tiles of columns;
+// where 128x64 tiles make a third of a wave they run on those without a cluster, with fewer a
+// cluster split joins the groups adding into dw.
+TEST(Backward, WgradStepsOnTensorMapsAndTheirSplits) {
   auto wgrad_step = [](const Problem& p) {
     return std::get<ImplicitMmaDivision>(bf16_step_plans(Pass::BackwardFilter, p).at(0).division());
   };
@@ -220,11 +251,13 @@ TEST(Backward, WgradStepsOnTensorMapsSplitOnlySmallGrids) {
     EXPECT_EQ(d.tile_name, "wgmma128x64_s3") << p.to_string();
     EXPECT_TRUE(d.tensor_maps) << p.to_string();
     EXPECT_EQ(d.cluster_split, 1) << p.to_string();
+    // Note [mma atomic slices]: groups adding into dw fill one wave of three blocks an SM (396).
+    EXPECT_EQ(d.atomic_slices, p.k == 256 ? 5 : 3) << p.to_string();
   }
-  // 14x14 1x1 with 256 channels into 1024 filters: 32 such tiles, split.
+  // 14x14 1x1 with 256 channels into 1024 filters: 32 such tiles, split into 8 groups.
   const ImplicitMmaDivision split = wgrad_step(make(32, 256, 14, 14, 1024, 1, 1));
   EXPECT_TRUE(split.tensor_maps);
-  EXPECT_GT(split.cluster_split, 1);
+  EXPECT_EQ(split.atomic_slices, 8);
   // C = 64: tensor maps on 64-column tiles only, the 56x56 layer's few tiles split.
   const ImplicitMmaDivision c64 = wgrad_step(make(32, 64, 56, 56, 64, 3, 3, 1));
   EXPECT_EQ(c64.block_m, 64);

@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdlib>
+#include <utility>
 
 #include "backward_tensors.hpp"
 
@@ -91,8 +92,8 @@ TEST_F(BackwardGpu, RandomCases) {
 
 // Note [mma gather forms]: channels-last fp16/bf16 steps gather the filter (dgrad) or both operands
 // (wgrad) transposed, element by element what has three channels; wgrad splits tiles among a
-// cluster. Strides, dilation, groups, partial tiles, alpha/beta, and every forced split, each
-// against the double reference.
+// cluster and groups adding with atomics (a cluster only in deterministic plans). Strides, dilation,
+// groups, partial tiles, alpha/beta, and every forced split, each against the double reference.
 TEST_F(BackwardGpu, ChannelsLastHalfStepsTransposedGathersAndClusterSplits) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 954);
@@ -111,10 +112,14 @@ TEST_F(BackwardGpu, ChannelsLastHalfStepsTransposedGathersAndClusterSplits) {
   for (const Precision& pr : {kPrecisions[2], kPrecisions[3]})
     for (const Case& c0 : cases)
       for (Pass pass : {Pass::BackwardData, Pass::BackwardFilter})
-        for (int split : {0, 1, 3, 16}) {
+        for (auto [split, deterministic] :
+             {std::pair{0, false}, {1, false}, {3, false}, {16, false}, {3, true}, {16, true}}) {
+          // Without a deterministic plan wgrad's forced slices are groups adding with atomics (Note
+          // [mma atomic slices]); with one, and for dgrad, a cluster summing in rank order.
           const Case c = backward_case(c0, pass);
           PlanOptions o;
           o.split_k = split;
+          o.deterministic = deterministic;
           o.math = pr.math;
           if (split == 0) {  // the planner's forms: what the test is for
             BackwardTensors bt(c, pass, pr.dtype, g);
@@ -132,7 +137,8 @@ TEST_F(BackwardGpu, ChannelsLastHalfStepsTransposedGathersAndClusterSplits) {
             EXPECT_EQ(d.b_gather, want_b) << pass_name(pass) << " " << c.name();
           }
           EXPECT_LT(run_gpu(engine, c, pass, pr, g, o), pr.tolerance)
-              << pass_name(pass) << " " << dtype_name(pr.dtype) << " split " << split << " " << c.name();
+              << pass_name(pass) << " " << dtype_name(pr.dtype) << " split " << split
+              << (deterministic ? " deterministic " : " ") << c.name();
         }
 }
 

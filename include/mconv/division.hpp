@@ -64,7 +64,11 @@ struct ImplicitMmaDivision {
   /// Row slices of one tile, one block each, summed in rank order through the thread-block
   /// cluster's distributed shared memory (Note [mma cluster split]): no workspace, no atomics.
   int cluster_split = 1;
-  LaunchShape launch;  ///< with cluster_split slices (grid_z = groups * cluster_split)
+  /// Groups of cluster_split blocks a tile, each over its own rows, adding their sums into y with
+  /// atomics after a pre-pass y = beta*y + bias (Note [mma atomic slices]); 1 in deterministic plans.
+  int atomic_slices = 1;
+  int prepass_blocks = 0;  ///< blocks of that pre-pass (0 without atomic slices)
+  LaunchShape launch;      ///< grid_z = groups * atomic_slices * cluster_split
 };
 
 /// direct_block (src/algorithms/direct_block): one of its thread-group shapes.

@@ -43,6 +43,6 @@ void fill_view(const TensorDesc& view, void* base, float beta, void* stream);
 
 /// Split-K's first pass, y = beta*y + bias, so that slices can add alpha * partial sums; `blocks`
 /// from the division (common/split_k.hpp).
-void output_prepass(const Plan& plan, int blocks, float* y, const Epilogue& e, void* stream);
+void output_prepass(const Plan& plan, int blocks, void* y, const Epilogue& e, void* stream);
 
 }  // namespace mconv::detail

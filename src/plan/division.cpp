@@ -20,7 +20,8 @@ struct NameOf {
   }
   std::string operator()(const ImplicitMmaDivision& d) const {
     return d.tile_name + (d.tensor_maps ? "_tma" : "") +
-           (d.cluster_split > 1 ? "_cs" + std::to_string(d.cluster_split) : "");
+           (d.cluster_split > 1 ? "_cs" + std::to_string(d.cluster_split) : "") +
+           (d.atomic_slices > 1 ? "_as" + std::to_string(d.atomic_slices) : "");
   }
   std::string operator()(const DirectBlockDivision& d) const { return d.shape_name; }
   std::string operator()(const SingleChannelDivision& d) const {
@@ -57,7 +58,10 @@ struct TextOf {
                ? std::string("loads x M-major im2col tensor map, w N-major tiled tensor map")
            : d.b_gather == GatherForm::Transposed ? std::string("loads x im2col tensor map, w N-major tiled tensor map")
                                                   : std::string("loads x im2col tensor map, w tiled tensor map"))
-       << (d.images_fastest ? ", images fastest" : "") << ", cluster split " << d.cluster_split << "\n";
+       << (d.images_fastest ? ", images fastest" : "") << ", cluster split " << d.cluster_split;
+    if (d.atomic_slices > 1)
+      os << ", " << d.atomic_slices << " atomic slices (y pre-pass on " << d.prepass_blocks << " blocks)";
+    os << "\n";
     return os.str() + launch_text(d.launch);
   }
   std::string operator()(const DirectBlockDivision& d) const {

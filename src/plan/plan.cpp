@@ -132,11 +132,13 @@ Plan Plan::geometry(const Problem& pr, const TensorDesc& x, const TensorDesc& w,
 int Plan::split_k() const {
   if (const auto* d = std::get_if<ImplicitPrecompDivision>(&division_)) return d->split_k;
   if (const auto* d = std::get_if<StrideFixedDivision>(&division_)) return d->splits;
+  if (const auto* d = std::get_if<ImplicitMmaDivision>(&division_)) return d->cluster_split * d->atomic_slices;
   return 1;
 }
 
 bool Plan::deterministic() const {
   if (const auto* d = std::get_if<ImplicitPrecompDivision>(&division_)) return d->split_k == 1 || d->ordered_split;
+  if (const auto* d = std::get_if<ImplicitMmaDivision>(&division_)) return d->atomic_slices == 1;
   return split_k() == 1;
 }
 

@@ -19,6 +19,13 @@
 namespace mconv::tools {
 namespace {
 
+// " sk<n>" where the plan splits its reduction and its division's name does not already say how
+// (implicit_mma's names carry _cs<n> and _as<n>).
+std::string split_suffix(const Plan& plan) {
+  if (plan.split_k() <= 1 || plan.algorithm() == Algorithm::ImplicitMma) return "";
+  return " sk" + std::to_string(plan.split_k());
+}
+
 // Copy bandwidth (bytes read + written) and a large cuBLAS GEMM in the suite's precision: SGEMM on
 // the FFMA units for exact fp32, else the tensor cores in fp16, bf16 or TF32 with fp32 accumulation.
 void measure_peaks(Peaks& peaks, DType dtype, MathMode math) {
@@ -128,12 +135,10 @@ LayerResult bench_backward_layer(Engine& engine, const Layer& layer, const Probl
   };
   r.algorithm = std::string(pass_name(opt.pass)) + ":" +
                 (plan->plans.empty() ? std::string("fill") : algorithm_name(plan->plans.front()->algorithm()));
-  r.tile = std::to_string(plan->decomposition.steps.size()) + " step(s)" +
-           (plan->plans.empty()
-                ? std::string()
-                : " " + division_name(plan->plans.front()->division()) +
-                      (plan->plans.front()->split_k() > 1 ? " sk" + std::to_string(plan->plans.front()->split_k())
-                                                          : std::string()));
+  r.tile =
+      std::to_string(plan->decomposition.steps.size()) + " step(s)" +
+      (plan->plans.empty() ? std::string()
+                           : " " + division_name(plan->plans.front()->division()) + split_suffix(*plan->plans.front()));
   cuda_ok(cudaMemset(outs[0], 0xff, out_bytes), "poison out");  // NaN in every dtype
   run(0);
   engine.synchronize();
@@ -241,7 +246,7 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
     const double tolerance = sampled_tolerance(opt.dtype, opt.plan.math);
 
     r.algorithm = algorithm_name(plan->algorithm());
-    r.tile = division_name(plan->division()) + (plan->split_k() > 1 ? " sk" + std::to_string(plan->split_k()) : "");
+    r.tile = division_name(plan->division()) + split_suffix(*plan);
     // The checked result: y poisoned with NaN first, so an unwritten element fails.
     cuda_ok(cudaMemset(ys[0], 0xff, hy.size()), "poison y");  // NaN in every dtype
     engine.conv2d_forward(*plan, xs[0], ws[0], ys[0]);

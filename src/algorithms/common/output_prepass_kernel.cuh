@@ -1,13 +1,15 @@
 // The y pre-pass of split-K (Note [split-k without workspace] in implicit_precomp_kernel.cuh):
-// y = beta*y + bias[k] over every output element, in any layout. beta == 0 never reads y.
+// y = beta*y + bias[k] over every output element, in any layout and storage type (fp32, or the
+// 16-bit types of implicit_mma's atomic slices, computed in fp32). beta == 0 never reads y.
 #pragma once
 
 #include "fast_divmod.cuh"
+#include "storage.cuh"
 
 namespace mconv::cuda {
 
 struct OutputPrepassParams {
-  float* y;
+  void* y;            // of the kernel's storage type
   const float* bias;  // K values or null
   long long total;    // N*K*P*Q
   int k, pq, q;
@@ -16,14 +18,16 @@ struct OutputPrepassParams {
   float beta;
 };
 
+template <class T>
 __device__ __forceinline__ void output_prepass_element(const OutputPrepassParams& prm, long long n, int k, int p,
                                                        int q) {
-  float* dst = prm.y + n * prm.y_sn + k * prm.y_sk + p * prm.y_sp + q * prm.y_sq;
-  float v = prm.beta != 0.0f ? prm.beta * *dst : 0.0f;
+  T* dst = static_cast<T*>(prm.y) + n * prm.y_sn + k * prm.y_sk + p * prm.y_sp + q * prm.y_sq;
+  float v = prm.beta != 0.0f ? prm.beta * to_float(*dst) : 0.0f;
   if (prm.bias) v += prm.bias[k];
-  *dst = v;
+  *dst = from_float<T>(v);
 }
 
+template <class T>
 __global__ void output_prepass_kernel(const OutputPrepassParams prm) {
   // i enumerates (n, k, p, q) with q fastest. 64-bit division costs ~100 instructions per element,
   // which made this pass longer than the convolution on 112x112 maps (H100), hence FastDivmod.
@@ -33,7 +37,7 @@ __global__ void output_prepass_kernel(const OutputPrepassParams prm) {
       prm.pq_div.divmod(i, nk, rem);
       prm.k_div.divmod(nk, n, k);
       prm.q_div.divmod(rem, p, q);
-      output_prepass_element(prm, n, k, p, q);
+      output_prepass_element<T>(prm, n, k, p, q);
     }
     return;
   }
@@ -42,7 +46,7 @@ __global__ void output_prepass_kernel(const OutputPrepassParams prm) {
     const long long nk = i / prm.pq;
     const int rem = static_cast<int>(i - nk * prm.pq);
     const int p = rem / prm.q;
-    output_prepass_element(prm, nk / prm.k, static_cast<int>(nk % prm.k), p, rem - p * prm.q);
+    output_prepass_element<T>(prm, nk / prm.k, static_cast<int>(nk % prm.k), p, rem - p * prm.q);
   }
 }
 

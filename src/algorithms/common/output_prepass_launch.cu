@@ -1,12 +1,12 @@
 // Launcher of the split-K pre-pass (output_prepass_kernel.cuh), shared by the families that sum
-// channel slices into y with atomics (implicit_precomp, stride_fixed).
+// slices into y with atomics (implicit_precomp, stride_fixed, implicit_mma).
 #include "../launch.hpp"
 #include "cuda_check.cuh"
 #include "output_prepass_kernel.cuh"
 
 namespace mconv::detail {
 
-void output_prepass(const Plan& plan, int blocks, float* y, const Epilogue& e, void* stream) {
+void output_prepass(const Plan& plan, int blocks, void* y, const Epilogue& e, void* stream) {
   const Problem& pr = plan.problem();
   const auto& ys = plan.y_desc().strides;
   cuda::OutputPrepassParams pp{};
@@ -27,12 +27,24 @@ void output_prepass(const Plan& plan, int blocks, float* y, const Epilogue& e, v
   // beta = 0 without a bias is a zero fill: where y is dense (its span holds exactly its elements,
   // in any order) the runtime's memset does it. On the H100, graph-timed, stride_fixed's split
   // layers: multi_h56_c128_k1 14.5 -> 13.5 us, multi_h112_c64_k1 15.9 -> 14.4, 3x3 layers 1-3%.
+  const auto s = static_cast<cudaStream_t>(stream);
   if (e.beta == 0.0f && !e.bias && plan.y_desc().span_elements() == pp.total) {
-    MCONV_CUDA_CHECK(
-        cudaMemsetAsync(y, 0, static_cast<size_t>(pp.total) * sizeof(float), static_cast<cudaStream_t>(stream)));
+    MCONV_CUDA_CHECK(cudaMemsetAsync(y, 0, static_cast<size_t>(pp.total) * dtype_size(plan.dtype()), s));
     return;
   }
-  cuda::output_prepass_kernel<<<blocks, 256, 0, static_cast<cudaStream_t>(stream)>>>(pp);
+  switch (plan.dtype()) {
+    case DType::Float16:
+      cuda::output_prepass_kernel<__half><<<blocks, 256, 0, s>>>(pp);
+      break;
+    case DType::BFloat16:
+      cuda::output_prepass_kernel<__nv_bfloat16><<<blocks, 256, 0, s>>>(pp);
+      break;
+    case DType::Float32:
+      cuda::output_prepass_kernel<float><<<blocks, 256, 0, s>>>(pp);
+      break;
+    case DType::Float64:
+      throw Error(Status::Internal, "output_prepass: no CUDA kernel stores fp64");
+  }
   MCONV_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -39,10 +39,21 @@
 //
 // Note [mma cluster split]: a layer whose tiles cannot fill the GPU (a backward-filter step: the
 // output is a filter, the reduction N*P*Q long) splits each tile's rows among the S blocks of a
-// thread-block cluster. Every block parks its fp32 partial tile in its own shared memory; after a
-// cluster barrier block r sums rows r*BM/S.. of all S partials in rank order through distributed
-// shared memory and runs the epilogue on them, and a second barrier keeps every block resident until
-// its peers have read it. No workspace, no atomics: y is bitwise the same on every run.
+// thread-block cluster. Every block parks its fp32 partial tile in its own shared memory, y's
+// contiguous axis (filters or pixels) fastest; after a cluster barrier block r sums rows r*BM/S..
+// (whole runs of 8 where pixels are y's contiguous axis) of all S partials in rank order through
+// distributed shared memory, 16 bytes a load, and stores runs of 8 outputs, and a second barrier
+// keeps every block resident until its peers have read it. No workspace, no atomics: y is bitwise
+// the same on every run.
+//
+// Note [mma atomic slices]: where even 16 slices a tile leave SMs idle (a wgrad step of a 56x56
+// layer has one to nine tiles and a reduction of 100352 rows), A groups of blocks, each one block
+// or one cluster, take disjoint row ranges and add their sums into y with atomics, y having been
+// set to beta*y + bias first (output_prepass_kernel.cuh). A run of 8 outputs contiguous in y is
+// one 16-byte reduction (red.global.add, bf16x2/f16x2 pairs or two of four floats), single
+// elements otherwise. A 16-bit y is rounded once per group's sum, so a group count of at most 8
+// bounds the extra rounding; without a deterministic plan only (the order of the adds varies), and
+// never with ReLU, which needs the whole sum (the launcher then runs the clusters alone).
 //
 // Note [wgmma mainloop]: warpgroup tiles (sm_90a) keep the gather (the same threads, the same
 // offset-table reads, cp.async of 16-byte vectors) but store the stages in wgmma's swizzled K-major
@@ -108,6 +119,7 @@ struct ImplicitMmaParams : ImplicitGemmGeometry {
   int images;          // N
   int images_fastest;  // pixel m is (n, p, q) = (m % N, (m / N) / Q, (m / N) % Q); else n-major
   int splits;          // Note [mma cluster split]: blocks of one tile's cluster (1: no split)
+  int atomic_slices;   // Note [mma atomic slices]: groups of `splits` blocks adding into y (1: none)
   int k_tiles_per_split;
   int store_pixels_fastest;  // cluster-split epilogue: consecutive threads on pixels (y.stride_k != 1)
   // Note [wgmma tensor-map loads]: x as an im2col map (C, W, H, N), w as a tiled map (R*S*C, K), or
@@ -210,6 +222,37 @@ __device__ __forceinline__ void cp_async_4(uint32_t smem_addr, const void* gmem,
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr), "l"(gmem), "r"(pred ? 4 : 0));
 }
 
+// Note [mma atomic slices]: y[0..7] += v[0..7] as 16-byte reductions at a 16-byte aligned address,
+// each 16-bit value rounded once before the add (sm_90's vector red).
+__device__ __forceinline__ void red_add_run(float* dst, const float (&v)[8]) {
+  asm volatile("red.global.add.v4.f32 [%0], {%1,%2,%3,%4};\n" ::"l"(dst), "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3])
+               : "memory");
+  asm volatile("red.global.add.v4.f32 [%0], {%1,%2,%3,%4};\n" ::"l"(dst + 4), "f"(v[4]), "f"(v[5]), "f"(v[6]), "f"(v[7])
+               : "memory");
+}
+template <class Pair, class Convert>
+__device__ __forceinline__ void packed_pairs(uint32_t (&r)[4], const float (&v)[8], Convert convert) {
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const Pair h = convert(v[2 * k], v[2 * k + 1]);  // .x (the lower address) from the first
+    r[k] = *reinterpret_cast<const uint32_t*>(&h);
+  }
+}
+__device__ __forceinline__ void red_add_run(__nv_bfloat16* dst, const float (&v)[8]) {
+  uint32_t r[4];
+  packed_pairs<__nv_bfloat162>(r, v, [](float a, float b) { return __floats2bfloat162_rn(a, b); });
+  asm volatile("red.global.add.noftz.v4.bf16x2 [%0], {%1,%2,%3,%4};\n" ::"l"(dst), "r"(r[0]), "r"(r[1]), "r"(r[2]),
+               "r"(r[3])
+               : "memory");
+}
+__device__ __forceinline__ void red_add_run(__half* dst, const float (&v)[8]) {
+  uint32_t r[4];
+  packed_pairs<__half2>(r, v, [](float a, float b) { return __floats2half2_rn(a, b); });
+  asm volatile("red.global.add.noftz.v4.f16x2 [%0], {%1,%2,%3,%4};\n" ::"l"(dst), "r"(r[0]), "r"(r[1]), "r"(r[2]),
+               "r"(r[3])
+               : "memory");
+}
+
 }  // namespace detail
 
 template <class Tile, class Math, GatherForm kA, GatherForm kB, bool kTensorMaps = false>
@@ -259,7 +302,9 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const long long block_m = static_cast<long long>(blockIdx.x) * BM;
   const int block_n = blockIdx.y * BN;
-  const int group = blockIdx.z / prm.splits, slice = blockIdx.z - group * prm.splits;
+  // z = (group * atomic_slices + a) * splits + rank; the block's slice of the rows is a * splits + rank.
+  const int per_group = prm.splits * prm.atomic_slices;
+  const int group = blockIdx.z / per_group, slice = blockIdx.z - group * per_group, rank = slice % prm.splits;
   const T* __restrict__ gX = static_cast<const T*>(prm.x) + group * prm.x_group;
   const T* __restrict__ gW = static_cast<const T*>(prm.w) + group * prm.w_group;
 
@@ -408,7 +453,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
 #pragma unroll
       for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
 
-  // This block's row tiles: all of them, or its slice of the cluster (Note [mma cluster split]).
+  // This block's row tiles: all of them, or its slice (Note [mma cluster split], [mma atomic slices]).
   const int k_total = (prm.rows + BK - 1) / BK;
   const int kt_begin = min(slice * prm.k_tiles_per_split, k_total);
   const int k_tiles = min(kt_begin + prm.k_tiles_per_split, k_total) - kt_begin;
@@ -635,39 +680,93 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     if (gBias) v += __ldg(gBias + f);
     return prm.relu ? fmaxf(v, 0.0f) : v;
   };
-  if (prm.splits > 1) {
-    // Note [mma cluster split].
+  if (prm.splits > 1 || prm.atomic_slices > 1) {
+    // Note [mma cluster split], Note [mma atomic slices].
     namespace cg = cooperative_groups;
-    cg::cluster_group cluster = cg::this_cluster();
-    __syncthreads();  // every warp is done with the pipeline's buffers
+    const bool clustered = prm.splits > 1, atomic = prm.atomic_slices > 1;
+    const bool along_pixels = prm.store_pixels_fastest;  // y's contiguous axis: pixels, else filters
+    __syncthreads();                                     // every warp is done with the pipeline's buffers
     float* sOut = reinterpret_cast<float*>(smem);
+    auto out_index = [&](int pixel, int col) {
+      return along_pixels ? col * Tile::kOutPitchM + pixel : pixel * Tile::kOutPitch + col;
+    };
 #pragma unroll
     for (int i = 0; i < FM; ++i)
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int row = wm * Tile::kWarpM + i * 16 + g + half * 8;
 #pragma unroll
-        for (int j = 0; j < FN; ++j)
-          *reinterpret_cast<float2*>(sOut + row * Tile::kOutPitch + wn * Tile::kWarpN + j * 8 + t4 * 2) =
-              make_float2(acc[i][j][half * 2], acc[i][j][half * 2 + 1]);
+        for (int j = 0; j < FN; ++j) {
+          const int col = wn * Tile::kWarpN + j * 8 + t4 * 2;
+          sOut[out_index(row, col)] = acc[i][j][half * 2];
+          sOut[out_index(row, col + 1)] = acc[i][j][half * 2 + 1];
+        }
       }
-    cluster.sync();  // every partial tile written and visible to the cluster
-    const int rows = (BM + prm.splits - 1) / prm.splits;
-    const int r0 = min(slice * rows, BM), r1 = min(r0 + rows, BM), mine = r1 - r0;
-    for (int e = tid; e < mine * BN; e += NT) {
-      const int pixel = r0 + (prm.store_pixels_fastest ? e % mine : e / BN);
-      const int col = prm.store_pixels_fastest ? e / mine : e % BN;
-      const long long m = block_m + pixel;
-      const int f = block_n + col;
-      if (m >= prm.npq || f >= prm.kg) continue;
-      float v = 0.0f;
-      for (int r = 0; r < prm.splits; ++r) v += cluster.map_shared_rank(sOut, r)[pixel * Tile::kOutPitch + col];
-      int n, p, q;
-      pixel_coords(prm, m, n, p, q);
-      T* dst = gY + n * prm.y_sn + p * prm.y_sp + q * prm.y_sq + f * prm.y_sk;
-      *dst = Math::from_float(finish(v, f, dst));
+    if (clustered)
+      cg::this_cluster().sync();  // every partial tile written and visible to the cluster
+    else
+      __syncthreads();
+    constexpr int kRun = 8;  // outputs a thread sums and stores together: 16 bytes of a 16-bit y
+    // A rank's rows: whole runs of pixels where the runs step along pixels.
+    const int share = (BM + prm.splits - 1) / prm.splits;
+    const int rows = !clustered ? BM : along_pixels ? (share + kRun - 1) / kRun * kRun : share;
+    const int r0 = min(rank * rows, BM), r1 = min(r0 + rows, BM), runs_per_col = (r1 - r0) / kRun;
+    const int runs = along_pixels ? BN * runs_per_col : (r1 - r0) * (BN / kRun);
+    for (int u = tid; u < runs; u += NT) {
+      int pixel, col;  // the run's first output; the run steps along pixels or along filters
+      if (along_pixels) {
+        col = u / runs_per_col;
+        pixel = r0 + (u - col * runs_per_col) * kRun;
+      } else {
+        pixel = r0 + u / (BN / kRun);
+        col = (u % (BN / kRun)) * kRun;
+      }
+      float v[kRun] = {};
+      const int at = out_index(pixel, col);
+      for (int r = 0; r < prm.splits; ++r) {  // rank order: the same sum on every run
+        const float* src = clustered ? cg::this_cluster().map_shared_rank(sOut, r) + at : sOut + at;
+        const float4 lo = *reinterpret_cast<const float4*>(src), hi = *reinterpret_cast<const float4*>(src + 4);
+        v[0] += lo.x, v[1] += lo.y, v[2] += lo.z, v[3] += lo.w, v[4] += hi.x, v[5] += hi.y, v[6] += hi.z, v[7] += hi.w;
+      }
+      auto element = [&](int e, long long& m, int& f) {
+        m = block_m + pixel + (along_pixels ? e : 0);
+        f = block_n + col + (along_pixels ? 0 : e);
+        if (m >= prm.npq || f >= prm.kg) return static_cast<T*>(nullptr);
+        int n, p, q;
+        pixel_coords(prm, m, n, p, q);
+        return gY + n * prm.y_sn + p * prm.y_sp + q * prm.y_sq + f * prm.y_sk;
+      };
+      long long m0, m7;
+      int f0, f7;
+      T* first = element(0, m0, f0);
+      T* last = element(kRun - 1, m7, f7);
+      if (first && last == first + kRun - 1 && reinterpret_cast<uintptr_t>(first) % 16 == 0) {
+        if (atomic) {
+#pragma unroll
+          for (int e = 0; e < kRun; ++e) v[e] *= prm.alpha;
+          detail::red_add_run(first, v);
+        } else {
+          __align__(16) T out[kRun];
+#pragma unroll
+          for (int e = 0; e < kRun; ++e) out[e] = Math::from_float(finish(v[e], along_pixels ? f0 : f0 + e, first + e));
+#pragma unroll
+          for (int k = 0; k < kRun * EB / 16; ++k)
+            reinterpret_cast<uint4*>(first)[k] = reinterpret_cast<const uint4*>(out)[k];
+        }
+        continue;
+      }
+      for (int e = 0; e < kRun; ++e) {  // a run across y's edges or its layout's seams
+        long long m;
+        int f;
+        T* dst = element(e, m, f);
+        if (!dst) continue;
+        if (atomic)
+          atomicAdd(dst, Math::from_float(prm.alpha * v[e]));
+        else
+          *dst = Math::from_float(finish(v[e], f, dst));
+      }
     }
-    cluster.sync();  // no block leaves while a peer still reads its shared memory
+    if (clustered) cg::this_cluster().sync();  // no block leaves while a peer still reads its shared memory
     return;
   }
   if (prm.staged_store) {

@@ -1,7 +1,8 @@
 // Launcher of the tensor-core implicit-GEMM family: fills the parameters from the Plan and its
 // division, keeps the division's gather forms when the pointers and group offsets allow them (the
 // element form on the fallback tile otherwise), and launches the tile in the plan's dtype and math
-// mode, as a cluster when the division splits its tiles' rows.
+// mode, as a cluster when the division splits its tiles' rows, after y's pre-pass when slices add
+// into it with atomics.
 #include <cstdint>
 #include <type_traits>
 
@@ -226,12 +227,16 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   // Note [wgmma tensor-map loads]: the copy engine needs 16-byte aligned tensors, which the vector
   // forms kept above already are.
   const bool tensor_maps = keep && d.tensor_maps;
+  const auto s = static_cast<cudaStream_t>(stream);
   if (tensor_maps) set_tensor_maps(prm, plan, t, a, b, x, w);
   const int k_tiles = static_cast<int>(ceil_div(plan.rows(), t.row_bytes / esz));
+  // Note [mma atomic slices]: ReLU needs the whole sum, so the groups then run as one (the clusters
+  // alone); otherwise y is set to beta*y + bias before they add into it.
+  prm.atomic_slices = e.activation == Activation::ReLU ? 1 : d.atomic_slices;
+  if (prm.atomic_slices > 1) output_prepass(plan, d.prepass_blocks, y, e, s);
   dim3 grid = cuda::grid_of(d.launch);
   grid.x = static_cast<unsigned>(ceil_div(prm.npq, t.block_m));
   grid.y = static_cast<unsigned>(ceil_div(prm.kg, t.block_n));
-  const auto s = static_cast<cudaStream_t>(stream);
   visit_math(plan, [&](auto math) {
     using Math = decltype(math);
     visit_instance<Math>(tile_index, a, b, [&](auto tile, auto forms) {
@@ -241,8 +246,8 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
         constexpr bool kMaps = decltype(maps)::value;
         prm.splits = cuda::schedulable_cluster_blocks<cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB, kMaps>>(
             d.cluster_split, Tile::kThreads, Tile::kSmemBytes);
-        prm.k_tiles_per_split = static_cast<int>(ceil_div(k_tiles, prm.splits));
-        grid.z = static_cast<unsigned>(plan.problem().groups * prm.splits);
+        prm.k_tiles_per_split = static_cast<int>(ceil_div(k_tiles, prm.splits * prm.atomic_slices));
+        grid.z = static_cast<unsigned>(plan.problem().groups * prm.atomic_slices * prm.splits);
         launch<Tile, Math, F, kMaps>(prm, grid, s);
       };
       if constexpr (kHasTensorMaps<Tile, Math, F>)

@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
+#include "../common/split_k.hpp"
 #include "tiles.hpp"
 
 namespace mconv::detail {
@@ -293,6 +296,52 @@ int choose_split_tile(const Problem& p, const HardwareModel& hw, int64_t rows, i
   return last;
 }
 
+// Note [mma atomic slices]: n slices of a tile as a cluster of c <= 16 blocks times a <= 8 groups
+// adding into y, as many groups as divide n (their atomics cost less than a cluster's exchange,
+// and 8 bounds a 16-bit y's extra roundings); {0, 0} where n has no such form. Clusters need sm_90.
+constexpr int kMaxAtomicSlices = 8;
+std::pair<int, int> cluster_times_groups(int n, bool clusters) {
+  for (int a = std::min(n, kMaxAtomicSlices); a >= 1; --a)
+    if (n % a == 0 && n / a <= (clusters ? kMaxClusterSplit : 1)) return {n / a, a};
+  return {0, 0};
+}
+
+// Note [mma atomic slices]: the slices of a long reduction's few tiles outside a deterministic plan:
+// as many as one wave of resident blocks holds (blocks an SM holds x SMs, never more), each at least
+// 8 row tiles, at most 64; as min(slices, 8) groups of the largest power-of-two cluster that fits,
+// at most the portable 8 blocks. Measured on the H100 (bf16 resnet50 wgrad, every layer at 2-64
+// forced slices, docs/PERFORMANCE.md): a 56x56 layer's one tile took 970 us alone, 74 in a 16-block
+// cluster and 27 as 8 groups of 8; grids past one resident wave lost (9 tiles of 128x128: 31 us in
+// 16 slices, 47 in 32), clusters of 5, 11 and 16 ran slower than the powers of two below them, and
+// 64-72 tiles of 128x64 ran 51 -> 23-28 us in 4 groups.
+std::pair<int, int> choose_atomic_slices(int64_t tiles, int k_tiles, const MmaTileShape& t, const HardwareModel& hw,
+                                         int forced, std::vector<std::string>& why) {
+  const bool clusters = hw.cc_major >= 9;
+  if (forced > 0) {
+    const auto [c, a] = cluster_times_groups(forced, clusters);
+    if (c == 0)
+      throw Error(Status::BadParam, "split_k: implicit_mma splits a long reduction into a cluster of at most " +
+                                        std::to_string(clusters ? kMaxClusterSplit : 1) + " blocks times at most " +
+                                        std::to_string(kMaxAtomicSlices) + " groups adding with atomics, not " +
+                                        std::to_string(forced) + " slices");
+    why.push_back("split " + std::to_string(forced) + ": forced, " + std::to_string(a) + " atomic groups of " +
+                  std::to_string(c) + " cluster blocks");
+    return {c, a};
+  }
+  const int64_t wave = int64_t(std::max(hw.sm_count, 1)) * std::max(t.min_blocks, 1);
+  const int64_t slices = std::clamp<int64_t>(wave / tiles, 1, std::max(1, std::min(k_tiles / 8, 64)));
+  const int a = static_cast<int>(std::min<int64_t>(slices, kMaxAtomicSlices));
+  int c = 1;
+  while (clusters && c < kPortableClusterSplit && int64_t(a) * c * 2 <= slices) c *= 2;
+  if (a * c > 1)
+    why.push_back("split " + std::to_string(a * c) + ": " + std::to_string(tiles) + " tiles of " +
+                  std::to_string(k_tiles) + " row tiles for " + std::to_string(hw.sm_count) + " SMs, " +
+                  std::to_string(a) + " groups adding into y with atomics" +
+                  (c > 1 ? ", each a cluster of " + std::to_string(c) + " summed in rank order" : "") +
+                  " (not deterministic)");
+  return {c, a};
+}
+
 // The suffix of a forced tile name that asks for tensor-map loads.
 constexpr std::string_view kTensorMapSuffix = "_tma";
 
@@ -306,12 +355,14 @@ std::string implicit_mma_tile_names() {
 
 ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, const TensorDesc& w, int64_t rows,
                                       bool rows_order_rsc, const HardwareModel& hw, const std::string& forced_tile,
-                                      int forced_split, std::vector<std::string>& why) {
+                                      int forced_split, bool deterministic, std::vector<std::string>& why) {
   const GatherForms forms = choose_gather_forms(p, x, w, rows_order_rsc);
   // Note [wgmma tensor-map loads]: what keeps the copy engine from loading the stages, tiles aside.
   std::string no_tensor_maps = tensor_map_refusal(p, x, w, rows_order_rsc, forms);
   // Element filters and transposed images come only with tiles that have the element form.
   const bool vector_tile = forms.a == GatherForm::Vector && forms.b != GatherForm::Element;
+  // Transposed operands without the vector tiles: a wgrad step (long reduction, small output).
+  const bool long_reduction = !vector_tile && (forms.a == GatherForm::Transposed || forms.b == GatherForm::Transposed);
   int tile;
   // A forced "<wgmma tile>_tma" loads through tensor maps; the plain name gathers.
   std::string tile_name = forced_tile;
@@ -329,16 +380,14 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
                                            std::to_string(hw.cc_major) + std::to_string(hw.cc_minor) + ")");
     why.push_back("tile " + forced_tile + ": forced");
   } else {
-    // Transposed images: a wgrad step (long reduction, small output), which a cluster split fills.
-    const bool split_pick = forms.a == GatherForm::Transposed || forms.b == GatherForm::Transposed;
     // Note [wgmma mainloop]: warpgroup tiles take the vector forms and the both-transposed one, on
     // sm_90 (the sm_90a code).
     const bool warpgroup = wgmma_device(hw);
     const bool both_transposed = forms.a == GatherForm::Transposed && forms.b == GatherForm::Transposed;
-    tile = vector_tile  ? choose_vector_tile(p, hw, rows, warpgroup, no_tensor_maps.empty(), why)
-           : split_pick ? choose_split_tile(p, hw, rows, dtype_size(x.dtype), warpgroup && both_transposed,
-                                            no_tensor_maps.empty(), why)
-                        : choose_element_tile(p, hw, false, why);
+    tile = vector_tile      ? choose_vector_tile(p, hw, rows, warpgroup, no_tensor_maps.empty(), why)
+           : long_reduction ? choose_split_tile(p, hw, rows, dtype_size(x.dtype), warpgroup && both_transposed,
+                                                no_tensor_maps.empty(), why)
+                            : choose_element_tile(p, hw, false, why);
   }
   const MmaTileShape& t = kMmaTileCatalog[tile];
   ImplicitMmaDivision d;
@@ -374,9 +423,15 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
                   " form: calls run the element form on " + kMmaTileCatalog[kElementFallbackTile].name());
   d.launch.grid_x = ceil_div(p.n * p.p() * p.q(), t.block_m);
   d.launch.grid_y = ceil_div(p.k_per_group(), t.block_n);
-  d.cluster_split = choose_cluster_split(d.launch.grid_x * d.launch.grid_y * p.groups, d.k_tiles,
-                                         d.tensor_maps && d.a_gather == GatherForm::Transposed, hw, forced_split, why);
-  d.launch.grid_z = p.groups * d.cluster_split;
+  const int64_t tiles = d.launch.grid_x * d.launch.grid_y * p.groups;
+  if (long_reduction && !deterministic) {
+    std::tie(d.cluster_split, d.atomic_slices) = choose_atomic_slices(tiles, d.k_tiles, t, hw, forced_split, why);
+  } else {
+    d.cluster_split = choose_cluster_split(tiles, d.k_tiles, d.tensor_maps && d.a_gather == GatherForm::Transposed, hw,
+                                           forced_split, why);
+  }
+  if (d.atomic_slices > 1) d.prepass_blocks = split_prepass_blocks(p.n * p.k * p.p() * p.q(), hw);
+  d.launch.grid_z = p.groups * d.atomic_slices * d.cluster_split;
   d.launch.threads = t.threads;
   d.launch.smem_bytes = t.smem_bytes;
   if (d.launch.grid_y > 65535) throw Error(Status::Unsupported, "k: too many filter tiles for one launch");

@@ -41,9 +41,11 @@ struct ImplicitMmaTile {
   // Warpgroup tiles: Note [wgmma shared layout] (wgmma.cuh) swizzles instead.
   static constexpr int kRowPitch = kWarpgroup ? kStageRowBytes : kStageRowBytes + 16;
   static constexpr int kStageBytes = (BlockM + BlockN) * kRowPitch;
-  // Note [mma staged epilogue]: the fp32 results of the block, rows padded by 4 floats.
-  static constexpr int kOutPitch = BlockN + 4;
-  static constexpr int kOutBytes = BlockM * kOutPitch * 4;
+  // Note [mma staged epilogue]: the fp32 results of the block, rows padded by 4 floats; Note [mma
+  // cluster split] also parks them transposed (pixels fastest, kOutPitchM).
+  static constexpr int kOutPitch = BlockN + 4, kOutPitchM = BlockM + 4;
+  static constexpr int kOutBytes =
+      (BlockM * kOutPitch > BlockN * kOutPitchM ? BlockM * kOutPitch : BlockN * kOutPitchM) * 4;
   // Warpgroup tiles align their stages to 1024 bytes at run time (the swizzle's groups): 1 KiB slack.
   static constexpr int kSmemBytes =
       (Stages * kStageBytes > kOutBytes ? Stages * kStageBytes : kOutBytes) + (kWarpgroup ? 1024 : 0);
@@ -96,6 +98,7 @@ static_assert(std::tuple_element_t<kElementFallbackTile, ImplicitMmaTiles>::kEle
 /// A row of the catalog.
 struct MmaTileShape {
   int block_m, block_n, warps_m, warps_n, row_bytes, stages, threads, smem_bytes;
+  int min_blocks;  ///< blocks an SM holds at once (the kernel's launch bound)
   bool element_gather, warpgroup;
   /// "mma128x64_4w_64B": block_m x block_n, warps, stage-row bytes; "wgmma128x128_s3": block_m x
   /// block_n, stages (warpgroup tiles: a warpgroup per 64 pixels, 128-byte rows).
@@ -110,7 +113,7 @@ struct MmaTileShape {
 template <class... Tiles>
 constexpr std::array<MmaTileShape, sizeof...(Tiles)> make_mma_catalog(std::tuple<Tiles...>*) {
   return {{{Tiles::kBlockM, Tiles::kBlockN, Tiles::kWarpsM, Tiles::kWarpsN, Tiles::kStageRowBytes, Tiles::kStages,
-            Tiles::kThreads, Tiles::kSmemBytes, Tiles::kElementGather, Tiles::kWarpgroup}...}};
+            Tiles::kThreads, Tiles::kSmemBytes, Tiles::kMinBlocks, Tiles::kElementGather, Tiles::kWarpgroup}...}};
 }
 inline constexpr auto kMmaTileCatalog = make_mma_catalog(static_cast<ImplicitMmaTiles*>(nullptr));
 
@@ -132,6 +135,8 @@ inline bool mma_tile_has_forms(const MmaTileShape& t, GatherForm a, GatherForm b
 /// Hopper's non-portable 16, lowered at launch to the portable 8 where a device cannot schedule 16
 /// (common/cluster_launch.cuh, which holds the same numbers for the device side).
 inline constexpr int kMaxClusterSplit = 16;
+/// Note [mma atomic slices]: the largest cluster the planner combines with atomic groups.
+inline constexpr int kPortableClusterSplit = 8;
 
 inline int find_mma_tile(std::string_view name) {
   return find_by_name(kMmaTileCatalog, name);
