@@ -261,15 +261,16 @@ int choose_split_tile(const Problem& p, const HardwareModel& hw, int64_t rows, i
   const int64_t cols = p.n * p.p() * p.q(), kg = p.k_per_group();
   const int sms = std::max(hw.sm_count, 1);
   // With tensor-map loads, 128x64 tiles each taking their whole reduction, where they make a third of
-  // a wave, beat larger tiles split 8-9 ways (resnet50 bf16 wgrad, stages 3-4: 71-81 us -> 51-53 on
-  // the 3x3 and the 14x14 1x1 layers of 64-72 such tiles; stage 4's 1x1 layers 22 -> 17 us); with
-  // fewer (32 and below) the split still won (stage 3's 1x1b: 41 us split, 53 unsplit). The wgrad
+  // a wave, beat larger tiles split 8-9 ways in a cluster (resnet50 bf16 wgrad, stages 3-4: 71-81 us
+  // -> 51-53 on the 3x3 and the 14x14 1x1 layers of 64-72 such tiles; stage 4's 1x1 layers 22 -> 17
+  // us); with fewer (32 and below) the split still won (stage 3's 1x1b: 41 us split, 53 unsplit). Outside
+  // a deterministic plan atomic groups then fill the wave (Note [mma atomic slices]). The wgrad
   // step's columns are x's channels at one tap, so C must be whole 128-column tiles.
   if (warpgroup && tensor_maps && p.n % 128 == 0 &&
       ceil_div(cols, int64_t(128)) * ceil_div(kg, int64_t(64)) * 3 >= sms) {
     const int tile = find_mma_tile("wgmma128x64_s3");
     why.push_back("tile wgmma128x64_s3: " + std::to_string(ceil_div(cols, int64_t(128)) * ceil_div(kg, int64_t(64))) +
-                  " tiles, a third of a wave or more, unsplit (measured best for such wgrad steps on the H100)");
+                  " tiles, a third of a wave or more, no cluster (measured best for such wgrad steps on the H100)");
     return tile;
   }
   const int last = last_candidate(warpgroup);
