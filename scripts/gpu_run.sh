@@ -8,7 +8,8 @@
 #                                       (default 320 s) bounds the racecheck run
 #   scripts/gpu_run.sh python           the Python package from .py-bundle (scripts/stage_python_bundle.sh):
 #                                       its tests on CPU and GPU, memcheck over the GPU ones, and
-#                                       python -m mconv.bench (PY_SUITES, PY_MODELS, host overhead)
+#                                       python -m mconv.bench (PY_SUITES, PY_MODELS, host overhead);
+#                                       PY_TRAIN=1 trains resnet18, PY_PROFILE=1 profiles its step
 #   scripts/gpu_run.sh bench [suite..]  every suite against cuDNN (default: the five of the benchmark
 #                                       and efficientnet_dw5, convnext_dw7), plots; PRECISIONS (default
 #                                       "fp32:NCHW") lists dtype:layout pairs, each suite runs in each;
@@ -94,6 +95,12 @@ elif [ "$part" = python ]; then
     timeout "${TRAIN_TIMEOUT:-240}" python3 -m mconv.train --task resnet18 --dtype fp32,bf16 --out "$LOG/py" \
       > "$LOG/train_resnet18.txt" 2>&1
     say "resnet18 exit $?"; cat "$LOG/train_resnet18.txt" >> "$S"
+  fi
+  if [ -n "${PY_PROFILE:-}" ]; then
+    say "== scripts/profile_train_step.py"
+    timeout "${TRAIN_TIMEOUT:-240}" python3 scripts/profile_train_step.py --dtype bf16 \
+      --csv "$LOG/py/profile_resnet18_bf16.csv" > "$LOG/py/profile_resnet18_bf16.txt" 2>&1
+    say "profile exit $?"; cat "$LOG/py/profile_resnet18_bf16.txt" >> "$S"
   fi
   if [ -n "${PY_MODELS-resnet50,mobilenet_v2,convnext_tiny,efficientnet_b0}" ]; then
     timeout "${MODEL_TIMEOUT:-300}" python3 -m mconv.bench --model "${PY_MODELS-resnet50,mobilenet_v2,convnext_tiny,efficientnet_b0}" \

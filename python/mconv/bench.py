@@ -334,21 +334,34 @@ def run_overhead(args):
         "nn.Conv2d": lambda: torch_mod(x),
         "mconv.nn.Conv2d": lambda: mconv_mod(x),
     }
+    # A training call: forward with every gradient recorded, then its backward (dgrad, wgrad, bias).
+    xg, wg, bg = (t.clone().requires_grad_() for t in (x, w, b))
+    dy = torch.randn(1, 64, 14, 14, device="cuda")
+    train_calls = {
+        "F.conv2d forward+backward": lambda: F.conv2d(xg, wg, bg, 1, 1).backward(dy),
+        "mconv.conv2d forward+backward": lambda: conv2d(xg, wg, bg, 1, 1).backward(dy),
+    }
+
+    def host_us(fn):
+        for _ in range(50):
+            fn()
+        torch.cuda.synchronize()
+        samples = []
+        for _ in range(7):
+            torch.cuda._sleep(50_000_000)  # keeps the GPU busy: the calls below only queue
+            t0 = time.perf_counter()
+            for _ in range(200):
+                fn()
+            samples.append((time.perf_counter() - t0) / 200 * 1e6)
+            torch.cuda.synchronize()
+        return statistics.median(samples)
+
     rows = []
+    for name, fn in train_calls.items():
+        rows.append({"call": name, "host_us_per_call": host_us(fn)})
     with torch.inference_mode():
         for name, fn in calls.items():
-            for _ in range(50):
-                fn()
-            torch.cuda.synchronize()
-            samples = []
-            for _ in range(7):
-                torch.cuda._sleep(50_000_000)  # keeps the GPU busy: the calls below only queue
-                t0 = time.perf_counter()
-                for _ in range(200):
-                    fn()
-                samples.append((time.perf_counter() - t0) / 200 * 1e6)
-                torch.cuda.synchronize()
-            rows.append({"call": name, "host_us_per_call": statistics.median(samples)})
+            rows.append({"call": name, "host_us_per_call": host_us(fn)})
         # First call of a shape not seen before: mconv plans (and uploads its table); cuDNN searches.
         for name, fn in (("mconv first call (plan + launch)",
                           lambda xx, ww: op(xx, ww, None, [1, 1], [1, 1], [1, 1], 1, "identity", True)),
@@ -368,11 +381,12 @@ def run_overhead(args):
         wr = csv.DictWriter(f, fieldnames=["call", "host_us_per_call", "first_call_ms"])
         wr.writeheader()
         wr.writerows(rows)
-    base = rows[0]["host_us_per_call"]
-    lines = ["host cost per call, eager, GPU busy (layer n1 c64 14x14 k64 3x3, fp32 tf32, bias):"]
+    lines = ["host cost per call, eager, GPU busy (layer n1 c64 14x14 k64 3x3, fp32 tf32, bias); forward+backward "
+             "with gradients recorded, the rest under inference_mode:"]
     for r in rows:
         if "host_us_per_call" in r:
-            lines.append(f"  {r['call']:<26} {r['host_us_per_call']:7.2f} us  ({r['host_us_per_call'] / base:.2f}x "
+            base = rows[0 if "backward" in r["call"] else len(train_calls)]["host_us_per_call"]
+            lines.append(f"  {r['call']:<30} {r['host_us_per_call']:7.2f} us  ({r['host_us_per_call'] / base:.2f}x "
                          f"F.conv2d)")
         else:
             lines.append(f"  {r['call']:<40} {r['first_call_ms']:8.2f} ms (median of 5 new shapes)")

@@ -5,7 +5,7 @@ from typing import Optional, Sequence, Union
 import torch
 import torch.nn.functional as F
 
-from ._library import output_size
+from ._library import conv2d_call, output_size
 
 _SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _CPU_ONLY_DTYPES = (torch.float64,)  # the CPU's double loops: gradient checks
@@ -119,7 +119,7 @@ def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     act = _ACTIVATIONS[activation]
     fused_act = "identity" if act == "silu" and input.is_cuda else act
     tf32 = input.is_cuda and input.dtype == torch.float32 and torch.backends.cudnn.allow_tf32
-    y = torch.ops.mconv.conv2d.default(input, weight, bias, stride_, padding_, dilation_, groups, fused_act, tf32)
+    y = conv2d_call(input, weight, bias, stride_, padding_, dilation_, groups, fused_act, tf32)
     if fused_act != act:
         y = F.silu(y, inplace=True)
     return y.squeeze(0) if unbatched else y

@@ -101,3 +101,32 @@ def test_autocast_runs_in_the_autocast_dtype(device):
         assert y.dtype == torch.bfloat16
         y.float().sum().backward()
     assert conv.weight.grad.dtype == torch.float32 and conv.bias.grad.dtype == torch.float32
+
+
+@pytest.mark.parametrize("activation", ["identity", "relu", "silu"])
+def test_eager_path_and_the_ops_autograd_agree(activation):
+    # mconv.conv2d records its own autograd Function in eager mode; the op's registered autograd is
+    # what torch.compile traces. Both run the same kernels, so the gradients are bitwise equal.
+    with torch.enable_grad():
+        (x, w, b), kw = _inputs(SHAPES[4], torch.float64, "cpu")
+        conf = ([kw["stride"]] * 2, [kw["padding"]] * 2, [kw["dilation"]] * 2, kw["groups"], activation, False)
+        y_op = torch.ops.mconv.conv2d.default(x, w, b, *conf)
+        y_eager = mconv.conv2d(x, w, b, activation=None if activation == "identity" else activation, **kw)
+        assert torch.equal(y_op, y_eager) and y_eager.grad_fn is not None
+        dy = torch.randn_like(y_op)
+        op_grads = torch.autograd.grad(y_op, (x, w, b), dy)
+        eager_grads = torch.autograd.grad(y_eager, (x, w, b), dy)
+        assert all(torch.equal(a, e) for a, e in zip(op_grads, eager_grads))
+        assert torch.autograd.gradcheck(lambda x, w, b: torch.ops.mconv.conv2d.default(x, w, b, *conf), (x, w, b))
+
+
+def test_no_graph_without_gradients():
+    (x, w, b), kw = _inputs(SHAPES[0], torch.float32, "cpu")
+    with torch.no_grad():
+        y = mconv.conv2d(x, w, b, **kw)
+    assert y.grad_fn is None and not y.requires_grad
+    with torch.inference_mode():
+        assert torch.equal(mconv.conv2d(x, w, b, **kw), y)
+    with torch.enable_grad():
+        y = mconv.conv2d(x.detach(), w.detach(), b.detach(), **kw)
+    assert y.grad_fn is None and not y.requires_grad
