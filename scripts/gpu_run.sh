@@ -44,7 +44,7 @@ if [ "$part" = check ]; then
   fi
   say "== compute-sanitizer"
   want memcheck && MCONV_GPU_TEST_FEW=1 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 3 "$B/mconv_gpu_tests" \
-    --gtest_filter='*RandomProblems*:*EdgeCasesFloat*:*HostPointers*:*SplitK*:*DirectBlock*:*SingleChannel*:*StrideFixed*:*Graph*:TensorCores.*:BackwardGpu.EdgeCases*:BackwardGpu.ChannelsLast*:BackwardGpu.Dgrad*:BackwardGpu.Wgrad*' \
+    --gtest_filter='*RandomProblems*:*EdgeCasesFloat*:*HostPointers*:*SplitK*:*DirectBlock*:*SingleChannel*:*StrideFixed*:*Graph*:TensorCores.*:BackwardGpu.EdgeCases*:BackwardGpu.ChannelsLast*:BackwardGpu.Dgrad*:BackwardGpu.Wgrad*:BackwardGpu.Strided*' \
     > "$LOG/memcheck.log" 2>&1
   want memcheck && say "memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$LOG/memcheck.log" | tail -1)"
   want racecheck && MCONV_GPU_TEST_FEW=1 MCONV_GPU_TEST_RANDOM=3 timeout "${RACECHECK_TIMEOUT:-320}" compute-sanitizer --tool racecheck --error-exitcode 3 \

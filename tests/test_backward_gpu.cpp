@@ -90,6 +90,73 @@ TEST_F(BackwardGpu, RandomCases) {
   }
 }
 
+// dgrad of stage 4's 3x3 layer: its one step takes the forward planner's 128x256 tile split 4 ways.
+TEST_F(BackwardGpu, DgradLongReductionSplitsTheLargestTile) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 958);
+  Case c{make(8, 512, 7, 7, 512, 3, 3, 1)};
+  c.xl = c.wl = c.yl = Layout::NHWC;
+  c = backward_case(c, Pass::BackwardData);
+  for (const Precision& pr : {kPrecisions[2], kPrecisions[3]}) {
+    BackwardTensors bt(c, Pass::BackwardData, pr.dtype, g);
+    auto plan = engine.plan_backward_data(c.p, bt.ad, bt.bd, bt.outd);
+    ASSERT_EQ(plan->plans.size(), 1u);
+    EXPECT_EQ(division_name(plan->plans[0]->division()), "wgmma128x256_s4_tma_cs4");
+    EXPECT_LT(run_gpu(engine, c, Pass::BackwardData, pr, g), pr.tolerance) << dtype_name(pr.dtype);
+  }
+}
+
+// A strided dgrad's phase steps run on side streams forked from the caller's stream and joined back
+// into it (stride 3: nine steps on four streams). Work queued on the caller's stream just before the
+// call (the NaN poison) and just after (the read back) stays in order; a CUDA graph captured on the
+// stream replays the same bytes; a second engine's plan runs on one stream, also the same bytes
+// (deterministic plans: no atomics).
+TEST_F(BackwardGpu, StridedDgradStepsForkOntoSideStreams) {
+  Engine engine(Target::Cuda), other(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 957);
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  for (const Precision& pr : {kPrecisions[0], kPrecisions[3]})
+    for (Case c : {Case{make(4, 64, 15, 15, 128, 3, 3, 1, 2)}, Case{make(2, 32, 20, 19, 64, 3, 3, 1, 3)}}) {
+      c.xl = c.wl = c.yl = pr.dtype == DType::BFloat16 ? Layout::NHWC : Layout::NCHW;
+      c = backward_case(c, Pass::BackwardData);
+      BackwardTensors bt(c, Pass::BackwardData, pr.dtype, g);
+      DeviceBytes a(bt.a_bytes), b(bt.b_bytes), y(bt.out_bytes);
+      ASSERT_TRUE(a.ptr && b.ptr && y.ptr);
+      PlanOptions o;
+      o.math = pr.math;
+      o.deterministic = true;  // fp32 steps would otherwise split with atomics: the same bytes every run
+      auto plan = engine.plan_backward_data(c.p, bt.ad, bt.bd, bt.outd, o);
+      EXPECT_EQ(plan->plans.size(), size_t(c.p.stride_h * c.p.stride_w)) << c.name();
+      for (const auto& step : plan->plans) EXPECT_TRUE(step->deterministic()) << step->to_text(0);
+      const size_t n = bt.out_bytes.size();
+      auto run = [&](Engine& e, const BackwardPlan& bp) {
+        std::vector<unsigned char> got(n);
+        EXPECT_EQ(cudaMemsetAsync(y.ptr, 0xff, n, s), cudaSuccess);  // NaN in every dtype
+        e.conv2d_backward_data(bp, a.ptr, b.ptr, y.ptr, 1.0f, 0.0f, s);
+        EXPECT_EQ(cudaMemcpyAsync(got.data(), y.ptr, n, cudaMemcpyDeviceToHost, s), cudaSuccess);
+        EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+        return got;
+      };
+      const std::vector<unsigned char> direct = run(engine, *plan);
+      EXPECT_LT(bt.error(c, bt.decode(direct)), pr.tolerance) << dtype_name(pr.dtype) << " " << c.name();
+      EXPECT_EQ(run(other, *plan), direct) << "one stream: " << c.name();
+      cudaGraph_t graph = nullptr;
+      ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+      ASSERT_EQ(cudaMemsetAsync(y.ptr, 0xff, n, s), cudaSuccess);
+      engine.conv2d_backward_data(*plan, a.ptr, b.ptr, y.ptr, 1.0f, 0.0f, s);
+      ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+      cudaGraphExec_t exec = nullptr;
+      ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+      ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+      EXPECT_EQ(y.read(n), direct) << "graph replay: " << c.name();
+      cudaGraphExecDestroy(exec);
+      cudaGraphDestroy(graph);
+    }
+  cudaStreamDestroy(s);
+}
+
 // Note [mma gather forms]: channels-last fp16/bf16 steps gather the filter (dgrad) or both operands
 // (wgrad) transposed, element by element what has three channels; wgrad splits tiles among a
 // cluster and groups adding with atomics (a cluster only in deterministic plans). Strides, dilation,

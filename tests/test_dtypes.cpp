@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "dtype_tensors.hpp"
+#include "mconv/backward.hpp"
 #include "mconv/npy.hpp"
 
 namespace mconv::test {
@@ -188,6 +189,42 @@ TEST(PlanDtypes, TensorMapLoadsWhereTheCopyEngineCanLoadTheStages) {
   PlanOptions tf32;
   tf32.math = MathMode::TF32;
   EXPECT_FALSE(maps(resnet, Layout::NHWC, DType::Float32, tf32));
+}
+
+// Stage 4's 3x3 layers (long reductions, a quarter of a wave of 128x256 tiles) run that tile split
+// 4 ways in a cluster, forward and dgrad; stage 3's (49 such tiles) and short reductions do not.
+TEST(PlanDtypes, LongReductionsOnFewLargeTilesSplitInACluster) {
+  auto division = [](const Problem& p) {
+    return std::get<ImplicitMmaDivision>(plan_for(p, Layout::NHWC, DType::BFloat16).division());
+  };
+  for (const Problem& p : {make(32, 512, 7, 7, 512, 3, 3, 1), make(32, 256, 14, 14, 512, 3, 3, 1, 2)}) {
+    const ImplicitMmaDivision d = division(p);
+    EXPECT_EQ(d.tile_name, "wgmma128x256_s4") << p.to_string();
+    EXPECT_EQ(d.cluster_split, 4) << p.to_string();
+    EXPECT_EQ(d.atomic_slices, 1);
+    EXPECT_TRUE(d.tensor_maps);
+  }
+  for (const Problem& p : {make(32, 256, 14, 14, 256, 3, 3, 1), make(32, 512, 7, 7, 2048, 1, 1)}) {
+    const ImplicitMmaDivision d = division(p);
+    EXPECT_NE(d.tile_name, "wgmma128x256_s4") << p.to_string();
+    EXPECT_EQ(d.cluster_split, 1) << p.to_string();
+  }
+  // dgrad of stage 4's 3x3 layer: one step, the same division.
+  const Problem l4 = make(32, 512, 7, 7, 512, 3, 3, 1);
+  const BackwardDecomposition dg =
+      decompose_backward_data(l4, l4.y_desc(Layout::NHWC, DType::BFloat16), l4.w_desc(Layout::NHWC, DType::BFloat16),
+                              l4.x_desc(Layout::NHWC, DType::BFloat16));
+  ASSERT_EQ(dg.steps.size(), 1u);
+  PlanOptions o;
+  o.target = Target::Cuda;
+  const ForwardStep& s = dg.steps[0];
+  const Plan step = Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o);
+  const auto& d = std::get<ImplicitMmaDivision>(step.division());
+  EXPECT_EQ(d.tile_name, "wgmma128x256_s4");
+  EXPECT_EQ(d.cluster_split, 4);
+  // A forced split still wins over the tile's.
+  o.split_k = 2;
+  EXPECT_EQ(std::get<ImplicitMmaDivision>(plan_for(l4, Layout::NHWC, DType::BFloat16, o).division()).cluster_split, 2);
 }
 
 TEST(PlanDtypes, UnsupportedCombinationsAreClearErrors) {

@@ -264,6 +264,21 @@ TEST_F(TensorCores, ClusterSplitsMatchTheReference) {
           }
 }
 
+// Stage 4's 3x3 layer (a long reduction, few 128x256 tiles): the planner's own 128x256 tile split 4
+// ways in a cluster over tensor-map loads, with and without the whole epilogue.
+TEST_F(TensorCores, LongReductionsSplitTheLargestTile) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 106);
+  Case c{make(8, 512, 7, 7, 512, 3, 3, 1)};
+  c.xl = c.wl = c.yl = Layout::NHWC;
+  for (const Precision& pr : {kPrecisions[0], kPrecisions[1]})
+    for (const Case& k : {c, with_whole_epilogue(c)}) {
+      std::string division;
+      EXPECT_LT(run_mma(engine, k, g, pr, "", &division), tolerance(pr.dtype, pr.math)) << pr.name << " " << k.name();
+      EXPECT_NE(division.find("wgmma128x256_s4_tma_cs4"), std::string::npos) << division;
+    }
+}
+
 // fp16/bf16 depthwise layers with channels-last x and y: Auto picks single_channel's channels-last
 // kernel (Note [channels-last depthwise]); with x one element off 16 bytes it goes a channel at a time.
 TEST_F(TensorCores, ChannelsLastDepthwiseKernel) {

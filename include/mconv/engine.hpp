@@ -103,6 +103,10 @@ class PlanCache {
 /// CUDA error: it surfaces as Error(CudaError) from that call, a later one or synchronize(), and the
 /// device's CUDA context is then unusable for the whole process (the CUDA runtime's rule, not
 /// mconv's): destroy the Engines and their plans, and restart the process.
+namespace detail::cuda_device {
+class StreamFork;
+}
+
 class Engine {
  public:
   /// Target::Auto picks CUDA when a GPU is available, otherwise the CPU. `stream` is a cudaStream_t.
@@ -147,7 +151,9 @@ class Engine {
                                                            PlanOptions options = {});
 
   /// dx = alpha * dgrad(dy, w) + beta * dx. Asynchronous on `stream` (null: the engine's stream) on
-  /// CUDA. On error nothing is written to dx.
+  /// CUDA; a strided layer's phase steps run on the engine's side streams, forked from `stream` and
+  /// joined back into it, so `stream` sees one order and a CUDA graph capture of it holds them. On
+  /// error nothing is written to dx.
   void conv2d_backward_data(const BackwardPlan& plan, const void* dy, const void* w, void* dx, float alpha = 1.0f,
                             float beta = 0.0f, void* stream = nullptr);
   /// dw = alpha * wgrad(x, dy) + beta * dw, likewise.
@@ -173,6 +179,8 @@ class Engine {
   std::unique_ptr<HardwareModel> hardware_;
   detail::PlanCache<Plan> plans_;
   detail::PlanCache<BackwardPlan> backward_plans_;
+  // Side streams for a backward pass's independent steps, made with the first plan that has several.
+  std::unique_ptr<detail::cuda_device::StreamFork> fork_;
 
   std::shared_ptr<const Plan> step_plan(const ForwardStep& step, const PlanOptions& options);
   std::shared_ptr<const BackwardPlan> plan_backward(Pass pass, const Problem& problem, const TensorDesc& a,

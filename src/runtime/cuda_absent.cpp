@@ -28,6 +28,18 @@ void check_device_pointer(const void*, const char*, int, int64_t) {
   absent();
 }
 void synchronize(void*) {}
+struct StreamFork::Handles {};
+StreamFork::StreamFork(int) {
+  absent();
+}
+StreamFork::~StreamFork() = default;
+StreamFork::Fork::Fork(StreamFork& owner, void* origin) : owner_(owner), lock_(owner.mutex_), origin_(origin) {
+  absent();
+}
+StreamFork::Fork::~Fork() = default;
+void* StreamFork::Fork::stream(size_t) {
+  absent();
+}
 HardwareModel reported_hardware(int) {
   absent();
 }

@@ -120,4 +120,54 @@ void synchronize(void* stream) {
   MCONV_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
 }
 
+struct StreamFork::Handles {
+  int device;
+  cudaEvent_t forked = nullptr;
+  cudaStream_t side[kSideStreams] = {};
+  cudaEvent_t done[kSideStreams] = {};
+  ~Handles() {
+    DeviceGuard guard(device);
+    for (int i = 0; i < kSideStreams; ++i) {
+      if (done[i]) cudaEventDestroy(done[i]);
+      if (side[i]) cudaStreamDestroy(side[i]);
+    }
+    if (forked) cudaEventDestroy(forked);
+  }
+};
+
+StreamFork::StreamFork(int device) : handles_(std::make_unique<Handles>()) {
+  handles_->device = device;
+  DeviceGuard guard(device);
+  // Non-blocking: the side streams order themselves after the caller's stream through the events
+  // only, whatever that stream is (the legacy default stream included).
+  MCONV_CUDA_CHECK(cudaEventCreateWithFlags(&handles_->forked, cudaEventDisableTiming));
+  for (int i = 0; i < kSideStreams; ++i) {
+    MCONV_CUDA_CHECK(cudaStreamCreateWithFlags(&handles_->side[i], cudaStreamNonBlocking));
+    MCONV_CUDA_CHECK(cudaEventCreateWithFlags(&handles_->done[i], cudaEventDisableTiming));
+  }
+}
+
+StreamFork::~StreamFork() = default;
+
+StreamFork::Fork::Fork(StreamFork& owner, void* origin) : owner_(owner), lock_(owner.mutex_), origin_(origin) {
+  MCONV_CUDA_CHECK(cudaEventRecord(owner_.handles_->forked, static_cast<cudaStream_t>(origin)));
+}
+
+void* StreamFork::Fork::stream(size_t i) {
+  const size_t side = i % (kSideStreams + 1);
+  if (side == 0) return origin_;
+  if (!used_[side - 1]) {
+    MCONV_CUDA_CHECK(cudaStreamWaitEvent(owner_.handles_->side[side - 1], owner_.handles_->forked, 0));
+    used_[side - 1] = true;
+  }
+  return owner_.handles_->side[side - 1];
+}
+
+StreamFork::Fork::~Fork() {
+  // Joins even after a failed launch, so that origin never runs ahead of work queued on a side stream.
+  for (int i = 0; i < kSideStreams; ++i)
+    if (used_[i] && cudaEventRecord(owner_.handles_->done[i], owner_.handles_->side[i]) == cudaSuccess)
+      (void)cudaStreamWaitEvent(static_cast<cudaStream_t>(origin_), owner_.handles_->done[i], 0);
+}
+
 }  // namespace mconv::detail::cuda_device

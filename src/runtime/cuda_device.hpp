@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 
 #include "mconv/hardware.hpp"
 #include "mconv/plan.hpp"
@@ -39,6 +40,43 @@ std::shared_ptr<const void> upload_table(const Plan& plan, int device);
 void check_device_pointer(const void* p, const char* field, int device, int64_t bytes);
 
 void synchronize(void* stream);
+
+/// Side streams of one device on which a call's independent launches overlap (the phase steps of a
+/// stride-2 dgrad, each a grid too small to fill the GPU alone). A fork records an event on the
+/// caller's stream that the side streams wait for, and its join makes the caller's stream wait for
+/// an event on each side stream it used: the caller sees one stream's order, and a CUDA graph
+/// capture follows the fork and the join. Streams and events are made with the object (plan time,
+/// outside any capture); forks are serialised, since they share the events.
+class StreamFork {
+ public:
+  static constexpr int kSideStreams = 3;
+  explicit StreamFork(int device);
+  ~StreamFork();
+  StreamFork(const StreamFork&) = delete;
+  StreamFork& operator=(const StreamFork&) = delete;
+
+  /// One fork from `origin`: stream(i) is origin for i % (kSideStreams + 1) == 0, else a side stream
+  /// ordered after origin's work so far. The destructor joins (never throws).
+  class Fork {
+   public:
+    Fork(StreamFork& owner, void* origin);
+    ~Fork();
+    Fork(const Fork&) = delete;
+    Fork& operator=(const Fork&) = delete;
+    void* stream(size_t i);
+
+   private:
+    StreamFork& owner_;
+    std::lock_guard<std::mutex> lock_;
+    void* origin_;
+    bool used_[kSideStreams] = {};
+  };
+
+ private:
+  struct Handles;
+  std::mutex mutex_;
+  std::unique_ptr<Handles> handles_;
+};
 
 /// What the runtime reports about `device` (no measurement).
 HardwareModel reported_hardware(int device);

@@ -164,6 +164,8 @@ std::shared_ptr<const BackwardPlan> Engine::plan_backward(Pass pass, const Probl
     options.math = MathMode::Exact;
   for (const ForwardStep& step : plan->decomposition.steps) plan->plans.push_back(step_plan(step, options));
   std::lock_guard<std::mutex> lock(mutex_);
+  if (target_ == Target::Cuda && plan->plans.size() > 1 && !fork_)
+    fork_ = std::make_unique<detail::cuda_device::StreamFork>(device_);
   backward_plans_.insert(key, plan, options_.plan_cache_capacity);
   return plan;
 }
@@ -222,10 +224,26 @@ void Engine::run_backward(const BackwardPlan& plan, Pass pass, const void* a, co
     detail::cuda_device::check_device_pointer(b, names.w, device_, plan.b.span_elements() * esz);
     detail::cuda_device::check_device_pointer(out, names.y, device_, plan.out.span_elements() * esz);
   }
-  for (size_t i = 0; i < steps.size(); ++i)
-    detail::launch_forward(*plan.plans[i], at(a, steps[i].x_offset), at(b, steps[i].w_offset),
-                           at_mut(out, steps[i].y_offset), e, stream);
+  // The fills and the steps write disjoint parts of the output.
   for (const FillStep& f : plan.decomposition.fills) detail::fill_view(f.view, at_mut(out, f.offset), beta, stream);
+  // Independent steps (a strided dgrad's phases), each too small to fill the GPU alone, overlap on
+  // side streams (resnet50 bf16 dgrad, docs/PERFORMANCE.md).
+  detail::cuda_device::StreamFork* fork = nullptr;
+  if (steps.size() > 1) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    fork = fork_.get();
+  }
+  auto launch_steps = [&](auto&& stream_of) {
+    for (size_t i = 0; i < steps.size(); ++i)
+      detail::launch_forward(*plan.plans[i], at(a, steps[i].x_offset), at(b, steps[i].w_offset),
+                             at_mut(out, steps[i].y_offset), e, stream_of(i));
+  };
+  if (!fork) {  // one step, or a plan of another engine of this device: one stream (none is made here)
+    launch_steps([stream](size_t) { return stream; });
+    return;
+  }
+  detail::cuda_device::StreamFork::Fork forked(*fork, stream);
+  launch_steps([&forked](size_t i) { return forked.stream(i); });
 }
 
 size_t Engine::cached_plans() const {

@@ -151,8 +151,9 @@ std::string tensor_map_refusal(const Problem& p, const TensorDesc& x, const Tens
 // blocks: 52 us against 70 for 64x128). Two picks moved: 3x3 layers with a reduction of 2048 rows or
 // more and at most a wave of 128x128 blocks went to 64x128 in four stages (stage 3: 28 -> 24 us),
 // and single-stage reductions (C = 64 1x1) to 128x64, three blocks an SM (50 -> 47 us).
+// `split`: the cluster split the tile was measured with, where the rule sets one (0: the split rule's).
 int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, bool warpgroup, bool tensor_maps,
-                       std::vector<std::string>& why) {
+                       int& split, std::vector<std::string>& why) {
   const int64_t cols = p.n * p.p() * p.q(), kg = p.k_per_group();
   const int sms = std::max(hw.sm_count, 1);
   auto blocks = [&](int bm, int bn) { return ceil_div(cols, bm) * ceil_div(kg, bn) * p.groups; };
@@ -166,6 +167,15 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
       return pick("wgmma128x256_s4", shape + std::to_string(blocks(128, 256)) + " blocks");
     if ((kg <= 64 || (tensor_maps && rows <= 64)) && blocks(128, 64) >= sms)
       return pick("wgmma128x64_s3", shape + std::to_string(blocks(128, 64)) + " blocks");
+    // Long reductions over a grid of a quarter of a wave of the largest tile (stage 4's 3x3 layers,
+    // forward and dgrad): that tile split 4 ways in a cluster reads half the L2 bytes of unsplit
+    // 64x128 tiles, which are L2-bound there (resnet50 bf16: l4_3x3 32.9 -> 26.4 us forward, 41.8 ->
+    // 27.4 dgrad; l4_3x3s2 33.0 -> 26.4). Stage 3's 3x3 layers (49 such tiles, split 2) lost 10%.
+    if (tensor_maps && kg >= 256 && p.r * p.s > 1 && rows >= 2048 && blocks(128, 256) * 4 <= sms) {
+      split = 4;
+      return pick("wgmma128x256_s4",
+                  shape + std::to_string(blocks(128, 256)) + " blocks, each split 4 ways in a cluster");
+    }
     if (tensor_maps && kg >= 128 && kg <= 512 && p.r * p.s > 1 && rows >= 2048 && blocks(128, 128) <= sms)
       return pick("wgmma64x128_s4", shape + std::to_string(blocks(64, 128)) + " blocks, four stages");
     if (kg >= 128 && kg <= 512 && rows >= 512 && blocks(64, 128) >= 2 * sms && blocks(128, 128) <= 3 * sms)
@@ -364,7 +374,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   const bool vector_tile = forms.a == GatherForm::Vector && forms.b != GatherForm::Element;
   // Transposed operands without the vector tiles: a wgrad step (long reduction, small output).
   const bool long_reduction = !vector_tile && (forms.a == GatherForm::Transposed || forms.b == GatherForm::Transposed);
-  int tile;
+  int tile, tile_split = 0;
   // A forced "<wgmma tile>_tma" loads through tensor maps; the plain name gathers.
   std::string tile_name = forced_tile;
   const bool forced_tensor_maps =
@@ -385,7 +395,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     // sm_90 (the sm_90a code).
     const bool warpgroup = wgmma_device(hw);
     const bool both_transposed = forms.a == GatherForm::Transposed && forms.b == GatherForm::Transposed;
-    tile = vector_tile      ? choose_vector_tile(p, hw, rows, warpgroup, no_tensor_maps.empty(), why)
+    tile = vector_tile      ? choose_vector_tile(p, hw, rows, warpgroup, no_tensor_maps.empty(), tile_split, why)
            : long_reduction ? choose_split_tile(p, hw, rows, dtype_size(x.dtype), warpgroup && both_transposed,
                                                 no_tensor_maps.empty(), why)
                             : choose_element_tile(p, hw, false, why);
@@ -427,6 +437,11 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   const int64_t tiles = d.launch.grid_x * d.launch.grid_y * p.groups;
   if (long_reduction && !deterministic) {
     std::tie(d.cluster_split, d.atomic_slices) = choose_atomic_slices(tiles, d.k_tiles, t, hw, forced_split, why);
+  } else if (tile_split > 0 && forced_split == 0 && d.tensor_maps) {
+    d.cluster_split = tile_split;
+    why.push_back("cluster split " + std::to_string(tile_split) +
+                  ": the tile's rule (slices summed through "
+                  "distributed shared memory, in rank order)");
   } else {
     d.cluster_split = choose_cluster_split(tiles, d.k_tiles, d.tensor_maps && d.a_gather == GatherForm::Transposed, hw,
                                            forced_split, why);
