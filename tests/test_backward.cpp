@@ -265,6 +265,35 @@ TEST(Backward, WgradStepsOnTensorMapsAndTheirSplits) {
   EXPECT_GT(c64.cluster_split, 1);
 }
 
+// A deterministic wgrad step on tensor maps: a cluster alone, at least 24 row tiles a slice, and a
+// grid of a third of a wave or more split 3 ways (72 tiles of 128x64 over 98 row tiles); 16 tiles
+// over 98 row tiles split 4 ways, not the 9 that would fill the SMs; 128 tiles over 25 row tiles
+// unsplit; the 56x56 layer's few tiles over 1568 row tiles still 15-16 ways.
+TEST(Backward, DeterministicWgradSplitsKeepLongSlices) {
+  auto det_step = [](const Problem& p) {
+    const TensorDesc x = p.x_desc(Layout::NHWC, DType::BFloat16), y = p.y_desc(Layout::NHWC, DType::BFloat16),
+                     w = p.w_desc(Layout::NHWC, DType::BFloat16);
+    PlanOptions o;
+    o.target = Target::Cuda;
+    o.deterministic = true;
+    const ForwardStep s = decompose_backward_filter(p, x, y, w).steps.at(0);
+    const Plan plan = Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o);
+    EXPECT_TRUE(plan.deterministic());
+    return std::get<ImplicitMmaDivision>(plan.division());
+  };
+  const std::pair<Problem, int> cases[] = {{make(32, 256, 14, 14, 256, 3, 3, 1), 3},
+                                           {make(32, 1024, 14, 14, 512, 1, 1), 3},
+                                           {make(32, 256, 14, 14, 1024, 1, 1), 4},
+                                           {make(32, 512, 7, 7, 2048, 1, 1), 1},
+                                           {make(32, 64, 56, 56, 64, 1, 1), 16}};
+  for (const auto& [p, split] : cases) {
+    const ImplicitMmaDivision d = det_step(p);
+    EXPECT_TRUE(d.tensor_maps) << p.to_string();
+    EXPECT_EQ(d.atomic_slices, 1) << p.to_string();
+    EXPECT_EQ(d.cluster_split, split) << p.to_string() << " " << division_name(d);
+  }
+}
+
 TEST(Backward, DeterministicWgradIsBitwiseReproducible) {
   Engine engine(Target::Cpu);
   const Problem p = make(4, 16, 12, 12, 8, 3, 3, 1);

@@ -247,12 +247,18 @@ int choose_cluster_split(int64_t blocks, int k_tiles, bool wgrad_tensor_maps, co
     return forced;
   }
   const int sms = std::max(hw.sm_count, 1);
-  // A wgrad step loading through tensor maps runs a grid of a third of a wave or more unsplit (resnet50
-  // bf16, stage 4's 1x1 layers: 64 blocks of 128x128 split 3 ways 48.7 us, unsplit 22.4). Forward
-  // grids keep the rule above (multi_channel's batch-1 layers split 2-16 ways).
-  if (hw.cc_major < 9 || blocks * 2 > sms || (wgrad_tensor_maps && blocks * 3 >= sms)) return 1;
-  const int64_t fill = ceil_div(int64_t(sms), blocks);
-  const int split = static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(fill, k_tiles / 4), 1, kMaxClusterSplit));
+  // A wgrad step loading through tensor maps (here: a deterministic plan; the others take atomic
+  // slices) keeps at least 24 row tiles a slice, and splits a grid of a third of a wave or more 3
+  // ways. Measured with the 16-byte cluster epilogue (resnet50 bf16, `--deterministic`, forced
+  // splits): stage 3's 64-72 tiles of 128x64 ran 51-52 us unsplit, 30-32 split 3 ways (34-36 in 2, 32
+  // in 4); its 1x1b/c layers (16 tiles, 98 row tiles) 33 us split 9 ways, 24 in 4; stage 4's 1x1
+  // layers (128 tiles, 25 row tiles) gained under 6% split 2 ways and lost split 3. Forward grids keep
+  // the rule above (multi_channel's batch-1 layers split 2-16 ways).
+  if (hw.cc_major < 9 || (!wgrad_tensor_maps && blocks * 2 > sms) || blocks >= sms) return 1;
+  const int64_t fill = wgrad_tensor_maps && blocks * 3 >= sms ? 3 : ceil_div(int64_t(sms), blocks);
+  const int64_t min_rows = wgrad_tensor_maps ? 24 : 4;  // row tiles a slice keeps at least
+  const int split =
+      static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(fill, k_tiles / min_rows), 1, kMaxClusterSplit));
   if (split > 1)
     why.push_back("cluster split " + std::to_string(split) + ": " + std::to_string(blocks) + " tiles for " +
                   std::to_string(sms) + " SMs, " + std::to_string(k_tiles) +
