@@ -89,6 +89,10 @@ class PlanCache {
 };
 }  // namespace detail
 
+namespace detail::cuda_device {
+class StreamFork;  // the engine's side streams for a backward pass's independent steps
+}
+
 /// One executor target plus its plan cache.
 ///
 /// On CUDA the engine owns the hardware model of its device (measured once, cached on disk) and
@@ -103,10 +107,6 @@ class PlanCache {
 /// CUDA error: it surfaces as Error(CudaError) from that call, a later one or synchronize(), and the
 /// device's CUDA context is then unusable for the whole process (the CUDA runtime's rule, not
 /// mconv's): destroy the Engines and their plans, and restart the process.
-namespace detail::cuda_device {
-class StreamFork;
-}
-
 class Engine {
  public:
   /// Target::Auto picks CUDA when a GPU is available, otherwise the CPU. `stream` is a cudaStream_t.

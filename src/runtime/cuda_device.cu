@@ -126,12 +126,18 @@ struct StreamFork::Handles {
   cudaStream_t side[kSideStreams] = {};
   cudaEvent_t done[kSideStreams] = {};
   ~Handles() {
-    DeviceGuard guard(device);
+    // Never throws: an Engine may go at process exit, when the runtime may already refuse calls.
+    int previous = -1;
+    if (cudaGetDevice(&previous) != cudaSuccess || (previous != device && cudaSetDevice(device) != cudaSuccess)) {
+      (void)cudaGetLastError();
+      return;
+    }
     for (int i = 0; i < kSideStreams; ++i) {
       if (done[i]) cudaEventDestroy(done[i]);
       if (side[i]) cudaStreamDestroy(side[i]);
     }
     if (forked) cudaEventDestroy(forked);
+    if (previous != device) (void)cudaSetDevice(previous);
   }
 };
 
