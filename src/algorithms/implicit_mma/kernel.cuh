@@ -100,9 +100,11 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../common/cp_async.cuh"
 #include "../common/implicit_gemm_geometry.cuh"
+#include "../common/storage.cuh"
 #include "../common/tensor_copy.cuh"
 #include "mconv/division.hpp"
 #include "mconv/plan.hpp"
@@ -230,27 +232,23 @@ __device__ __forceinline__ void red_add_run(float* dst, const float (&v)[8]) {
   asm volatile("red.global.add.v4.f32 [%0], {%1,%2,%3,%4};\n" ::"l"(dst + 4), "f"(v[4]), "f"(v[5]), "f"(v[6]), "f"(v[7])
                : "memory");
 }
-template <class Pair, class Convert>
-__device__ __forceinline__ void packed_pairs(uint32_t (&r)[4], const float (&v)[8], Convert convert) {
+// The 16-bit types: eight values rounded once each (storage.cuh's from_float), packed in address
+// order (the lower address in each register's low half), then one vector red of the type's pairs.
+template <class T>
+__device__ __forceinline__ void red_add_run(T* dst, const float (&v)[8]) {
+  static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "fp16 or bf16 pairs");
+  __align__(16) T h[8];
 #pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    const Pair h = convert(v[2 * k], v[2 * k + 1]);  // .x (the lower address) from the first
-    r[k] = *reinterpret_cast<const uint32_t*>(&h);
-  }
-}
-__device__ __forceinline__ void red_add_run(__nv_bfloat16* dst, const float (&v)[8]) {
-  uint32_t r[4];
-  packed_pairs<__nv_bfloat162>(r, v, [](float a, float b) { return __floats2bfloat162_rn(a, b); });
-  asm volatile("red.global.add.noftz.v4.bf16x2 [%0], {%1,%2,%3,%4};\n" ::"l"(dst), "r"(r[0]), "r"(r[1]), "r"(r[2]),
-               "r"(r[3])
-               : "memory");
-}
-__device__ __forceinline__ void red_add_run(__half* dst, const float (&v)[8]) {
-  uint32_t r[4];
-  packed_pairs<__half2>(r, v, [](float a, float b) { return __floats2half2_rn(a, b); });
-  asm volatile("red.global.add.noftz.v4.f16x2 [%0], {%1,%2,%3,%4};\n" ::"l"(dst), "r"(r[0]), "r"(r[1]), "r"(r[2]),
-               "r"(r[3])
-               : "memory");
+  for (int e = 0; e < 8; ++e) h[e] = from_float<T>(v[e]);
+  const uint4 r = *reinterpret_cast<const uint4*>(h);
+  if constexpr (std::is_same_v<T, __half>)
+    asm volatile("red.global.add.noftz.v4.f16x2 [%0], {%1,%2,%3,%4};\n" ::"l"(dst), "r"(r.x), "r"(r.y), "r"(r.z),
+                 "r"(r.w)
+                 : "memory");
+  else
+    asm volatile("red.global.add.noftz.v4.bf16x2 [%0], {%1,%2,%3,%4};\n" ::"l"(dst), "r"(r.x), "r"(r.y), "r"(r.z),
+                 "r"(r.w)
+                 : "memory");
 }
 
 }  // namespace detail
