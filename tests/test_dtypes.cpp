@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "../src/algorithms/single_channel/planner.hpp"
 #include "dtype_tensors.hpp"
 #include "mconv/backward.hpp"
 #include "mconv/npy.hpp"
@@ -91,6 +92,68 @@ TEST(PlanDtypes, Tf32KeepsTheFfmaFamiliesOfDepthwiseLayers) {
   EXPECT_EQ(plan_for(depthwise, Layout::NCHW, DType::Float32, tf32).algorithm(), Algorithm::ImplicitMma);
 }
 
+// fp16/bf16 depthwise layers in plane order (NCHW, CNHW) run single_channel's plane streams, with x's
+// dtype in shared memory: chunks at least as large as fp32's, in fewer bytes a row.
+TEST(PlanDtypes, HalfDepthwisePlanesRunThePlaneStreams) {
+  const Problem s1 = make(32, 144, 56, 56, 144, 3, 3, 1, 1, 1, 144);   // bulk (stride 1)
+  const Problem s2 = make(32, 144, 56, 56, 144, 3, 3, 1, 2, 1, 144);   // plane stream (wide stride 2)
+  const Problem small = make(32, 960, 7, 7, 960, 3, 3, 1, 1, 1, 960);  // whole planes
+  const Problem odd = make(32, 576, 14, 14, 576, 5, 5, 2, 2, 1, 576);  // 14 wide, stride 2
+  const Problem mult = make(2, 16, 9, 9, 32, 3, 3, 1, 1, 1, 16);       // K/G = 2: no plane stream
+  for (DType t : {DType::Float16, DType::BFloat16}) {
+    for (Layout l : {Layout::NCHW, Layout::CNHW}) {
+      const Plan bulk = plan_for(s1, l, t), bulk32 = plan_for(s1, l, DType::Float32);
+      ASSERT_EQ(bulk.algorithm(), Algorithm::SingleChannel) << bulk.to_text();
+      const auto& b = std::get<PlaneBulkDivision>(bulk.division());
+      const auto& b32 = std::get<PlaneBulkDivision>(bulk32.division());
+      EXPECT_EQ(b.in_elements % 8, 7);  // 7 elements of alignment slack
+      // Two passes of items a chunk where fp32 takes one: about fp32's bytes in flight.
+      EXPECT_GE(int64_t(b.rows_per_chunk) * b.planes_per_chunk,
+                2 * int64_t(b32.rows_per_chunk) * b32.planes_per_chunk - b.run);
+      EXPECT_LT(b.d_bytes, b32.d_bytes * 5 / 4);
+      const Plan planes = plan_for(s2, l, t);
+      ASSERT_EQ(planes.algorithm(), Algorithm::SingleChannel);
+      const auto& d = std::get<PlaneStreamDivision>(planes.division());
+      const auto& d32 = std::get<PlaneStreamDivision>(plan_for(s2, l, DType::Float32).division());
+      EXPECT_EQ(d.layout.lpad % 8, 0);   // 16-byte copies of 8 elements land aligned
+      EXPECT_EQ(d.layout.pitch % 8, 0);  // W = 56: whole vectors
+      EXPECT_EQ(d.filter_offset % 16, 0);
+      EXPECT_EQ(d.filter_offset, d.planes_per_block * d.layout.plane * 2);
+      // Fewer bytes a plane row, so at least fp32's rows and planes a chunk (here 2 planes where fp32
+      // fits 1 of the 3 the resident wave asks for).
+      const int64_t rows = int64_t(d.rows_per_block) * d.planes_per_block;
+      const int64_t rows32 = int64_t(d32.rows_per_block) * d32.planes_per_block;
+      EXPECT_GT(rows, rows32);
+      EXPECT_LT(d.d_bytes / rows, d32.d_bytes / rows32);
+      EXPECT_NE(planes.to_text().find("fp32 arithmetic"), std::string::npos) << planes.to_text();
+      EXPECT_EQ(plan_for(small, l, t).algorithm(), Algorithm::SingleChannel);
+      const auto odd_plan = plan_for(odd, l, t);
+      ASSERT_EQ(odd_plan.algorithm(), Algorithm::SingleChannel);
+      if (const auto* od = std::get_if<PlaneStreamDivision>(&odd_plan.division())) {
+        EXPECT_EQ(od->layout.pitch % 2, 0);  // 4-byte copies of rows of 14 elements
+        EXPECT_EQ(od->layout.plane % 2, 0);
+      }
+    }
+    // Forced: either plane stream; the fp32-only strip variant and a K/G = 2 layer are refused, saying why.
+    PlanOptions o;
+    o.algorithm = Algorithm::SingleChannel;
+    o.tile = detail::kPlaneStreamTile;
+    EXPECT_TRUE(std::holds_alternative<PlaneStreamDivision>(plan_for(s1, Layout::NCHW, t, o).division()));
+    o.tile = detail::kPlaneBulkTile;
+    EXPECT_TRUE(std::holds_alternative<PlaneBulkDivision>(plan_for(s1, Layout::NCHW, t, o).division()));
+    o.tile = detail::kSingleChannelPaperTile;
+    EXPECT_THROW(plan_for(s1, Layout::NCHW, t, o), Error);
+    o.tile = "";
+    try {
+      plan_for(mult, Layout::NCHW, t, o);
+      ADD_FAILURE() << "K/G = 2 in NCHW planned on single_channel";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("plane stream needs C/G = 1 and K/G = 1"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(plan_for(mult, Layout::NCHW, t).algorithm(), Algorithm::ImplicitMma);  // Auto
+  }
+}
+
 TEST(PlanDtypes, HalfDepthwiseChannelsLastRunsTheChannelsLastKernel) {
   const Problem depthwise = make(32, 144, 56, 56, 144, 3, 3, 1, 1, 1, 144);
   for (DType t : {DType::Float16, DType::BFloat16}) {
@@ -123,8 +186,8 @@ TEST(PlanDtypes, HalfDepthwiseChannelsLastRunsTheChannelsLastKernel) {
     EXPECT_EQ(s.chunk_channels, 64);
     EXPECT_EQ(s.launch.smem_bytes, 49 * 64 * 4);
     EXPECT_EQ(s.launch.grid_x * s.launch.grid_y, 1 * 12);  // 7 rows x 4 pairs = 28 groups, 32 slots
-    // NCHW planes, C not a multiple of 8, and channel multipliers of no whole vector stay on implicit_mma.
-    EXPECT_EQ(plan_for(depthwise, Layout::NCHW, t).algorithm(), Algorithm::ImplicitMma);
+    // C not a multiple of 8, and channel multipliers of no whole vector stay on implicit_mma (NCHW
+    // planes run the plane streams: the next test).
     EXPECT_EQ(plan_for(make(2, 12, 9, 9, 12, 3, 3, 1, 1, 1, 12), Layout::NHWC, t).algorithm(), Algorithm::ImplicitMma);
     EXPECT_EQ(plan_for(make(2, 16, 9, 9, 32, 3, 3, 1, 1, 1, 16), Layout::NHWC, t).algorithm(), Algorithm::ImplicitMma);
     EXPECT_EQ(plan_for(make(1, 1, 64, 64, 12, 3, 3, 1), Layout::NHWC, t).algorithm(), Algorithm::ImplicitMma);

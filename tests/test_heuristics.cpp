@@ -1,6 +1,7 @@
 // The planner's choices (src/selection/heuristics.cpp and the families' planners), checked without a GPU: each rule
 // fires where its measured evidence says it should, and every choice carries a reason.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "../src/algorithms/direct_block/planner.hpp"
@@ -252,10 +253,25 @@ TEST(PlaneStreamPlanner, PacksSmallPlanesAndBandsLargeOnes) {
 // put its 32 first reads on 32 different banks.
 TEST(PlaneStreamPlanner, SmallPlanesSpreadOverTheBanks) {
   const Problem p = make(32, 960, 7, 7, 960, 3, 3, 1, 1, 1, 960);
-  const auto l = detail::plane_stream_layout(p, 7);
+  const auto l = detail::plane_stream_layout(p, 7, 4);
   std::set<int64_t> banks;
   for (int64_t it = 0; it < 32; ++it) banks.insert(((it / 7) * l.plane + it % 7) % 32);  // one run per plane
   EXPECT_EQ(banks.size(), 32u) << "pitch " << l.pitch << " plane " << l.plane;
+  // 2-byte elements: a word holds two, so the warp reads 4 planes x 4 words; no bank serves two
+  // of those words, and pitch and plane stay even (4-byte copies of rows of even W).
+  const Problem even = make(32, 960, 14, 14, 960, 3, 3, 1, 2, 1, 960);
+  for (const Problem& q : {p, even}) {
+    const auto h = detail::plane_stream_layout(q, 7, 2);
+    std::map<int64_t, std::set<int64_t>> words;  // bank -> the words it serves
+    for (int64_t it = 0; it < 32; ++it) {
+      const int64_t word = ((it / q.q()) * h.plane + it % q.q() * q.stride_w) / 2;
+      words[word % 32].insert(word);
+    }
+    for (const auto& [bank, w] : words) EXPECT_EQ(w.size(), 1u) << "bank " << bank << " plane " << h.plane;
+    EXPECT_EQ(h.pitch % 2, 0);
+    EXPECT_EQ(h.plane % 2, 0);
+    EXPECT_EQ(h.lpad % 8, 0);
+  }
 }
 
 TEST(PlaneStreamPlanner, RefusesWhatTheKernelDoesNotRun) {
@@ -312,8 +328,15 @@ TEST(PlaneBulkPlanner, FillsTheBlocksOfMobileNetLayers) {
   EXPECT_TRUE(detail::plane_bulk_whole_planes(p14, 8, 14));
   EXPECT_TRUE(detail::plane_bulk_whole_planes(p14, 1, 14));
   EXPECT_FALSE(detail::plane_bulk_whole_planes(p14, 1, 7));
-  EXPECT_EQ(detail::plane_bulk_chunk_floats(p14, 1, 14).in, 14 * 14 + 3);
-  EXPECT_EQ(detail::plane_bulk_chunk_floats(p14, 1, 7).in, 9 * 14 + 3);  // 7 outputs read 6 + 3 rows
+  EXPECT_EQ(detail::plane_bulk_chunk_elements(p14, 1, 14, 4).in, 14 * 14 + 3);
+  EXPECT_EQ(detail::plane_bulk_chunk_elements(p14, 1, 7, 4).in, 9 * 14 + 3);  // 7 outputs read 6 + 3 rows
+  // 2-byte elements: a 16-byte vector holds 8, so up to 7 lie before the aligned middle; the
+  // block's bytes are those of the elements.
+  const auto half = detail::plane_bulk_chunk_elements(p14, 1, 14, 2);
+  EXPECT_EQ(half.in, 14 * 14 + 7);
+  EXPECT_EQ(half.out, 14 * 14 + 7);
+  EXPECT_EQ(detail::plane_bulk_smem_bytes(half),
+            (detail::kPlaneBulkGuard + 2 * (2 * detail::kPlaneBulkGuard + 2 * (14 * 14 + 7 + 7) / 8 * 8)) * 2);
 }
 
 TEST(PlaneBulkPlanner, RefusesWhatTheKernelDoesNotRun) {

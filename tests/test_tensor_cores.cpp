@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "../src/algorithms/implicit_mma/tiles.hpp"
+#include "../src/algorithms/single_channel/planner.hpp"
 #include "dtype_tensors.hpp"
 
 namespace mconv::test {
@@ -339,6 +340,62 @@ TEST_F(TensorCores, ChannelsLastDepthwiseKernel) {
         const std::string want = channels_last ? "single_channel_channels_last\n" : "mma";
         EXPECT_EQ(division.rfind(want, 0), 0u) << c.name() << ": " << division;
       }
+  }
+}
+
+// fp16/bf16 depthwise layers in plane order run single_channel's plane streams with x's dtype in
+// shared memory (Note [plane stream], [plane bulk]): both variants forced, and the default, on whole
+// planes and bands, strides 1 and 2 (paired reads at 2), W a multiple of 8 (16-byte copies), even
+// (4-byte copies) and odd (element copies), x 0-7 elements past 16 bytes (the bulk copy's head and
+// tail, the plane stream's narrower copies), 1x1 to 7x7, padding wider than the halo, the CNHW plane
+// order, y in the other one, a true convolution, beta, bias and ReLU; then planes at no constant
+// distance.
+TEST_F(TensorCores, PlaneStreamsInHalfPrecision) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 105);
+  std::vector<Problem> shapes{
+      make(2, 601, 7, 7, 601, 3, 3, 1, 1, 1, 601),  make(2, 16, 112, 112, 16, 3, 3, 1, 1, 1, 16),
+      make(2, 12, 112, 112, 12, 3, 3, 1, 2, 1, 12), make(3, 40, 14, 14, 40, 5, 5, 2, 2, 1, 40),
+      make(2, 6, 9, 9, 6, 3, 3, 1, 1, 1, 6),        make(2, 8, 10, 10, 8, 3, 3, 0, 2, 1, 8),
+      make(2, 3, 11, 11, 3, 3, 3, 2, 1, 1, 3),      make(2, 4, 37, 41, 4, 7, 7, 3, 2, 1, 4),
+      make(1, 2, 12, 12, 2, 1, 1, 0, 1, 1, 2),      make(1, 3, 130, 64, 3, 5, 5, 2, 1, 1, 3),
+      make(4, 96, 28, 28, 96, 3, 3, 1, 2, 1, 96),   make(2, 6, 24, 28, 6, 5, 5, 2, 2, 1, 6),
+      make(2, 4, 28, 28, 4, 7, 7, 3, 1, 1, 4),      make(1, 2, 5, 3000, 2, 3, 3, 1, 1, 1, 2)};
+  if (few()) shapes.resize(8);
+  for (const Precision& pr : kPrecisions) {
+    if (pr.dtype == DType::Float32) continue;
+    for (size_t i = 0; i < shapes.size(); ++i)
+      for (int l = 0; l < 4; ++l) {
+        Case c{shapes[i]};
+        c.xl = c.wl = c.yl = l == 1 ? Layout::CNHW : Layout::NCHW;
+        if (l == 3) c.yl = Layout::CNHW;  // y in the other plane order
+        c.p.mode = l == 1 ? Mode::Convolution : Mode::CrossCorrelation;
+        c.beta = l == 2 ? 0.5f : 0.0f;
+        c.bias = l >= 2;
+        c.act = l == 3 ? Activation::ReLU : Activation::Identity;
+        c.x_offset = static_cast<int>((i + l) % 8);
+        for (const std::string tile : {detail::kPlaneStreamTile, detail::kPlaneBulkTile, ""}) {
+          std::string division;
+          EXPECT_LT(
+              run_mma(engine, c, g, pr, tile, &division, tile.empty() ? Algorithm::Auto : Algorithm::SingleChannel),
+              tolerance(pr.dtype, pr.math))
+              << pr.name << " " << tile << " " << c.name();
+          const std::string want = !tile.empty()                       ? tile
+                                   : detail::plane_bulk_preferred(c.p) ? detail::kPlaneBulkTile
+                                                                       : detail::kPlaneStreamTile;
+          EXPECT_EQ(division.rfind(want + "\n", 0), 0u) << c.name() << ": " << division;
+        }
+      }
+    // Planes at no constant distance: the plane stream splits every copy's index (the bulk variant
+    // needs packed rows).
+    for (size_t i = 0; i < 4; ++i) {
+      Case c{shapes[i]};
+      c.strided_x = true;
+      std::string division;
+      EXPECT_LT(run_mma(engine, c, g, pr, "", &division, Algorithm::Auto), tolerance(pr.dtype, pr.math))
+          << pr.name << " " << c.name();
+      EXPECT_EQ(division.rfind(std::string(detail::kPlaneStreamTile) + "\n", 0), 0u) << c.name() << ": " << division;
+    }
   }
 }
 

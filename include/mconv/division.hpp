@@ -97,10 +97,10 @@ struct SingleChannelDivision {
   LaunchShape launch;
 };
 
-/// Shared-memory layout of one plane of a plane-stream block (Note [plane stream banks]).
+/// Shared-memory layout of one plane of a plane-stream block, in elements of x's dtype (Note [plane
+/// stream banks]).
 struct PlaneStreamLayout {
   int rows = 0, pitch = 0, lpad = 0, plane = 0;
-  int64_t plane_floats() const { return plane; }
 };
 
 /// single_channel's plane stream (depthwise, one filter per group; Note [plane stream]).
@@ -109,12 +109,12 @@ struct PlaneStreamDivision {
   int rows_per_block = 1;    ///< output rows per block: a band, or P when whole planes
   int run = 4;               ///< output rows a thread computes
   PlaneStreamLayout layout;
-  int64_t d_bytes = 0;   ///< shared memory of one buffer
-  double th = 0;         ///< FMAs of one block
-  double th_target = 0;  ///< N_FMA / resident blocks per SM
-  int64_t blocks = 0;    ///< chunks of the whole problem
-  int64_t bands = 0;     ///< row bands per plane
-  int buffer_floats = 0;
+  int64_t d_bytes = 0;    ///< shared memory of one buffer
+  double th = 0;          ///< FMAs of one block
+  double th_target = 0;   ///< N_FMA / resident blocks per SM
+  int64_t blocks = 0;     ///< chunks of the whole problem
+  int64_t bands = 0;      ///< row bands per plane
+  int filter_offset = 0;  ///< bytes from a buffer's start to its fp32 filters (after its planes)
   LaunchShape launch;
 };
 
@@ -127,10 +127,10 @@ struct PlaneBulkDivision {
   int64_t d_bytes = 0;  ///< shared memory of one block (two chunk buffers)
   double fill = 0;      ///< items / (passes * threads), over the whole problem
   int64_t chunks = 0, bands = 0;
-  int blocks_per_sm = 1;  ///< resident blocks its shared memory allows
-  int64_t in_floats = 0, out_floats = 0;
-  bool read_once = false;  ///< whole planes: x read with evict-first (Note [bulk read-once inputs])
-  LaunchShape launch;      ///< one resident wave walks the chunks
+  int blocks_per_sm = 1;                      ///< resident blocks its shared memory allows
+  int64_t in_elements = 0, out_elements = 0;  ///< shared room for a chunk's inputs and outputs
+  bool read_once = false;                     ///< whole planes: x read with evict-first (Note [bulk read-once inputs])
+  LaunchShape launch;                         ///< one resident wave walks the chunks
 };
 
 /// Input lines of a stride_fixed block in shared memory.

@@ -28,11 +28,11 @@ void direct_block_forward(const Plan& plan, const DirectBlockDivision& d, const 
                           const Epilogue& e, void* stream);
 void single_channel_strip_forward(const Plan& plan, const SingleChannelDivision& d, const float* x, const float* w,
                                   float* y, const Epilogue& e, void* stream);
-void plane_stream_forward(const Plan& plan, const PlaneStreamDivision& d, const float* x, const float* w, float* y,
+void plane_stream_forward(const Plan& plan, const PlaneStreamDivision& d, const void* x, const void* w, void* y,
                           const Epilogue& e, void* stream);
 void channels_last_depthwise_forward(const Plan& plan, const ChannelsLastDepthwiseDivision& d, const void* x,
                                      const void* w, void* y, const Epilogue& e, void* stream);
-void plane_bulk_forward(const Plan& plan, const PlaneBulkDivision& d, const float* x, const float* w, float* y,
+void plane_bulk_forward(const Plan& plan, const PlaneBulkDivision& d, const void* x, const void* w, void* y,
                         const Epilogue& e, void* stream);
 void stride_fixed_forward(const Plan& plan, const StrideFixedDivision& d, const float* x, const float* w, float* y,
                           const Epilogue& e, void* stream);

@@ -28,9 +28,10 @@ std::string Plan::to_text(int64_t max_rows) const {
   os << "problem   " << p.to_string() << "  ->  P=" << p.p() << " Q=" << p.q() << "  FLOPs=" << std::setprecision(4)
      << p.flops() << "\n";
   os << "dtype     " << dtype_name(x_.dtype) << " x, w, y; "
-     << (x_.dtype != DType::Float32 ? "tensor cores, fp32 accumulation"
-         : math_ == MathMode::TF32  ? "math tf32 (tensor cores round x and w to tf32, fp32 accumulation)"
-                                    : "math exact (fp32 products and sums)")
+     << (x_.dtype != DType::Float32 && algorithm_ == Algorithm::ImplicitMma ? "tensor cores, fp32 accumulation"
+         : x_.dtype != DType::Float32 ? "fp32 arithmetic on the stored values (FFMA), rounded once into y"
+         : math_ == MathMode::TF32    ? "math tf32 (tensor cores round x and w to tf32, fp32 accumulation)"
+                                      : "math exact (fp32 products and sums)")
      << "\n";
   os << "x         " << x_.to_string() << "\n";
   os << "w         " << w_.to_string() << "\n";

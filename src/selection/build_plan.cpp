@@ -103,23 +103,46 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
         plan.decisions_.push_back("math tf32: the CPU executor computes in exact fp32 (tf32 only allows less)");
     } else {
       // fp16/bf16 layers with one channel per group (depthwise, channel multipliers, single channel)
-      // and channels-last y: single_channel's channels-last kernel. They have no reduction over
-      // channels for an MMA to speed up: a depthwise GEMM tile would hold one filter, a single-channel
-      // one a reduction of R*S rows padded to the MMA's depth.
+      // and channels-last y: single_channel's channels-last kernel; depthwise layers in plane order
+      // (NCHW, CNHW): its plane streams, which keep x's dtype in shared memory. They have no
+      // reduction over channels for an MMA to speed up: a depthwise GEMM tile would hold one filter,
+      // a single-channel one a reduction of R*S rows padded to the MMA's depth.
       const bool auto_pick = options.algorithm == Algorithm::Auto && options.tile.empty() && options.split_k <= 1;
-      const bool forced = options.algorithm == Algorithm::SingleChannel &&
-                          (options.tile.empty() || options.tile == detail::kChannelsLastDepthwiseTile);
+      const bool forced = options.algorithm == Algorithm::SingleChannel;
       if (half && (auto_pick || forced)) {
-        const std::string why_not = detail::channels_last_depthwise_unsupported(pr, x, y);
-        if (why_not.empty()) {
+        const std::string& tile = options.tile;
+        const bool plane_tile = tile == detail::kPlaneStreamTile || tile == detail::kPlaneBulkTile;
+        if (forced && !tile.empty() && !plane_tile && tile != detail::kChannelsLastDepthwiseTile)
+          throw Error(Status::Unsupported, "tile: single_channel runs fp16/bf16 as " +
+                                               one_of({detail::kChannelsLastDepthwiseTile, detail::kPlaneStreamTile,
+                                                       detail::kPlaneBulkTile}) +
+                                               " only, not " + tile);
+        const std::string no_channels_last =
+            plane_tile ? "a plane stream was asked for" : detail::channels_last_depthwise_unsupported(pr, x, y);
+        if (no_channels_last.empty()) {
           plan.algorithm_ = Algorithm::SingleChannel;
           plan.division_ = detail::plan_channels_last_depthwise(pr, hw, plan.decisions_);
           return plan;
         }
+        const std::string no_planes = tile == detail::kChannelsLastDepthwiseTile
+                                          ? "the channels-last kernel was asked for"
+                                          : detail::plane_stream_unsupported(pr, x);
+        if (no_planes.empty()) {
+          try {
+            plan.decisions_.push_back("algorithm single_channel: " + std::string(dtype_name(x.dtype)) +
+                                      " depthwise layer in plane order: the plane streams, in x's dtype");
+            plan.division_ = direct_division(Algorithm::SingleChannel, pr, x, y, hw, tile, false, plan.decisions_);
+            plan.algorithm_ = Algorithm::SingleChannel;
+            return plan;
+          } catch (const Error& e) {
+            if (forced) throw;
+            plan.decisions_.push_back(std::string("plane streams refused: ") + e.what());
+          }
+        }
         if (forced)
-          throw Error(
-              Status::Unsupported,
-              "algorithm: single_channel runs fp16/bf16 in its channels-last depthwise kernel only: " + why_not);
+          throw Error(Status::Unsupported,
+                      "algorithm: single_channel runs fp16/bf16 in its channels-last depthwise kernel (" +
+                          no_channels_last + ") and its plane streams (" + no_planes + ") only");
       }
       if (options.algorithm != Algorithm::Auto && options.algorithm != Algorithm::ImplicitMma)
         throw Error(Status::Unsupported, std::string("algorithm: ") + algorithm_name(options.algorithm) +

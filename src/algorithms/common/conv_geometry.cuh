@@ -72,12 +72,38 @@ inline ConvGeometry conv_geometry(const Plan& plan, const float* x, const float*
   return g;
 }
 
-/// Whether every row of x starts 16-byte aligned and holds whole float4s: contiguous rows, W and
-/// the row, channel and image strides multiples of 4, x itself 16-byte aligned (16-byte copies).
-inline bool x_rows_float4_aligned(const Plan& plan, const float* x) {
+/// x, w and y in their storage dtype (fp32, fp16 or bf16), for the kernels templated on it; a
+/// parameter struct that derives from ConvGeometry and this leaves ConvGeometry's fp32 pointers null.
+struct StoragePointers {
+  const void* xs;
+  const void* ws;
+  void* ys;
+  template <class T>
+  __host__ __device__ const T* x_as() const {
+    return static_cast<const T*>(xs);
+  }
+  template <class T>
+  __host__ __device__ const T* w_as() const {
+    return static_cast<const T*>(ws);
+  }
+  template <class T>
+  __host__ __device__ T* y_as() const {
+    return static_cast<T*>(ys);
+  }
+};
+
+/// Whether every row of x starts `bytes`-aligned and holds whole vectors of `bytes`: contiguous
+/// rows, W and the row, channel and image strides multiples of the vector's elements, x itself
+/// aligned (vector copies of its rows).
+inline bool x_rows_aligned(const Plan& plan, const void* x, int bytes) {
   const auto& xs = plan.x_desc().strides;
-  return xs[3] == 1 && plan.problem().w % 4 == 0 && xs[2] % 4 == 0 && xs[1] % 4 == 0 && xs[0] % 4 == 0 &&
-         reinterpret_cast<uintptr_t>(x) % 16 == 0;
+  const int64_t v = bytes / dtype_size(plan.x_desc().dtype);
+  return v >= 1 && xs[3] == 1 && plan.problem().w % v == 0 && xs[2] % v == 0 && xs[1] % v == 0 && xs[0] % v == 0 &&
+         reinterpret_cast<uintptr_t>(x) % bytes == 0;
+}
+/// The same for fp32 x and float4s.
+inline bool x_rows_float4_aligned(const Plan& plan, const float* x) {
+  return x_rows_aligned(plan, x, 16);
 }
 
 /// The same for y's rows (float4 stores): contiguous rows, row, filter and image strides multiples

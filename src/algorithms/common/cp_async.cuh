@@ -1,4 +1,4 @@
-// cp.async helpers shared by the kernel families: 4-byte copies global -> shared with zero fill.
+// cp.async helpers shared by the kernel families: 4- to 16-byte copies global -> shared, some with zero fill.
 #pragma once
 
 namespace mconv::cuda::detail {
@@ -15,6 +15,16 @@ __device__ __forceinline__ void cp_async_f32x4(float* smem, const float* gmem, b
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   const int bytes = pred ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
+}
+/// Copies B = 4, 8 or 16 bytes of any dtype (both addresses B-byte aligned).
+template <int B>
+__device__ __forceinline__ void cp_async_bytes(void* smem, const void* gmem) {
+  static_assert(B == 4 || B == 8 || B == 16, "cp.async copies 4, 8 or 16 bytes");
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  if constexpr (B == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(B));
 }
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::);

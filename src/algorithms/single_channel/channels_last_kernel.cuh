@@ -29,10 +29,7 @@ namespace mconv::cuda {
 
 constexpr int kChannelsLastDepthwiseThreads = 256;
 
-struct ChannelsLastDepthwiseParams : ConvGeometry {  // ConvGeometry's numbers; its float pointers unused
-  const void* xs;
-  const void* ws;
-  void* ys;
+struct ChannelsLastDepthwiseParams : ConvGeometry, StoragePointers {
   int channel_vectors;     // C / V
   int chunk_vectors;       // channel vectors of one block (threads along x of a pixel slot)
   long long pixel_groups;  // N * ceil(P / PT) * ceil(Q / QT)

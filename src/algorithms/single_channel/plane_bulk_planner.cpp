@@ -26,14 +26,16 @@ bool planes_packed(const Problem& p, const TensorDesc& t, int64_t rows, int64_t 
 
 }  // namespace
 
-PlaneBulkChunkFloats plane_bulk_chunk_floats(const Problem& p, int64_t planes, int64_t rows) {
+PlaneBulkChunkElements plane_bulk_chunk_elements(const Problem& p, int64_t planes, int64_t rows, int elem_bytes) {
   const int64_t in_rows =
       plane_bulk_whole_planes(p, planes, rows) ? p.h : std::min<int64_t>((rows - 1) * p.stride_h + p.r, p.h);
-  return {planes * in_rows * p.w + 3, planes * rows * p.q() + 3};
+  const int64_t slack = 16 / elem_bytes - 1;
+  return {planes * in_rows * p.w + slack, planes * rows * p.q() + slack, elem_bytes};
 }
 
-int64_t plane_bulk_smem_bytes(const PlaneBulkChunkFloats& f) {
-  return (kPlaneBulkGuard + kPlaneBulkStages * plane_bulk_stage_floats(f.in, f.out)) * 4;
+int64_t plane_bulk_smem_bytes(const PlaneBulkChunkElements& f) {
+  return (kPlaneBulkGuard + kPlaneBulkStages * plane_bulk_stage_elements(f.in, f.out, 16 / f.elem_bytes)) *
+         f.elem_bytes;
 }
 
 bool plane_bulk_preferred(const Problem& p) {
@@ -61,9 +63,10 @@ PlaneBulkDivision plan_plane_bulk(const Problem& p, const TensorDesc& x, const T
   const int64_t planes = p.n * p.groups, P = p.p(), row_items = ceil_div(p.q(), d.segment);
   const int64_t run = plane_bulk_run(p.r, p.stride_h);
   const int max_blocks = std::max(1, std::min(hw.max_threads_per_sm / int(T), plane_bulk_resident_blocks(p.r)));
-  // A block's shared memory, with its barriers.
+  // A block's shared memory (x's and y's dtype), with its barriers.
+  const int esz = dtype_size(x.dtype);
   auto bytes_of = [&](int64_t pb, int64_t rows) {
-    return plane_bulk_smem_bytes(plane_bulk_chunk_floats(p, pb, rows)) + kPlaneBulkBarrierBytes;
+    return plane_bulk_smem_bytes(plane_bulk_chunk_elements(p, pb, rows, esz)) + kPlaneBulkBarrierBytes;
   };
   // Candidates: pb whole planes (packed x only), or bands of `rows` output rows of one plane. fill
   // = the items of the whole problem over the thread slots of the passes its chunks run.
@@ -96,13 +99,16 @@ PlaneBulkDivision plan_plane_bulk(const Problem& p, const TensorDesc& x, const T
     return std::min(hw.smem_per_sm / blocks - kRuntimeSmemPerBlock, hw.smem_per_block_optin);
   };
   std::vector<Candidate> cands;
+  // 2-byte elements: chunks of at least two passes, so that a block's copies move about the bytes of
+  // fp32's one-pass chunks (half the bytes in flight left HBM idle: PERFORMANCE.md).
+  const int64_t min_items = esz == 2 ? T : 0;
   const Candidate* best = nullptr;
   int blocks_per_sm = max_blocks;
   for (int b = max_blocks; b >= std::max(1, max_blocks / 2) && !best; --b) {
     cands = candidates(share(b));
     blocks_per_sm = b;
     for (const auto& c : cands)
-      if (c.fill >= 0.85 && (!best || c.items < best->items)) best = &c;
+      if (c.fill >= 0.85 && c.items > min_items && (!best || c.items < best->items)) best = &c;
   }
   if (!best) {
     blocks_per_sm = max_blocks;
@@ -139,11 +145,11 @@ PlaneBulkDivision plan_plane_bulk(const Problem& p, const TensorDesc& x, const T
   why.push_back(os.str());
   d.run = plane_bulk_run(p.r, p.stride_h);
   d.bands = ceil_div(p.p(), d.rows_per_chunk);
-  const PlaneBulkChunkFloats floats = plane_bulk_chunk_floats(p, d.planes_per_chunk, d.rows_per_chunk);
-  d.in_floats = floats.in;
-  d.out_floats = floats.out;
+  const PlaneBulkChunkElements elements = plane_bulk_chunk_elements(p, d.planes_per_chunk, d.rows_per_chunk, esz);
+  d.in_elements = elements.in;
+  d.out_elements = elements.out;
   d.read_once = plane_bulk_whole_planes(p, d.planes_per_chunk, d.rows_per_chunk);  // Note [bulk read-once inputs]
-  d.launch = {grid_blocks, 1, 1, kPlaneStreamThreads, plane_bulk_smem_bytes(floats)};
+  d.launch = {grid_blocks, 1, 1, kPlaneStreamThreads, plane_bulk_smem_bytes(elements)};
   return d;
 }
 

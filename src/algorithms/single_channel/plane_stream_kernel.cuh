@@ -1,9 +1,12 @@
 // The plane-stream kernel of the single-channel family (Note [plane stream] in
 // planner.hpp): for groups of one channel and one filter (depthwise,
-// multiplier 1). The work is a list of chunks: several whole planes (small maps) or a band of output
-// rows of one plane (large maps), one block each:
-//   1. the block copies the chunk's input rows and filters in with cp.async, 16 bytes at a time
-//      when rows allow, and zeroes the padding around them meanwhile. The copies walk the rows as
+// multiplier 1), in fp32, fp16 or bf16 storage (T) with fp32 arithmetic. The work is a list of
+// chunks: several whole planes (small maps) or a band of output rows of one plane (large maps), one
+// block each:
+//   1. the block copies the chunk's input rows in with cp.async, 16 bytes at a time when rows
+//      allow (4 bytes, or for 2-byte elements in odd rows one element through registers,
+//      otherwise), keeping x's dtype in shared memory, and its filters as fp32; it zeroes the
+//      padding around the rows meanwhile. The copies walk the rows as
 //      one flat range, so a warp reads contiguous memory even when a row is 7 floats long. (A
 //      resident wave walking the chunks with two buffers measured 1.0-1.5x slower on the H100: see
 //      docs/PERFORMANCE.md.)
@@ -29,23 +32,40 @@
 #include "../common/cp_async.cuh"
 #include "../common/epilogue.cuh"
 #include "../common/fast_divmod.cuh"
+#include "../common/storage.cuh"
 #include "plane_order.cuh"
 
 namespace mconv::cuda {
 
-// x rows are contiguous (x_sw == 1); the filter is square (R = S = K) and undilated.
-struct PlaneStreamParams : ConvGeometry, PlaneOrder {
+// x rows are contiguous (x_sw == 1); the filter is square (R = S = K) and undilated. Lengths in
+// shared memory are in elements of T.
+struct PlaneStreamParams : ConvGeometry, StoragePointers, PlaneOrder {
   long long plane_stride;  // distance between consecutive planes when constant, else 0
   int planes_per_block, rows_per_block;
-  int chunks;                                // ceil(planes / planes_per_block) * bands
-  FastDivmod bands;                          // bands of output rows per plane: ceil(P / rows_per_block)
-  int buffer_floats;                         // planes_per_block * (plane_floats + R * S), rounded to 4
-  FastDivmod row_vectors;                    // vectors (of VW floats) per input row: W / VW
-  FastDivmod plane_rows;                     // input rows copied per plane when a block holds whole planes
-  FastDivmod q_div;                          // Q
-  FastDivmod run_div;                        // runs of RUN output rows per block
-  int smem_rows, pitch, lpad, plane_floats;  // PlaneStreamLayout
+  int chunks;                               // ceil(planes / planes_per_block) * bands
+  FastDivmod bands;                         // bands of output rows per plane: ceil(P / rows_per_block)
+  int filter_offset;                        // bytes from the buffer's start to its fp32 filters
+  FastDivmod row_vectors;                   // vectors (of VW elements) per input row: W / VW
+  FastDivmod plane_rows;                    // input rows copied per plane when a block holds whole planes
+  FastDivmod q_div;                         // Q
+  FastDivmod run_div;                       // runs of RUN output rows per block
+  int smem_rows, pitch, lpad, plane_elems;  // PlaneStreamLayout
 };
+
+/// The chunk's fp32 filters, [planes][K*K], after its planes in the buffer.
+__device__ __forceinline__ float* plane_filters(const PlaneStreamParams& prm, void* buf) {
+  return reinterpret_cast<float*>(static_cast<char*>(buf) + prm.filter_offset);
+}
+
+/// Copies one vector of VB bytes of x's rows into shared memory: cp.async for 4 and 16 bytes, a
+/// load and a store for one 2-byte element (cp.async moves at least 4).
+template <class T, int VB>
+__device__ __forceinline__ void copy_row_vector(T* dst, const T* src) {
+  if constexpr (VB >= 4)
+    detail::cp_async_bytes<VB>(dst, src);
+  else
+    *dst = *src;
+}
 
 /// Where chunk `chunk` lies: its first plane, planes, first output row and rows, and the input rows it copies.
 struct PlaneChunk : PlaneBand {
@@ -62,12 +82,14 @@ __device__ __forceinline__ PlaneChunk plane_chunk(const PlaneStreamParams& prm, 
   return c;
 }
 
-/// Starts the copies of the input rows of planes [pl0, pl0 + count) of chunk `c` into `buf` (already
-/// zeroed). The caller commits.
-template <int VW, int THREADS>
-__device__ __forceinline__ void copy_planes(const PlaneStreamParams& prm, const PlaneChunk& c, float* buf, int pl0,
+/// Starts the copies of the input rows of planes [pl0, pl0 + count) of chunk `c` into `buf`, VB
+/// bytes at a time. The caller commits.
+template <class T, int VB, int THREADS>
+__device__ __forceinline__ void copy_planes(const PlaneStreamParams& prm, const PlaneChunk& c, T* buf, int pl0,
                                             int count) {
-  const int plane_floats = prm.plane_floats;
+  constexpr int VW = VB / static_cast<int>(sizeof(T));
+  const T* x = prm.x_as<T>();
+  const int plane_elems = prm.plane_elems;
   const int first = c.ih_lo - c.iy0;  // shared row of the first copied input row
   const int rv = static_cast<int>(prm.row_vectors.divisor), rows = c.copy_rows;
   const int copies = count * rows * rv;
@@ -91,12 +113,9 @@ __device__ __forceinline__ void copy_planes(const PlaneStreamParams& prm, const 
     unsigned n0, ch0;
     plane_coords(prm, c.g0, n0, ch0);
     long long src = n0 * prm.x_sn + ch0 * prm.x_sc + pl * prm.plane_stride + (c.ih_lo + rr) * prm.x_sh + vec * VW;
-    int dst = pl * plane_floats + (first + rr) * prm.pitch + prm.lpad + vec * VW;
+    int dst = pl * plane_elems + (first + rr) * prm.pitch + prm.lpad + vec * VW;
     for (int e = threadIdx.x; e < copies; e += THREADS) {
-      if constexpr (VW == 4)
-        detail::cp_async_f32x4(buf + dst, prm.x + src, true);
-      else
-        detail::cp_async_f32(buf + dst, prm.x + src, true);
+      copy_row_vector<T, VB>(buf + dst, x + src);
       vec += dvec;
       src += dvec * VW;
       dst += dvec * VW;
@@ -113,10 +132,10 @@ __device__ __forceinline__ void copy_planes(const PlaneStreamParams& prm, const 
         rr -= rows;
         ++pl;
         src += prm.plane_stride - rows * prm.x_sh;
-        dst += plane_floats - rows * prm.pitch;
+        dst += plane_elems - rows * prm.pitch;
       }
       src += dpl * prm.plane_stride;
-      dst += dpl * plane_floats;
+      dst += dpl * plane_elems;
     }
   } else {
     for (int e = threadIdx.x; e < copies; e += THREADS) {
@@ -129,43 +148,46 @@ __device__ __forceinline__ void copy_planes(const PlaneStreamParams& prm, const 
       pl += pl0;
       unsigned n, ch;
       plane_coords(prm, c.g0 + pl, n, ch);
-      const float* src = prm.x + n * prm.x_sn + ch * prm.x_sc + (c.ih_lo + rr) * prm.x_sh + vec * VW;
-      float* dst = buf + pl * plane_floats + (first + rr) * prm.pitch + prm.lpad + vec * VW;
-      if constexpr (VW == 4)
-        detail::cp_async_f32x4(dst, src, true);
-      else
-        detail::cp_async_f32(dst, src, true);
+      const T* src = x + n * prm.x_sn + ch * prm.x_sc + (c.ih_lo + rr) * prm.x_sh + vec * VW;
+      copy_row_vector<T, VB>(buf + pl * plane_elems + (first + rr) * prm.pitch + prm.lpad + vec * VW, src);
     }
   }
 }
 
-/// Starts the copies of chunk `c`'s filters into `buf`. The caller commits.
-template <int K, int THREADS>
-__device__ __forceinline__ void copy_filters(const PlaneStreamParams& prm, const PlaneChunk& c, float* buf) {
+/// Starts the copies of chunk `c`'s filters into `buf`'s fp32 filters (fp16/bf16 ones converted on
+/// the way, through registers). The caller commits.
+template <class T, int K, int THREADS>
+__device__ __forceinline__ void copy_filters(const PlaneStreamParams& prm, const PlaneChunk& c, void* buf) {
   constexpr int KK = K * K;
-  float* sFilter = buf + prm.planes_per_block * prm.plane_floats;  // [planes][K*K]
+  float* sFilter = plane_filters(prm, buf);
   for (int e = threadIdx.x; e < c.nplanes * KK; e += THREADS) {
     const int pl = e / KK, rs = e - pl * KK, r = rs / K, s = rs - r * K;
     unsigned n, ch;
     plane_coords(prm, c.g0 + pl, n, ch);
     const int fr = prm.flip ? K - 1 - r : r, fs = prm.flip ? K - 1 - s : s;
-    detail::cp_async_f32(sFilter + e, prm.w + ch * prm.w_sk + fr * prm.w_sr + fs * prm.w_ss, true);
+    const T* w = prm.w_as<T>() + ch * prm.w_sk + fr * prm.w_sr + fs * prm.w_ss;
+    if constexpr (sizeof(T) == 4)
+      detail::cp_async_f32(sFilter + e, w, true);
+    else
+      sFilter[e] = to_float(*w);
   }
 }
 
 /// Zeroes what the compute reads and the copies do not write in chunk `c`'s planes: the shared rows
 /// outside the copied input rows, and the padding columns left and right of the input in the others.
 /// The copies write none of it, so both go on at once and one barrier covers them.
-template <int VW, int THREADS>
-__device__ __forceinline__ void zero_padding(const PlaneStreamParams& prm, const PlaneChunk& c, float* buf) {
+template <class T, int VB, int THREADS>
+__device__ __forceinline__ void zero_padding(const PlaneStreamParams& prm, const PlaneChunk& c, T* buf) {
+  constexpr int VW = VB / static_cast<int>(sizeof(T));
   const int first = c.ih_lo - c.iy0, last = first + c.copy_rows;  // shared rows the copies fill
   const int rows = prm.smem_rows, pitch = prm.pitch, right = prm.lpad + prm.W;
-  // With 16-byte copies lpad, W and the pitch are multiples of 4, so the margins are float4s.
-  using Vec = typename std::conditional<VW == 4, float4, float>::type;
+  // lpad, W and the pitch are multiples of the copies' vector, so the margins are whole vectors
+  // (zero bits are 0 in every dtype).
+  using Vec = std::conditional_t<VB == 16, uint4, std::conditional_t<VB == 4, unsigned, unsigned short>>;
   const Vec zero{};
   for (int e = threadIdx.x; e < c.nplanes * rows; e += THREADS) {
     const int pl = e / rows, r = e - pl * rows;
-    Vec* row = reinterpret_cast<Vec*>(buf + pl * prm.plane_floats + r * pitch);
+    Vec* row = reinterpret_cast<Vec*>(buf + pl * prm.plane_elems + r * pitch);
     const bool whole = r < first || r >= last;
     for (int i = 0; i < (whole ? pitch : prm.lpad) / VW; ++i) row[i] = zero;
     if (!whole)
@@ -173,17 +195,20 @@ __device__ __forceinline__ void zero_padding(const PlaneStreamParams& prm, const
   }
 }
 
-/// Every output of planes [pl0, pl0 + count) of chunk `c` from `buf`, through the epilogue into y.
+/// Every output of planes [pl0, pl0 + count) of chunk `c` from `buf`, through the epilogue into y
+/// (rounded once to T).
 /// (Items of 2 columns as well as RUN rows measured 1.2-1.4x slower on the H100: neighbouring lanes
 /// then read shared memory 2 or 4 banks apart, and small planes have half the items for 256 threads.)
-/// PAIR_ODD >= 0 (stride_w 2, 16-byte copies): Note [plane stream stride-2 pairs], with PAIR_ODD the
-/// parity of an item's first input column in shared memory (pad_w's, as lpad is a multiple of 4).
-template <int K, int RUN, int SH, int THREADS, int PAIR_ODD>
-__device__ __forceinline__ void compute_planes(const PlaneStreamParams& prm, const PlaneChunk& c, const float* buf,
-                                               int pl0, int count) {
+/// PAIR_ODD >= 0 (fp32, stride_w 2, 16-byte copies): Note [plane stream stride-2 pairs], with
+/// PAIR_ODD the parity of an item's first input column in shared memory (pad_w's, as lpad is a
+/// multiple of 4). (2-byte elements need no pairs: lanes 2 elements apart read distinct banks.)
+template <class T, int K, int RUN, int SH, int THREADS, int PAIR_ODD>
+__device__ __forceinline__ void compute_planes(const PlaneStreamParams& prm, const PlaneChunk& c, const T* buf, int pl0,
+                                               int count) {
+  static_assert(PAIR_ODD < 0 || sizeof(T) == 4, "paired reads are fp32's");
   constexpr int KK = K * K, RUN_ROWS = (RUN - 1) * SH + K;  // input rows of one run
-  const int plane_floats = prm.plane_floats;
-  const float* sFilter = buf + prm.planes_per_block * plane_floats;
+  const int plane_elems = prm.plane_elems;
+  const float* sFilter = plane_filters(prm, const_cast<T*>(buf));
   const int items = count * static_cast<int>(prm.run_div.divisor) * prm.Q;
   for (int it = threadIdx.x; it < items; it += THREADS) {
     unsigned rest, q, pl, run;
@@ -195,7 +220,7 @@ __device__ __forceinline__ void compute_planes(const PlaneStreamParams& prm, con
     float wr[KK];  // reloaded per run (broadcast reads): kept across runs it would spill at 40 registers
 #pragma unroll
     for (int i = 0; i < KK; ++i) wr[i] = sFilter[pl * KK + i];
-    const float* src = buf + pl * plane_floats + oy * SH * prm.pitch + prm.lpad - prm.pad_w + q * prm.stride_w;
+    const T* src = buf + pl * plane_elems + oy * SH * prm.pitch + prm.lpad - prm.pad_w + q * prm.stride_w;
     float acc[RUN];
 #pragma unroll
     for (int j = 0; j < RUN; ++j) acc[j] = 0.0f;
@@ -206,7 +231,8 @@ __device__ __forceinline__ void compute_planes(const PlaneStreamParams& prm, con
         // Note [plane stream stride-2 pairs]: the K columns from the 8-byte word at or before the
         // first, one 8-byte read per pair.
         constexpr int kPairs = (K + PAIR_ODD + 1) / 2;
-        const float2* row = reinterpret_cast<const float2*>(src + i * prm.pitch - PAIR_ODD);
+        const float2* row =
+            reinterpret_cast<const float2*>(reinterpret_cast<const float*>(src) + i * prm.pitch - PAIR_ODD);
         float v[2 * kPairs];
 #pragma unroll
         for (int j = 0; j < kPairs; ++j) {
@@ -218,7 +244,7 @@ __device__ __forceinline__ void compute_planes(const PlaneStreamParams& prm, con
         for (int s = 0; s < K; ++s) xv[s] = v[s + PAIR_ODD];
       } else {
 #pragma unroll
-        for (int s = 0; s < K; ++s) xv[s] = src[i * prm.pitch + s];
+        for (int s = 0; s < K; ++s) xv[s] = to_float(src[i * prm.pitch + s]);
       }
 #pragma unroll
       for (int j = 0; j < RUN; ++j) {
@@ -231,42 +257,46 @@ __device__ __forceinline__ void compute_planes(const PlaneStreamParams& prm, con
     }
     unsigned n, ch;
     plane_coords(prm, c.g0 + pl, n, ch);
-    float* dst = prm.y + n * prm.y_sn + ch * prm.y_sk + (c.oy0 + oy) * prm.y_sp + q * prm.y_sq;
+    T* dst = prm.y_as<T>() + n * prm.y_sn + ch * prm.y_sk + (c.oy0 + oy) * prm.y_sp + q * prm.y_sq;
     // The bias is read once per run: through a pointer it would be re-read after every store to y.
     const float bias = prm.bias ? __ldg(prm.bias + ch) : 0.0f;
     if (oy + RUN <= c.out_rows && prm.beta == 0.0f) {  // the common case, without branches per output
 #pragma unroll
       for (int j = 0; j < RUN; ++j) {
         const float v = fmaf(prm.alpha, acc[j], bias);
-        dst[j * prm.y_sp] = prm.relu ? fmaxf(v, 0.0f) : v;
+        dst[j * prm.y_sp] = from_float<T>(prm.relu ? fmaxf(v, 0.0f) : v);
       }
     } else {
 #pragma unroll
       for (int j = 0; j < RUN; ++j)
-        if (oy + j < c.out_rows)
-          dst[j * prm.y_sp] = epilogue_value(prm.alpha, acc[j], prm.beta, dst + j * prm.y_sp, bias, prm.relu);
+        if (oy + j < c.out_rows) {
+          const float old = prm.beta != 0.0f ? to_float(dst[j * prm.y_sp]) : 0.0f;
+          dst[j * prm.y_sp] = from_float<T>(epilogue_value(prm.alpha, acc[j], prm.beta, &old, bias, prm.relu));
+        }
     }
   }
 }
 
-/// K: square filter size; RUN: output rows per thread; SH: vertical stride; VW: floats per copy (4 or 1);
-/// MIN_BLOCKS: resident blocks per SM the register allocation must allow; PAIR_ODD: -1, or the
-/// parity of paired reads (compute_planes). One block per chunk.
-template <int K, int RUN, int SH, int VW, int THREADS, int MIN_BLOCKS, int PAIR_ODD>
+/// T: storage type of x, w and y; K: square filter size; RUN: output rows per thread; SH: vertical
+/// stride; VB: bytes per copy (16, 4, or 2 for one 2-byte element); MIN_BLOCKS: resident blocks per
+/// SM the register allocation must allow; PAIR_ODD: -1, or the parity of paired reads
+/// (compute_planes). One block per chunk.
+template <class T, int K, int RUN, int SH, int VB, int THREADS, int MIN_BLOCKS, int PAIR_ODD>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_planes_kernel(const PlaneStreamParams prm) {
-  extern __shared__ __align__(16) float smem[];
+  extern __shared__ __align__(16) unsigned char smem_bytes[];
+  T* smem = reinterpret_cast<T*>(smem_bytes);
   // (Copying and computing the planes in two halves, the first computing while the second is in
   // flight, measured 1.1-1.2x slower on the 7x7/14x14 layers: twice the barriers, same item passes.)
   const PlaneChunk c = plane_chunk<SH>(prm, blockIdx.x);
-  copy_filters<K, THREADS>(prm, c, smem);
-  copy_planes<VW, THREADS>(prm, c, smem, 0, c.nplanes);
+  copy_filters<T, K, THREADS>(prm, c, smem);
+  copy_planes<T, VB, THREADS>(prm, c, smem, 0, c.nplanes);
   detail::cp_async_commit();
   // The padding is zeroed while the copies are in flight (zeroing the whole buffer first delayed
   // every copy by the zero fill).
-  zero_padding<VW, THREADS>(prm, c, smem);
+  zero_padding<T, VB, THREADS>(prm, c, smem);
   detail::cp_async_wait<0>();
   __syncthreads();
-  compute_planes<K, RUN, SH, THREADS, PAIR_ODD>(prm, c, smem, 0, c.nplanes);
+  compute_planes<T, K, RUN, SH, THREADS, PAIR_ODD>(prm, c, smem, 0, c.nplanes);
 }
 
 }  // namespace mconv::cuda

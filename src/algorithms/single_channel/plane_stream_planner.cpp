@@ -10,12 +10,13 @@
 namespace mconv::detail {
 namespace {
 
-// Rows and left pad of the layout, and the narrowest row that holds the input and every read.
-PlaneStreamLayout base_layout(const Problem& p, int rows_per_block, int64_t& min_pitch) {
+// Rows and left pad of the layout, and the narrowest row that holds the input and every read
+// (elements of `vector` per 16 bytes).
+PlaneStreamLayout base_layout(const Problem& p, int rows_per_block, int vector, int64_t& min_pitch) {
   PlaneStreamLayout l;
   const int64_t run_rows = round_up(rows_per_block, plane_stream_run(p));  // every thread computes a full run
   l.rows = int((run_rows - 1) * p.stride_h + p.r);
-  l.lpad = int(round_up(p.pad_w, 4));
+  l.lpad = int(round_up(p.pad_w, vector));
   const int64_t last_read = l.lpad - p.pad_w + (p.q() - 1) * p.stride_w + p.s;  // one past the last column read
   min_pitch = std::max<int64_t>(l.lpad + p.w, last_read);
   return l;
@@ -23,32 +24,38 @@ PlaneStreamLayout base_layout(const Problem& p, int rows_per_block, int64_t& min
 
 }  // namespace
 
-PlaneStreamLayout plane_stream_layout(const Problem& p, int rows_per_block) {
+PlaneStreamLayout plane_stream_layout(const Problem& p, int rows_per_block, int elem_bytes) {
+  const int vector = 16 / elem_bytes;
   int64_t min_pitch = 0;
-  PlaneStreamLayout l = base_layout(p, rows_per_block, min_pitch);
-  l.pitch = int(round_up(min_pitch, 4));
+  PlaneStreamLayout l = base_layout(p, rows_per_block, vector, min_pitch);
+  l.pitch = int(round_up(min_pitch, vector));
   l.plane = l.rows * l.pitch;
-  if (p.w % 4 == 0) return l;  // 16-byte copies: rows and planes stay 16-byte aligned
+  if (p.w % vector == 0) return l;  // 16-byte copies: rows and planes stay 16-byte aligned
   // Note [plane stream banks]: a warp's 32 items are (plane, run, column) with the column fastest;
   // with Q < 32 one warp reads several runs and planes, which land on the same banks when the run
   // and plane strides are multiples of 32 apart (ncu: 2-way conflicts on every input read at 7x7).
   // Try the 32 pitches and 32 plane strides above the minimum, at most 25% above the aligned
   // layout's size; keep the pair whose first read spreads the warp over the most banks (then the
   // smallest). Larger planes cost planes per block: uncapped, mbv2_dw_c576_h14 went from 9 planes
-  // to 6 and ran 6% slower, while c576_h14_s2 ran 6% faster (H100).
+  // to 6 and ran 6% slower, while c576_h14_s2 ran 6% faster (H100). 2-byte elements step both by 2,
+  // so that rows of even W stay aligned for 4-byte copies; two lanes reading one 4-byte word do
+  // not conflict, so a bank's load is the distinct words it serves.
   const int run = plane_stream_run(p);
   const int64_t runs = (rows_per_block + run - 1) / run;
-  const int64_t cap = l.plane;
+  const int64_t cap = l.plane, step = elem_bytes == 2 ? 2 : 1;
   int best = 33;
-  for (int64_t pitch = min_pitch; pitch < min_pitch + 32; ++pitch)
-    for (int64_t plane = l.rows * pitch; plane < l.rows * pitch + 32 && plane * 4 <= cap * 5; ++plane) {
-      int count[32] = {};
-      int worst = 0;
+  for (int64_t pitch = round_up(min_pitch, step); pitch < min_pitch + 32 * step; pitch += step)
+    for (int64_t plane = l.rows * pitch; plane < l.rows * pitch + 32 * step && plane * 4 <= cap * 5; plane += step) {
+      int64_t words[32];  // the distinct 4-byte words the warp reads
+      int distinct = 0;
       for (int64_t it = 0; it < 32; ++it) {
         const int64_t q = it % p.q(), rest = it / p.q(), r = rest % runs, pl = rest / runs;
-        const int64_t addr = pl * plane + r * run * p.stride_h * pitch + q * p.stride_w;
-        worst = std::max(worst, ++count[addr % 32]);
+        const int64_t word = (pl * plane + r * run * p.stride_h * pitch + q * p.stride_w) * elem_bytes / 4;
+        if (std::find(words, words + distinct, word) == words + distinct) words[distinct++] = word;
       }
+      int count[32] = {};
+      int worst = 0;
+      for (int j = 0; j < distinct; ++j) worst = std::max(worst, ++count[words[j] % 32]);
       if (worst < best || (worst == best && plane < l.plane)) {
         best = worst;
         l.pitch = int(pitch);
@@ -82,8 +89,11 @@ PlaneStreamDivision plan_plane_stream(const Problem& p, const TensorDesc& x, con
   const double th_row = double(p.r * p.s * p.q());  // FMAs of one output row of one plane
   PlaneStreamDivision d;
   d.th_target = hw.n_fma() / blocks_per_sm;
+  // A block's buffer: its planes in x's dtype, then their fp32 filters, 16-byte aligned.
+  const int esz = dtype_size(x.dtype);
+  auto filter_offset = [&](int64_t pb, const PlaneStreamLayout& l) { return round_up(pb * l.plane * esz, 16); };
   auto d_of = [&](int64_t pb, int64_t rows) {
-    return pb * (plane_stream_layout(p, int(rows)).plane_floats() + p.r * p.s) * 4;
+    return round_up(filter_offset(pb, plane_stream_layout(p, int(rows), esz)) + pb * p.r * p.s * 4, 16);
   };
   const int64_t wave = int64_t(hw.sm_count) * blocks_per_sm;
   int64_t pb = 1, rows = P;
@@ -125,7 +135,7 @@ PlaneStreamDivision plan_plane_stream(const Problem& p, const TensorDesc& x, con
     throw Error(Status::Unsupported, "algorithm: single_channel: plane stream needs more than 65535 bands of rows");
   d.planes_per_block = int(pb);
   d.rows_per_block = int(rows);
-  d.layout = plane_stream_layout(p, d.rows_per_block);
+  d.layout = plane_stream_layout(p, d.rows_per_block, esz);
   d.d_bytes = d_of(pb, rows);
   d.th = th_row * rows * pb;
   d.blocks = blocks_of();
@@ -138,8 +148,8 @@ PlaneStreamDivision plan_plane_stream(const Problem& p, const TensorDesc& x, con
   if (d.blocks > INT32_MAX) throw Error(Status::Unsupported, "n*groups: more plane-stream chunks than 2^31");
   d.run = V;
   d.bands = (P + rows - 1) / rows;
-  d.buffer_floats = static_cast<int>((pb * (d.layout.plane_floats() + p.r * p.s) + 3) / 4 * 4);
-  d.launch = {d.blocks, 1, 1, kPlaneStreamThreads, int64_t(d.buffer_floats) * 4};
+  d.filter_offset = static_cast<int>(filter_offset(pb, d.layout));
+  d.launch = {d.blocks, 1, 1, kPlaneStreamThreads, d.d_bytes};
   return d;
 }
 

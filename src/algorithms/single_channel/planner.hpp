@@ -160,12 +160,13 @@ inline bool planes_channel_inner(const TensorDesc& t) {
   return t.strides[1] <= t.strides[0];
 }
 
-/// Shared-memory layout of one plane of a plane-stream block: `rows` input rows (halo and zero
-/// padding rows included) of `pitch` floats, planes `plane` floats apart; input column 0 sits at
-/// column `lpad` (a multiple of 4, so 16-byte copies land aligned), the zero columns around it are
-/// the padding. When W % 4 != 0 (4-byte copies only) pitch and plane are free: they are picked so
-/// that a warp's first reads hit distinct banks (Note [plane stream banks]).
-PlaneStreamLayout plane_stream_layout(const Problem& p, int rows_per_block);
+/// Shared-memory layout of one plane of a plane-stream block, for elements of `elem_bytes` (x's
+/// dtype): `rows` input rows (halo and zero padding rows included) of `pitch` elements, planes
+/// `plane` elements apart; input column 0 sits at column `lpad` (a multiple of 16 bytes, so 16-byte
+/// copies land aligned), the zero columns around it are the padding. When W is no whole number of
+/// 16-byte vectors pitch and plane are free (even for 2-byte elements): they are picked so that a
+/// warp's first reads hit distinct banks (Note [plane stream banks]).
+PlaneStreamLayout plane_stream_layout(const Problem& p, int rows_per_block, int elem_bytes);
 
 /// Empty when the plane-stream kernel runs `p` with input `x`; otherwise the reason it does not.
 std::string plane_stream_unsupported(const Problem& p, const TensorDesc& x);
@@ -221,20 +222,23 @@ constexpr int plane_bulk_run(int64_t filter, int64_t stride) {
 /// Outputs of one thread item: 7 or 4, whichever leaves fewer idle outputs at the end of a row (7 on a tie).
 int plane_bulk_segment(const Problem& p);
 
-/// Shared floats around a chunk (the kernel's zero row and the slack on both sides of each stage's
-/// inputs, whose reads are replaced by 0): a multiple of 4, at least any segment's input span.
+/// Shared elements around a chunk (the kernel's zero row and the slack on both sides of each stage's
+/// inputs, whose reads are replaced by 0): whole 16-byte vectors in every dtype, at least any
+/// segment's input span.
 inline constexpr int kPlaneBulkGuard = 32;
 /// Chunks in flight per block: the copy of the next chunk lands while the block computes this one.
 inline constexpr int kPlaneBulkStages = 2;
 /// The kernel's static shared memory beside its dynamic layout: one 8-byte mbarrier per stage.
 inline constexpr int64_t kPlaneBulkBarrierBytes = 8 * kPlaneBulkStages;
 
-/// Floats a chunk of `planes` whole planes or of a band of `rows` output rows reads (its rows of x,
-/// inside the map) and writes, each + 3 for the 16-byte alignment of its bulk copy.
-struct PlaneBulkChunkFloats {
+/// Elements (of `elem_bytes`) a chunk of `planes` whole planes or of a band of `rows` output rows
+/// reads (its rows of x, inside the map) and writes, each + a 16-byte vector - 1 element for the
+/// alignment of its bulk copy.
+struct PlaneBulkChunkElements {
   int64_t in = 0, out = 0;
+  int elem_bytes = 4;
 };
-PlaneBulkChunkFloats plane_bulk_chunk_floats(const Problem& p, int64_t planes, int64_t rows);
+PlaneBulkChunkElements plane_bulk_chunk_elements(const Problem& p, int64_t planes, int64_t rows, int elem_bytes);
 // Note [bulk read-once inputs]
 // Where a chunk is whole planes, no input value is read by two chunks, so the bulk copies read x with
 // an L2 evict-first policy; bands keep the default, since their halo rows are read again by the
@@ -249,13 +253,14 @@ PlaneBulkChunkFloats plane_bulk_chunk_floats(const Problem& p, int64_t planes, i
 inline bool plane_bulk_whole_planes(const Problem& p, int64_t planes, int64_t rows) {
   return planes > 1 || rows >= p.p();
 }
-/// Floats of one stage of a block's shared memory, [slack, inputs, slack, outputs], each part a
-/// multiple of 4 floats. The one definition of the layout's size: the kernel steps its stages by it.
-constexpr int64_t plane_bulk_stage_floats(int64_t in, int64_t out) {
-  return kPlaneBulkGuard + (in + 3) / 4 * 4 + kPlaneBulkGuard + (out + 3) / 4 * 4;
+/// Elements of one stage of a block's shared memory, [slack, inputs, slack, outputs], each part a
+/// whole number of 16-byte vectors of `vector` elements. The one definition of the layout's size:
+/// the kernel steps its stages by it.
+constexpr int64_t plane_bulk_stage_elements(int64_t in, int64_t out, int64_t vector) {
+  return kPlaneBulkGuard + (in + vector - 1) / vector * vector + kPlaneBulkGuard + (out + vector - 1) / vector * vector;
 }
 /// Shared memory of a block: the zero row, kPlaneBulkStages stages of [slack, inputs, slack, outputs].
-int64_t plane_bulk_smem_bytes(const PlaneBulkChunkFloats& f);
+int64_t plane_bulk_smem_bytes(const PlaneBulkChunkElements& f);
 
 /// Whether the planner takes the bulk variant over the plane stream where both run: at stride 1; at
 /// stride 2 on output maps at most 7 wide, and at most 14 wide where W is even (the reads go in
