@@ -106,6 +106,34 @@ TEST_F(BackwardGpu, DgradLongReductionSplitsTheLargestTile) {
   }
 }
 
+// fp16/bf16 depthwise dgrad in plane order (NCHW, CNHW): the stride-1 step runs the plane streams;
+// at stride 2 the phases' 1x1 step runs the plane stream and their 1x2, 2x1 and 2x2 steps (5x5: 3x2,
+// 2x3, 2x2) direct_block, none the tensor-core GEMM, whose tile would hold one filter; at stride 3
+// the plane stream's 1x1 steps. Against the double reference, with a channel multiplier of 2 (its
+// dgrad steps reduce over 2 channels a group: implicit_mma).
+TEST_F(BackwardGpu, HalfDepthwiseDgradStepsRunTheDirectFamilies) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 962);
+  const std::vector<Case> cases{{make(2, 24, 28, 28, 24, 3, 3, 1, 1, 1, 24)},
+                                {make(2, 24, 28, 28, 24, 3, 3, 1, 2, 1, 24)},
+                                {make(2, 16, 27, 29, 16, 5, 5, 2, 2, 1, 16)},
+                                {make(2, 8, 20, 20, 8, 3, 3, 1, 3, 1, 8)},
+                                {make(2, 8, 16, 16, 16, 3, 3, 1, 2, 1, 8)}};
+  for (const Precision& pr : {kPrecisions[2], kPrecisions[3]})
+    for (Case c : cases)
+      for (Layout l : {Layout::NCHW, Layout::CNHW}) {
+        c.xl = c.wl = c.yl = l;
+        c = backward_case(c, Pass::BackwardData);
+        BackwardTensors bt(c, Pass::BackwardData, pr.dtype, g);
+        auto plan = engine.plan_backward_data(c.p, bt.ad, bt.bd, bt.outd);
+        for (const auto& step : plan->plans)
+          if (c.p.k_per_group() == 1)
+            EXPECT_NE(step->algorithm(), Algorithm::ImplicitMma) << c.name() << ": " << step->to_text(0);
+        EXPECT_LT(run_gpu(engine, c, Pass::BackwardData, pr, g), pr.tolerance)
+            << dtype_name(pr.dtype) << " " << c.name();
+      }
+}
+
 // A strided dgrad's phase steps run on side streams forked from the caller's stream and joined back
 // into it (stride 3: nine steps on four streams). Work queued on the caller's stream just before the
 // call (the NaN poison) and just after (the read back) stays in order; a CUDA graph captured on the

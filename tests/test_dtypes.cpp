@@ -150,7 +150,14 @@ TEST(PlanDtypes, HalfDepthwisePlanesRunThePlaneStreams) {
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("plane stream needs C/G = 1 and K/G = 1"), std::string::npos) << e.what();
     }
-    EXPECT_EQ(plan_for(mult, Layout::NCHW, t).algorithm(), Algorithm::ImplicitMma);  // Auto
+    EXPECT_EQ(plan_for(mult, Layout::NCHW, t).algorithm(), Algorithm::DirectBlock);  // Auto: as fp32
+    // direct_block's tiles in 2-byte elements: a pitch of whole 16-byte vectors, the filters after both
+    // tiles, each packed group 16-byte aligned.
+    const auto& db = std::get<DirectBlockDivision>(plan_for(mult, Layout::NCHW, t).division());
+    EXPECT_EQ(db.pitch % 8, 0);
+    EXPECT_EQ(db.group_smem_bytes % 16, 0);
+    EXPECT_LT(db.group_smem_bytes,
+              std::get<DirectBlockDivision>(plan_for(mult, Layout::NCHW, DType::Float32).division()).group_smem_bytes);
   }
 }
 
@@ -300,9 +307,9 @@ TEST(PlanDtypes, UnsupportedCombinationsAreClearErrors) {
     }
     return Status::Success;
   };
-  PlanOptions direct;
-  direct.algorithm = Algorithm::DirectBlock;
-  EXPECT_EQ(status_of([&] { plan_for(p, Layout::NHWC, DType::Float16, direct); }), Status::Unsupported);
+  PlanOptions ffma;
+  ffma.algorithm = Algorithm::StrideFixed;  // fp32 kernels only
+  EXPECT_EQ(status_of([&] { plan_for(p, Layout::NHWC, DType::Float16, ffma); }), Status::Unsupported);
   PlanOptions mma;
   mma.algorithm = Algorithm::ImplicitMma;
   EXPECT_EQ(status_of([&] { plan_for(p, Layout::NHWC, DType::Float32, mma); }), Status::Unsupported);

@@ -399,6 +399,43 @@ TEST_F(TensorCores, PlaneStreamsInHalfPrecision) {
   }
 }
 
+// direct_block in fp16/bf16 (Note [vector halo], [packed groups]): channel multipliers of 2-4 in
+// plane order, rectangular and dilated depthwise filters, stride 3, every thread shape (wide maps,
+// maps of at most 16 and of at most 8 with packed groups, 4 filters a thread), x 0-7 elements past
+// 16 bytes (16-byte copies only at 0 with W a multiple of 8), the CNHW order, y in another layout, a
+// true convolution, beta, bias and ReLU; Auto picks it for the multipliers.
+TEST_F(TensorCores, DirectBlockInHalfPrecision) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 106);
+  std::vector<Problem> shapes{make(2, 8, 40, 48, 16, 3, 3, 1, 1, 1, 8),    make(2, 6, 14, 14, 18, 3, 3, 1, 1, 1, 6),
+                              make(2, 300, 7, 7, 600, 3, 3, 1, 1, 1, 300), make(1, 4, 24, 32, 16, 5, 5, 2, 1, 1, 4),
+                              make(2, 8, 21, 19, 8, 2, 3, 1, 1, 1, 8),     make(2, 8, 20, 20, 8, 3, 3, 2, 1, 2, 8),
+                              make(2, 8, 22, 22, 8, 3, 3, 1, 3, 1, 8),     make(1, 16, 64, 72, 32, 7, 7, 3, 2, 1, 16)};
+  for (const Precision& pr : kPrecisions) {
+    if (pr.dtype == DType::Float32) continue;
+    for (size_t i = 0; i < shapes.size(); ++i)
+      for (int l = 0; l < (few() ? 2 : 4); ++l) {
+        Case c{shapes[i]};
+        c.xl = c.wl = c.yl = l == 1 ? Layout::CNHW : Layout::NCHW;
+        if (l == 3) c.yl = Layout::NHWC;  // y may be any layout: the stores are scalar
+        c.p.mode = l == 1 ? Mode::Convolution : Mode::CrossCorrelation;
+        c.beta = l == 2 ? 0.5f : 0.0f;
+        c.bias = l >= 2;
+        c.act = l == 3 ? Activation::ReLU : Activation::Identity;
+        c.x_offset = static_cast<int>((i + l) % 8);
+        std::string division;
+        EXPECT_LT(run_mma(engine, c, g, pr, "", &division, Algorithm::DirectBlock), tolerance(pr.dtype, pr.math))
+            << pr.name << " " << c.name();
+        EXPECT_EQ(division.rfind("direct_", 0), 0u) << c.name() << ": " << division;
+        if (c.p.k_per_group() > 1) {  // Auto: the multipliers in plane order
+          EXPECT_LT(run_mma(engine, c, g, pr, "", &division, Algorithm::Auto), tolerance(pr.dtype, pr.math))
+              << pr.name << " " << c.name();
+          EXPECT_EQ(division.rfind("direct_", 0), 0u) << c.name() << ": " << division;
+        }
+      }
+  }
+}
+
 TEST_F(TensorCores, VectorAndElementGathersAgree) {
   // Channels-last with C/G a multiple of a vector takes the 16-byte gather; the same layer with x one
   // element off a 16-byte boundary takes the element gather (the launcher checks the pointers).

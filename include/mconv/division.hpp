@@ -78,6 +78,7 @@ struct DirectBlockDivision {
   int tile_rows = 0, tile_cols = 0, pitch = 0;  ///< input tile with halo, and its shared-memory pitch
   int filter_slices = 0, tiles_x = 0, slots = 0;
   int images_per_block = 1;  ///< Note [direct pipeline]
+  int group_smem_bytes = 0;  ///< shared memory of one packed group: two tiles, two filter slices
   LaunchShape launch;
 };
 

@@ -24,7 +24,7 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
                           const Epilogue& e, void* stream);
 void implicit_precomp_forward(const Plan& plan, const ImplicitPrecompDivision& d, const float* x, const float* w,
                               float* y, const Epilogue& e, void* stream);
-void direct_block_forward(const Plan& plan, const DirectBlockDivision& d, const float* x, const float* w, float* y,
+void direct_block_forward(const Plan& plan, const DirectBlockDivision& d, const void* x, const void* w, void* y,
                           const Epilogue& e, void* stream);
 void single_channel_strip_forward(const Plan& plan, const SingleChannelDivision& d, const float* x, const float* w,
                                   float* y, const Epilogue& e, void* stream);

@@ -34,7 +34,7 @@ std::string one_of(const std::vector<std::string>& names) {
 Division direct_division(Algorithm algo, const Problem& pr, const TensorDesc& x, const TensorDesc& y,
                          const HardwareModel& hw, const std::string& forced_tile, bool deterministic,
                          std::vector<std::string>& why) {
-  if (algo == Algorithm::DirectBlock) return detail::plan_direct_block(pr, hw, why);
+  if (algo == Algorithm::DirectBlock) return detail::plan_direct_block(pr, hw, why, dtype_size(x.dtype));
   if (algo == Algorithm::StrideFixed) {
     const int thread_pixels = forced_tile == detail::kStrideFixedTile4   ? 4
                               : forced_tile == detail::kStrideFixedTile8 ? 8
@@ -143,6 +143,30 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
           throw Error(Status::Unsupported,
                       "algorithm: single_channel runs fp16/bf16 in its channels-last depthwise kernel (" +
                           no_channels_last + ") and its plane streams (" + no_planes + ") only");
+      }
+      // fp16/bf16 layers of one channel per group and at most 4 filters in plane order (contiguous x
+      // rows) that the kernels above do not run (channel multipliers, rectangular or dilated filters,
+      // strides above 2: a strided dgrad's phase steps), and direct_block when forced: direct_block,
+      // as fp32 Auto picks it. (Channels-last ones the channels-last kernel does not run stay on
+      // implicit_mma: direct_block would read x an element at a time, C elements apart.)
+      const bool depthwise_planes =
+          pr.groups > 1 && pr.c_per_group() == 1 && pr.k_per_group() <= 4 && x.strides[3] == 1;
+      const bool direct = half && ((auto_pick && depthwise_planes) || options.algorithm == Algorithm::DirectBlock);
+      if (direct) {
+        try {
+          if (!options.tile.empty() || options.split_k > 1)
+            throw Error(Status::BadParam, "tile: tiles and split_k apply to implicit_precomp only");
+          plan.division_ = direct_division(Algorithm::DirectBlock, pr, x, y, hw, "", false, plan.decisions_);
+          plan.decisions_.push_back(std::string("algorithm direct_block: ") + dtype_name(x.dtype) +
+                                    (options.algorithm == Algorithm::DirectBlock
+                                         ? " forced"
+                                         : " depthwise layer (K/G <= 4) that the single-channel kernels do not run"));
+          plan.algorithm_ = Algorithm::DirectBlock;
+          return plan;
+        } catch (const Error& e) {
+          if (options.algorithm == Algorithm::DirectBlock) throw;
+          plan.decisions_.push_back(std::string("direct_block refused: ") + e.what());
+        }
       }
       if (options.algorithm != Algorithm::Auto && options.algorithm != Algorithm::ImplicitMma)
         throw Error(Status::Unsupported, std::string("algorithm: ") + algorithm_name(options.algorithm) +

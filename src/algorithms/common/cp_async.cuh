@@ -11,10 +11,15 @@ __device__ __forceinline__ void cp_async_f32(float* smem, const float* gmem, boo
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
 }
 /// Copies 16 bytes (both addresses 16-byte aligned), or writes 16 zero bytes when `pred` is false.
-__device__ __forceinline__ void cp_async_f32x4(float* smem, const float* gmem, bool pred) {
+/// Copies 16 bytes of any dtype (both addresses 16-byte aligned), or writes 16 zero bytes when
+/// `pred` is false.
+__device__ __forceinline__ void cp_async_16_or_zero(void* smem, const void* gmem, bool pred) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   const int bytes = pred ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
+}
+__device__ __forceinline__ void cp_async_f32x4(float* smem, const float* gmem, bool pred) {
+  cp_async_16_or_zero(smem, gmem, pred);
 }
 /// Copies B = 4, 8 or 16 bytes of any dtype (both addresses B-byte aligned).
 template <int B>

@@ -1,4 +1,6 @@
-// The direct-block kernel family (technique 3: direct convolution on shared-memory blocks).
+// The direct-block kernel family (technique 3: direct convolution on shared-memory blocks), in fp32,
+// fp16 or bf16 storage (T: the tiles keep x's dtype in shared memory; filters, arithmetic and the
+// epilogue are fp32, y is rounded once).
 //
 // Block (blockIdx.x, blockIdx.y, blockIdx.z) = (spatial tile, image n, group x filter slice). The
 // thread group is kThreadsX x kThreadsY; each thread owns kRegRows x kRegCols outputs of each of the
@@ -16,11 +18,12 @@
 // with cp.async (zero fill for padding), so loads and FMAs overlap; y is written per image.
 //
 // Note [vector halo]: when x rows are contiguous (stride_w == 1), W and every row/plane/image stride
-// are multiples of 4 and x is 16-byte aligned, the tile is copied in float4 chunks: its origin is
-// moved left to a multiple of 4 columns (`shift` = 0..3 extra columns) so every chunk is aligned and
-// lies wholly inside or wholly outside [0, W) (W % 4 == 0), and one cp.async of 16 bytes (or zero
-// fill) replaces four. The loader was instruction-bound: ncu on mbv2_dw_c144_h56_s2 (H100) showed
-// 72% SM throughput against 18% DRAM throughput with 4-byte copies.
+// are multiples of a 16-byte vector (E = 4 fp32 or 8 fp16/bf16 elements) and x is 16-byte aligned,
+// the tile is copied in 16-byte chunks: its origin is moved left to a multiple of E columns (`shift`
+// = 0..E-1 extra columns) so every chunk is aligned and lies wholly inside or wholly outside [0, W)
+// (W % E == 0), and one cp.async of 16 bytes (or zero fill) replaces E. (Otherwise fp32 elements
+// are copied by 4-byte cp.async, 2-byte ones through registers.) The loader was instruction-bound: ncu on
+// mbv2_dw_c144_h56_s2 (H100) showed 72% SM throughput against 18% DRAM throughput with 4-byte copies.
 //
 // Note [packed groups]: with kGroupsPerBlock > 1, thread group `sub` = threadIdx.x / (TX*TY) works on
 // slot blockIdx.z * kGroupsPerBlock + sub with its own shared-memory buffers; the barriers are shared.
@@ -37,17 +40,19 @@
 #include "../common/conv_geometry.cuh"
 #include "../common/cp_async.cuh"
 #include "../common/epilogue.cuh"
+#include "../common/storage.cuh"
 
 namespace mconv::cuda {
 
 // R, S of the geometry are used when the kernel is instantiated with R = S = 0 (runtime size).
-struct DirectBlockParams : ConvGeometry {
+struct DirectBlockParams : ConvGeometry, StoragePointers {
   int filter_slices;         // ceil(kg / kFilters); slot = group * filter_slices + slice
   int slots;                 // groups * filter_slices; blockIdx.z covers kGroupsPerBlock slots
   int images_per_block;      // blockIdx.y covers images [y * images_per_block, ... + images_per_block)
   int tiles_x;               // spatial tiles along Q; blockIdx.x = tile_row * tiles_x + tile_col
   int tile_rows, tile_cols;  // input tile with halo (Note [halo sub-blocks])
-  int pitch;                 // shared-memory row pitch in floats, a multiple of 4
+  int pitch;                 // shared-memory row pitch in elements, a multiple of 16 bytes
+  int group_bytes;           // shared memory of one packed group (Note [packed groups])
   int vec4;                  // Note [vector halo]: 16-byte copies allowed
 };
 
@@ -65,26 +70,27 @@ struct DirectBlockShape {
   static_assert(RegRows * RegCols * Filters <= 64, "accumulators must stay in registers");
 };
 
-template <class Shape>
+template <class T, class Shape>
 __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const DirectBlockParams prm) {
   constexpr int TX = Shape::kThreadsX, TY = Shape::kThreadsY, RH = Shape::kRegRows, RW = Shape::kRegCols;
-  constexpr int KF = Shape::kFilters;
+  constexpr int KF = Shape::kFilters, E = 16 / static_cast<int>(sizeof(T));
   const int R = Shape::kR > 0 ? Shape::kR : prm.R;
   const int S = Shape::kS > 0 ? Shape::kS : prm.S;
   const int tile_elems = prm.tile_rows * prm.pitch;
-  extern __shared__ __align__(16) float smem_all[];
+  extern __shared__ __align__(16) unsigned char smem_all[];
   const int sub = threadIdx.x / Shape::kGroupThreads, lt = threadIdx.x - sub * Shape::kGroupThreads;
-  float* smem = smem_all + sub * 2 * (tile_elems + KF * R * S);  // Note [packed groups]
-  // Buffer b: sTile(b) = [tile_rows][tile_cols], sFilter(b) = [KF][R*S] (computed, not indexed, so
-  // no pointer array lands in local memory).
-  auto sTile = [&](int b) { return smem + b * tile_elems; };
-  auto sFilter = [&](int b) { return smem + 2 * tile_elems + b * KF * R * S; };
+  unsigned char* smem = smem_all + sub * prm.group_bytes;  // Note [packed groups]
+  // Buffer b: sTile(b) = [tile_rows][tile_cols] in T, then sFilter(b) = [KF][R*S] in fp32 after both
+  // tiles, 16-byte aligned (computed, not indexed, so no pointer array lands in local memory).
+  auto sTile = [&](int b) { return reinterpret_cast<T*>(smem) + b * tile_elems; };
+  const int filters_at = (2 * tile_elems * static_cast<int>(sizeof(T)) + 15) / 16 * 16;
+  auto sFilter = [&](int b) { return reinterpret_cast<float*>(smem + filters_at) + b * KF * R * S; };
 
   const int tx = lt % TX, ty = lt / TX;
   const int tile_row = blockIdx.x / prm.tiles_x, tile_col = blockIdx.x - tile_row * prm.tiles_x;
   const int oy0 = tile_row * Shape::kOutRows, ox0 = tile_col * Shape::kOutCols;
   const int iy0 = window_origin(oy0, prm.stride_h, prm.pad_h), ix0 = window_origin(ox0, prm.stride_w, prm.pad_w);
-  const int ix0a = prm.vec4 ? (ix0 & ~3) : ix0, shift = ix0 - ix0a;  // Note [vector halo]
+  const int ix0a = prm.vec4 ? (ix0 & ~(E - 1)) : ix0, shift = ix0 - ix0a;  // Note [vector halo]
   const int slot_raw = blockIdx.z * Shape::kGroupsPerBlock + sub;
   const bool active = slot_raw < prm.slots;  // Note [packed groups]
   const int slot = active ? slot_raw : prm.slots - 1;
@@ -96,18 +102,19 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
 
   // Note [halo sub-blocks] + Note [direct pipeline]: copy the (n, c) tile and filter slice into `buf`.
   auto load = [&](int buf, int n, int c) {
-    const float* gX = prm.x + n * prm.x_sn + static_cast<long long>(group * prm.cg + c) * prm.x_sc;
+    const T* x = prm.x_as<T>();
+    const T* gX = x + n * prm.x_sn + static_cast<long long>(group * prm.cg + c) * prm.x_sc;
     if (prm.vec4) {  // Note [vector halo]
-      const int chunks = (shift + prm.tile_cols + 3) / 4;
+      const int chunks = (shift + prm.tile_cols + E - 1) / E;
       for (int yy = ty; yy < prm.tile_rows; yy += TY) {
         const int h = iy0 + yy;
         const bool row_ok = static_cast<unsigned>(h) < static_cast<unsigned>(prm.H);
-        const float* src_row = gX + h * prm.x_sh;
-        float* dst_row = sTile(buf) + yy * prm.pitch;
+        const T* src_row = gX + h * prm.x_sh;
+        T* dst_row = sTile(buf) + yy * prm.pitch;
         for (int ch = tx; ch < chunks; ch += TX) {
-          const int w = ix0a + 4 * ch;
+          const int w = ix0a + E * ch;
           const bool ok = row_ok && static_cast<unsigned>(w) < static_cast<unsigned>(prm.W);
-          detail::cp_async_f32x4(dst_row + 4 * ch, ok ? src_row + w : prm.x, ok);
+          detail::cp_async_16_or_zero(dst_row + E * ch, ok ? src_row + w : x, ok);
         }
       }
     } else {
@@ -115,12 +122,15 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
       for (int yy = ty; yy < prm.tile_rows; yy += TY) {
         const int h = iy0 + yy;
         const bool row_ok = static_cast<unsigned>(h) < static_cast<unsigned>(prm.H);
-        const float* src_row = gX + h * prm.x_sh;
-        float* dst_row = sTile(buf) + yy * prm.pitch;
+        const T* src_row = gX + h * prm.x_sh;
+        T* dst_row = sTile(buf) + yy * prm.pitch;
         for (int xx = tx; xx < prm.tile_cols; xx += TX) {
           const int w = ix0 + xx;
           const bool ok = row_ok && static_cast<unsigned>(w) < static_cast<unsigned>(prm.W);
-          detail::cp_async_f32(dst_row + xx, ok ? src_row + w * prm.x_sw : prm.x, ok);
+          if constexpr (sizeof(T) == 4)
+            detail::cp_async_f32(dst_row + xx, ok ? src_row + w * prm.x_sw : x, ok);
+          else  // no cp.async moves 2 bytes
+            dst_row[xx] = ok ? src_row[w * prm.x_sw] : from_float<T>(0.0f);
         }
       }
     }
@@ -128,8 +138,12 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
       const int f = e / (R * S), rs = e - f * (R * S), r = rs / S, s = rs - r * S;
       const int fr = prm.flip ? R - 1 - r : r, fs = prm.flip ? S - 1 - s : s;
       const bool ok = f < nf;
-      detail::cp_async_f32(sFilter(buf) + e,
-                           ok ? prm.w + (k0 + f) * prm.w_sk + c * prm.w_sc + fr * prm.w_sr + fs * prm.w_ss : prm.w, ok);
+      const T* w = prm.w_as<T>();
+      const T* src = ok ? w + (k0 + f) * prm.w_sk + c * prm.w_sc + fr * prm.w_sr + fs * prm.w_ss : w;
+      if constexpr (sizeof(T) == 4)
+        detail::cp_async_f32(sFilter(buf) + e, src, ok);
+      else
+        sFilter(buf)[e] = ok ? to_float(*src) : 0.0f;
     }
   };
 
@@ -151,7 +165,7 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
     detail::cp_async_commit();   // possibly empty: keeps one group per item
     detail::cp_async_wait<1>();  // this thread's copies of item `it` have landed
     __syncthreads();             // ... and everyone else's
-    const float* tile = sTile(it & 1);
+    const T* tile = sTile(it & 1);
     const float* filt = sFilter(it & 1);
     // With R and S template constants these loops unroll fully; R = S = 0 is the generic fallback.
 #pragma unroll
@@ -163,8 +177,8 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
         for (int i = 0; i < RH; ++i)
 #pragma unroll
           for (int j = 0; j < RW; ++j)
-            rX[i][j] = tile[((ty + i * TY) * prm.stride_h + r * prm.dil_h) * prm.pitch + shift +
-                            (tx + j * TX) * prm.stride_w + s * prm.dil_w];
+            rX[i][j] = to_float(tile[((ty + i * TY) * prm.stride_h + r * prm.dil_h) * prm.pitch + shift +
+                                     (tx + j * TX) * prm.stride_w + s * prm.dil_w]);
 #pragma unroll
         for (int f = 0; f < KF; ++f) {
           const float wv = filt[f * R * S + r * S + s];
@@ -194,8 +208,10 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
           const float acc = rAcc[f][i][j];
           rAcc[f][i][j] = 0.0f;
           if (oy >= prm.P || ox >= prm.Q) continue;
-          float* dst = prm.y + static_cast<long long>(n) * prm.y_sn + k * prm.y_sk + oy * prm.y_sp + ox * prm.y_sq;
-          *dst = epilogue_value(prm.alpha, acc, prm.beta, dst, prm.bias ? prm.bias + k : nullptr, prm.relu);
+          T* dst = prm.y_as<T>() + static_cast<long long>(n) * prm.y_sn + k * prm.y_sk + oy * prm.y_sp + ox * prm.y_sq;
+          const float old = prm.beta != 0.0f ? to_float(*dst) : 0.0f;
+          *dst = from_float<T>(
+              epilogue_value(prm.alpha, acc, prm.beta, &old, prm.bias ? prm.bias + k : nullptr, prm.relu));
         }
       }
     }

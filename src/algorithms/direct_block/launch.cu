@@ -15,26 +15,26 @@ namespace {
 using cuda::DirectBlockParams;
 using cuda::DirectBlockShape;
 
-template <class Shape>
+template <class T, class Shape>
 void launch(const DirectBlockParams& prm, dim3 grid, int smem, cudaStream_t stream) {
-  cuda::launch_with_smem(cuda::direct_block_kernel<Shape>, grid, Shape::kThreads, smem, stream, prm);
+  cuda::launch_with_smem(cuda::direct_block_kernel<T, Shape>, grid, Shape::kThreads, smem, stream, prm);
 }
 
 // Static switch over the filter size: 1, 3, 5, 7 square get unrolled kernels, others the generic one.
-template <class Thread>
+template <class T, class Thread>
 void launch_sized(const DirectBlockParams& prm, dim3 grid, int smem, cudaStream_t stream) {
   cuda::filter_size_switch(prm.R, prm.S, [&](auto k) {
     constexpr int K = decltype(k)::value;
-    launch<DirectBlockShape<K, K, Thread::kFilters, Thread::kThreadsX, Thread::kThreadsY, Thread::kRegRows,
-                            Thread::kRegCols, Thread::kGroupsPerBlock>>(prm, grid, smem, stream);
+    launch<T, DirectBlockShape<K, K, Thread::kFilters, Thread::kThreadsX, Thread::kThreadsY, Thread::kRegRows,
+                               Thread::kRegCols, Thread::kGroupsPerBlock>>(prm, grid, smem, stream);
   });
 }
 
 }  // namespace
 
-void direct_block_forward(const Plan& plan, const DirectBlockDivision& d, const float* x, const float* w, float* y,
+void direct_block_forward(const Plan& plan, const DirectBlockDivision& d, const void* x, const void* w, void* y,
                           const Epilogue& e, void* stream) {
-  DirectBlockParams prm{cuda::conv_geometry(plan, x, w, y, e)};
+  DirectBlockParams prm{cuda::conv_geometry(plan, nullptr, nullptr, nullptr, e), {x, w, y}};
   prm.filter_slices = d.filter_slices;
   prm.tiles_x = d.tiles_x;
   prm.tile_rows = d.tile_rows;
@@ -42,13 +42,24 @@ void direct_block_forward(const Plan& plan, const DirectBlockDivision& d, const 
   prm.pitch = d.pitch;
   prm.slots = d.slots;
   prm.images_per_block = d.images_per_block;
+  prm.group_bytes = d.group_smem_bytes;
   // Note [vector halo]: preconditions for 16-byte copies.
-  prm.vec4 = cuda::x_rows_float4_aligned(plan, x);
+  prm.vec4 = cuda::x_rows_aligned(plan, x, 16);
   const dim3 grid = cuda::grid_of(d.launch);
   const int smem = static_cast<int>(d.launch.smem_bytes);
   const auto s = static_cast<cudaStream_t>(stream);
-  if (!visit_direct_shape(d.shape, [&](auto shape) { launch_sized<decltype(shape)>(prm, grid, smem, s); }))
-    throw Error(Status::Internal, "tile: no instantiation for direct shape '" + d.shape_name + "'");
+  const bool found = visit_direct_shape(d.shape, [&](auto shape) {
+    using Thread = decltype(shape);
+    switch (plan.dtype()) {
+      case DType::Float16:
+        return launch_sized<__half, Thread>(prm, grid, smem, s);
+      case DType::BFloat16:
+        return launch_sized<__nv_bfloat16, Thread>(prm, grid, smem, s);
+      default:
+        return launch_sized<float, Thread>(prm, grid, smem, s);
+    }
+  });
+  if (!found) throw Error(Status::Internal, "tile: no instantiation for direct shape '" + d.shape_name + "'");
 }
 
 }  // namespace mconv::detail

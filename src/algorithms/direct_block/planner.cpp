@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <sstream>
 
+#include "../common/host_math.hpp"
+
 namespace mconv::detail {
 namespace {
 
-int choose_shape(const Problem& p, const HardwareModel& hw, std::vector<std::string>& why) {
+int choose_shape(const Problem& p, const HardwareModel& hw, std::vector<std::string>& why, int elem_bytes) {
   int d = find_direct_shape("direct_32x8_r2x2_f1");
   const int64_t sms = std::max(hw.sm_count, 1);
   const int64_t slots = p.groups * p.k_per_group();
@@ -24,7 +26,7 @@ int choose_shape(const Problem& p, const HardwareModel& hw, std::vector<std::str
     d = find_direct_shape("direct_16x8_r1x1_f1");  // a 64-wide tile would leave most threads idle
   }
   const DirectShape& shape = kDirectCatalog[d];
-  const int64_t smem = direct_smem_bytes(p, shape);
+  const int64_t smem = direct_smem_bytes(p, shape, elem_bytes);
   const int64_t limit = hw.smem_per_block_optin;
   if (smem > limit)
     throw Error(Status::Unsupported,
@@ -47,18 +49,24 @@ int64_t direct_tile_rows(const Problem& p, const DirectShape& d) {
 int64_t direct_tile_cols(const Problem& p, const DirectShape& d) {
   return (d.out_cols() - 1) * p.stride_w + (p.s - 1) * p.dil_w + 1;
 }
-int64_t direct_tile_pitch(const Problem& p, const DirectShape& d) {
-  return (direct_tile_cols(p, d) + 3 + 3) / 4 * 4;
+int64_t direct_tile_pitch(const Problem& p, const DirectShape& d, int elem_bytes) {
+  const int64_t vector = 16 / elem_bytes;
+  return round_up(direct_tile_cols(p, d) + vector - 1, vector);
 }
-int64_t direct_smem_bytes(const Problem& p, const DirectShape& d) {
-  return int64_t(d.groups_per_block) * 2 * 4 *  // double-buffered, per packed group
-         (direct_tile_rows(p, d) * direct_tile_pitch(p, d) + d.filters * p.r * p.s);
+int64_t direct_group_smem_bytes(const Problem& p, const DirectShape& d, int elem_bytes) {
+  // Double-buffered tiles, then double-buffered filter slices.
+  return round_up(2 * direct_tile_rows(p, d) * direct_tile_pitch(p, d, elem_bytes) * elem_bytes, 16) +
+         round_up(2 * int64_t(d.filters) * p.r * p.s * 4, 16);
+}
+int64_t direct_smem_bytes(const Problem& p, const DirectShape& d, int elem_bytes) {
+  return int64_t(d.groups_per_block) * direct_group_smem_bytes(p, d, elem_bytes);
 }
 
-DirectBlockDivision plan_direct_block(const Problem& p, const HardwareModel& hw, std::vector<std::string>& why) {
+DirectBlockDivision plan_direct_block(const Problem& p, const HardwareModel& hw, std::vector<std::string>& why,
+                                      int elem_bytes) {
   if (p.n > 65535) throw Error(Status::Unsupported, "n: direct_block launches one grid row per image, at most 65535");
   DirectBlockDivision d;
-  d.shape = choose_shape(p, hw, why);
+  d.shape = choose_shape(p, hw, why, elem_bytes);
   const DirectShape& shape = kDirectCatalog[d.shape];
   d.shape_name = shape.name();
   d.filter_slices = static_cast<int>((p.k_per_group() + shape.filters - 1) / shape.filters);
@@ -66,7 +74,8 @@ DirectBlockDivision plan_direct_block(const Problem& p, const HardwareModel& hw,
   const int64_t tiles_y = (p.p() + shape.out_rows() - 1) / shape.out_rows();
   d.tile_rows = static_cast<int>(direct_tile_rows(p, shape));
   d.tile_cols = static_cast<int>(direct_tile_cols(p, shape));
-  d.pitch = static_cast<int>(direct_tile_pitch(p, shape));
+  d.pitch = static_cast<int>(direct_tile_pitch(p, shape, elem_bytes));
+  d.group_smem_bytes = static_cast<int>(direct_group_smem_bytes(p, shape, elem_bytes));
   const int64_t blocks_x = tiles_y * d.tiles_x;
   d.slots = static_cast<int>(p.groups * d.filter_slices);
   const int64_t blocks_z = (d.slots + shape.groups_per_block - 1) / shape.groups_per_block;
@@ -80,7 +89,7 @@ DirectBlockDivision plan_direct_block(const Problem& p, const HardwareModel& hw,
   const int64_t ipb0 = std::clamp<int64_t>(per_image * p.n / target_blocks, 1, p.n);
   const int64_t blocks_y = (p.n + ipb0 - 1) / ipb0;
   d.images_per_block = static_cast<int>((p.n + blocks_y - 1) / blocks_y);
-  d.launch = {blocks_x, blocks_y, blocks_z, shape.threads, direct_smem_bytes(p, shape)};
+  d.launch = {blocks_x, blocks_y, blocks_z, shape.threads, direct_smem_bytes(p, shape, elem_bytes)};
   return d;
 }
 
