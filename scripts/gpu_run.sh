@@ -6,7 +6,8 @@
 #                                       CHECKS (default "tests memcheck racecheck initcheck overhead")
 #                                       picks some, to split the part over calls; RACECHECK_TIMEOUT
 #                                       (default 320 s) bounds the racecheck run, MEMCHECK_TIMEOUT
-#                                       (default 300 s) the memcheck run
+#                                       (default 300 s) the memcheck run; MEMCHECK_FILTER and
+#                                       RACECHECK_FILTER narrow the sanitizers' gtest filters
 #   scripts/gpu_run.sh python           the Python package from .py-bundle (scripts/stage_python_bundle.sh):
 #                                       its tests on CPU and GPU, memcheck over the GPU ones, and
 #                                       python -m mconv.bench (PY_SUITES, PY_MODELS, host overhead);
@@ -45,11 +46,11 @@ if [ "$part" = check ]; then
   fi
   say "== compute-sanitizer"
   want memcheck && MCONV_GPU_TEST_FEW=1 timeout "${MEMCHECK_TIMEOUT:-300}" compute-sanitizer --tool memcheck --error-exitcode 3 "$B/mconv_gpu_tests" \
-    --gtest_filter='*RandomProblems*:*EdgeCasesFloat*:*HostPointers*:*SplitK*:*DirectBlock*:*SingleChannel*:*StrideFixed*:*Graph*:TensorCores.*:BackwardGpu.EdgeCases*:BackwardGpu.ChannelsLast*:BackwardGpu.Dgrad*:BackwardGpu.Wgrad*:BackwardGpu.Strided*:BackwardGpu.HalfDepthwise*' \
+    --gtest_filter="${MEMCHECK_FILTER:-*RandomProblems*:*EdgeCasesFloat*:*HostPointers*:*SplitK*:*DirectBlock*:*SingleChannel*:*StrideFixed*:*Graph*:TensorCores.*:BackwardGpu.EdgeCases*:BackwardGpu.ChannelsLast*:BackwardGpu.Dgrad*:BackwardGpu.Wgrad*:BackwardGpu.Strided*:BackwardGpu.HalfDepthwise*}" \
     > "$LOG/memcheck.log" 2>&1
   want memcheck && say "memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$LOG/memcheck.log" | tail -1)"
   want racecheck && MCONV_GPU_TEST_FEW=1 MCONV_GPU_TEST_RANDOM=3 timeout "${RACECHECK_TIMEOUT:-320}" compute-sanitizer --tool racecheck --error-exitcode 3 \
-    "$B/mconv_gpu_tests" --gtest_filter="${RACECHECK_FILTER:-*EdgeCasesExactEveryTile*:*SplitK*:*DirectBlockEdge*:*SingleChannel*:*StrideFixed*:TensorCores.VectorAndElement*:TensorCores.Warpgroup*:TensorCores.TensorMap*:TensorCores.ClusterSplits*:BackwardGpu.ChannelsLast*:BackwardGpu.Dgrad*:TensorCores.ChannelsLast*:TensorCores.PlaneStreams*:TensorCores.DirectBlockInHalf*:BackwardGpu.HalfDepthwise*:TensorCores.LargeReduction*:BackwardGpu.LargeReduction*:BackwardGpu.Wgrad*}" \
+    "$B/mconv_gpu_tests" --gtest_filter="${RACECHECK_FILTER:-*EdgeCasesExactEveryTile*:*SplitK*:*DirectBlockEdge*:*SingleChannel*:*StrideFixed*:TensorCores.VectorAndElement*:TensorCores.Warpgroup*:TensorCores.TensorMap*:TensorCores.ClusterSplits*:BackwardGpu.ChannelsLast*:BackwardGpu.Dgrad*:TensorCores.ChannelsLast*:TensorCores.PlaneStreams*:TensorCores.DirectBlockInHalf*:TensorCores.StripKernelInHalf*:BackwardGpu.HalfDepthwise*:TensorCores.LargeReduction*:BackwardGpu.LargeReduction*:BackwardGpu.Wgrad*}" \
     > "$LOG/racecheck.log" 2>&1
   want racecheck && say "racecheck exit $?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$LOG/racecheck.log" | tail -1)"
   want initcheck && MCONV_GPU_TEST_FEW=1 MCONV_GPU_TEST_RANDOM=3 timeout 200 compute-sanitizer --tool initcheck --error-exitcode 3 \

@@ -141,14 +141,17 @@ TEST(PlanDtypes, HalfDepthwisePlanesRunThePlaneStreams) {
     EXPECT_TRUE(std::holds_alternative<PlaneStreamDivision>(plan_for(s1, Layout::NCHW, t, o).division()));
     o.tile = detail::kPlaneBulkTile;
     EXPECT_TRUE(std::holds_alternative<PlaneBulkDivision>(plan_for(s1, Layout::NCHW, t, o).division()));
-    o.tile = detail::kSingleChannelPaperTile;
-    EXPECT_THROW(plan_for(s1, Layout::NCHW, t, o), Error);
+    o.tile = detail::kSingleChannelPaperTile;  // the strip kernel takes any C/G = 1 layer, widening to fp32
+    EXPECT_TRUE(std::holds_alternative<SingleChannelDivision>(plan_for(s1, Layout::NCHW, t, o).division()));
     o.tile = "";
+    EXPECT_TRUE(std::holds_alternative<SingleChannelDivision>(plan_for(mult, Layout::NCHW, t, o).division()));
+    const Problem two_channels = make(2, 16, 9, 9, 16, 3, 3, 1, 1, 1, 8);
     try {
-      plan_for(mult, Layout::NCHW, t, o);
-      ADD_FAILURE() << "K/G = 2 in NCHW planned on single_channel";
+      plan_for(two_channels, Layout::NCHW, t, o);
+      ADD_FAILURE() << "C/G = 2 planned on single_channel";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("plane stream needs C/G = 1 and K/G = 1"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("strip kernel: needs C/G = 1"), std::string::npos) << e.what();
     }
     EXPECT_EQ(plan_for(mult, Layout::NCHW, t).algorithm(), Algorithm::DirectBlock);  // Auto: as fp32
     // direct_block's tiles in 2-byte elements: a pitch of whole 16-byte vectors, the filters after both
@@ -194,10 +197,12 @@ TEST(PlanDtypes, HalfDepthwiseChannelsLastRunsTheChannelsLastKernel) {
     EXPECT_EQ(s.launch.smem_bytes, 49 * 64 * 4);
     EXPECT_EQ(s.launch.grid_x * s.launch.grid_y, 1 * 12);  // 7 rows x 4 pairs = 28 groups, 32 slots
     // C not a multiple of 8, and channel multipliers of no whole vector stay on implicit_mma (NCHW
-    // planes run the plane streams: the next test).
+    // planes run the plane streams: the next test); a single-channel x is contiguous in either
+    // layout, so 12 filters (no whole vector) go to the strip kernel.
     EXPECT_EQ(plan_for(make(2, 12, 9, 9, 12, 3, 3, 1, 1, 1, 12), Layout::NHWC, t).algorithm(), Algorithm::ImplicitMma);
     EXPECT_EQ(plan_for(make(2, 16, 9, 9, 32, 3, 3, 1, 1, 1, 16), Layout::NHWC, t).algorithm(), Algorithm::ImplicitMma);
-    EXPECT_EQ(plan_for(make(1, 1, 64, 64, 12, 3, 3, 1), Layout::NHWC, t).algorithm(), Algorithm::ImplicitMma);
+    EXPECT_TRUE(std::holds_alternative<SingleChannelDivision>(
+        plan_for(make(1, 1, 64, 64, 12, 3, 3, 1), Layout::NHWC, t).division()));
     // Note [channels-last shared input]: a single-channel layer (C = 1, 64 filters) and a multiplier of
     // 16 take the kernel, a vector of filters sharing one x value; 64 filters: one chunk of 8 vectors.
     for (const Problem& shared : {make(1, 1, 224, 224, 64, 3, 3, 1), make(2, 4, 9, 9, 64, 3, 3, 1, 1, 1, 4)}) {

@@ -436,6 +436,49 @@ TEST_F(TensorCores, DirectBlockInHalfPrecision) {
   }
 }
 
+// single_channel's strip kernel in fp16/bf16 (x and filters widened to fp32 in shared memory):
+// single-channel layers (C = 1) and channel multipliers of 8 in plane order, 1x1 to 7x7 with the
+// window in registers and the generic path (rectangular, dilated), strides 1 and 2, column pairs
+// (2-element stores) and single columns (y one element off), 4-element strip copies (x aligned for
+// 8 bytes, pad_w a multiple of 4) and element copies, several filter chunks and row strips, the
+// whole epilogue, a true convolution; Auto takes it for those with filters below 5x5.
+TEST_F(TensorCores, StripKernelInHalfPrecision) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 107);
+  std::vector<Case> cases;
+  for (auto [r, stride] : {std::pair{1, 1}, {3, 1}, {5, 1}, {7, 2}, {3, 2}})
+    cases.push_back({make(2, 1, 23, 20, 32, r, r, r / 2, stride)});
+  cases.push_back({make(2, 1, 64, 64, 24, 3, 3, 4)});           // pad_w 4: 4-element copies
+  cases.push_back({make(1, 1, 130, 128, 96, 5, 5, 2)});         // row strips and filter chunks
+  cases.push_back({make(2, 1, 17, 30, 520, 5, 5, 2, 1, 2)});    // dilation: the generic path
+  cases.push_back({make(2, 1, 19, 21, 40, 2, 3, 1)});           // rectangular: the generic path
+  cases.push_back({make(2, 4, 16, 16, 32, 3, 3, 1, 1, 1, 4)});  // multiplier 8 in plane order
+  cases.push_back(with_whole_epilogue(Case{make(2, 1, 12, 12, 64, 3, 3, 1)}));
+  Case conv{make(1, 1, 9, 8, 24, 3, 5, 1)};
+  conv.p.mode = Mode::Convolution;
+  cases.push_back(conv);
+  for (const Precision& pr : kPrecisions) {
+    if (pr.dtype == DType::Float32) continue;
+    for (size_t i = 0; i < cases.size(); ++i)
+      for (int v = 0; v < 3; ++v) {
+        Case c = cases[i];
+        c.xl = c.wl = c.yl = Layout::NCHW;
+        c.x_offset = v == 1 ? 1 : 0;  // element copies
+        c.y_offset = v == 2 ? 1 : 0;  // single columns
+        std::string division;
+        EXPECT_LT(run_mma(engine, c, g, pr, detail::kSingleChannelPaperTile, &division, Algorithm::SingleChannel),
+                  tolerance(pr.dtype, pr.math))
+            << pr.name << " " << c.name();
+        EXPECT_EQ(division.rfind("single_channel_m", 0), 0u) << c.name() << ": " << division;
+        EXPECT_LT(run_mma(engine, c, g, pr, "", &division, Algorithm::Auto), tolerance(pr.dtype, pr.math))
+            << pr.name << " " << c.name();
+        // (Auto keeps 5x5 and larger filters off 1-row runs without column pairs, as in fp32.)
+        if (c.p.r * c.p.s < 25)
+          EXPECT_EQ(division.rfind("single_channel_m", 0), 0u) << "Auto: " << c.name() << ": " << division;
+      }
+  }
+}
+
 TEST_F(TensorCores, VectorAndElementGathersAgree) {
   // Channels-last with C/G a multiple of a vector takes the 16-byte gather; the same layer with x one
   // element off a 16-byte boundary takes the element gather (the launcher checks the pointers).

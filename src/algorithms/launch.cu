@@ -7,8 +7,8 @@
 namespace mconv::detail {
 
 void launch_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& e, void* stream) {
-  // implicit_mma, the channels-last depthwise kernel, the plane streams and direct_block take every
-  // dtype; the other kernels run fp32 only (Plan::build refuses other dtypes for them).
+  // implicit_mma and the direct families but stride_fixed take every dtype; implicit_precomp and
+  // stride_fixed run fp32 only (Plan::build refuses other dtypes for them).
   const auto* xf = static_cast<const float*>(x);
   const auto* wf = static_cast<const float*>(w);
   auto* yf = static_cast<float*>(y);
@@ -26,7 +26,7 @@ void launch_forward(const Plan& plan, const void* x, const void* w, void* y, con
         else if constexpr (std::is_same_v<D, DirectBlockDivision>)
           direct_block_forward(plan, d, x, w, y, e, stream);
         else if constexpr (std::is_same_v<D, SingleChannelDivision>)
-          single_channel_strip_forward(plan, d, xf, wf, yf, e, stream);
+          single_channel_strip_forward(plan, d, x, w, y, e, stream);
         else if constexpr (std::is_same_v<D, PlaneStreamDivision>)
           plane_stream_forward(plan, d, x, w, y, e, stream);
         else if constexpr (std::is_same_v<D, PlaneBulkDivision>)

@@ -26,8 +26,8 @@ void implicit_precomp_forward(const Plan& plan, const ImplicitPrecompDivision& d
                               float* y, const Epilogue& e, void* stream);
 void direct_block_forward(const Plan& plan, const DirectBlockDivision& d, const void* x, const void* w, void* y,
                           const Epilogue& e, void* stream);
-void single_channel_strip_forward(const Plan& plan, const SingleChannelDivision& d, const float* x, const float* w,
-                                  float* y, const Epilogue& e, void* stream);
+void single_channel_strip_forward(const Plan& plan, const SingleChannelDivision& d, const void* x, const void* w,
+                                  void* y, const Epilogue& e, void* stream);
 void plane_stream_forward(const Plan& plan, const PlaneStreamDivision& d, const void* x, const void* w, void* y,
                           const Epilogue& e, void* stream);
 void channels_last_depthwise_forward(const Plan& plan, const ChannelsLastDepthwiseDivision& d, const void* x,

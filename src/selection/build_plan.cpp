@@ -103,70 +103,109 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
         plan.decisions_.push_back("math tf32: the CPU executor computes in exact fp32 (tf32 only allows less)");
     } else {
       // fp16/bf16 layers with one channel per group (depthwise, channel multipliers, single channel)
-      // and channels-last y: single_channel's channels-last kernel; depthwise layers in plane order
-      // (NCHW, CNHW): its plane streams, which keep x's dtype in shared memory. They have no
-      // reduction over channels for an MMA to speed up: a depthwise GEMM tile would hold one filter,
-      // a single-channel one a reduction of R*S rows padded to the MMA's depth.
+      // run the direct families in x's dtype: channels-last ones single_channel's channels-last kernel;
+      // in plane order (NCHW, CNHW) depthwise ones its plane streams, else direct_block (at most 4
+      // filters a group) or its strip kernel (more). They have no reduction over channels for an MMA
+      // to speed up: a depthwise GEMM tile would hold one filter, a single-channel one a reduction of
+      // R*S rows padded to the MMA's depth.
       const bool auto_pick = options.algorithm == Algorithm::Auto && options.tile.empty() && options.split_k <= 1;
-      const bool forced = options.algorithm == Algorithm::SingleChannel;
-      if (half && (auto_pick || forced)) {
+      const bool forced_single = options.algorithm == Algorithm::SingleChannel;
+      const bool forced_direct = options.algorithm == Algorithm::DirectBlock;
+      if (half && (auto_pick || forced_single || forced_direct)) {
         const std::string& tile = options.tile;
-        const bool plane_tile = tile == detail::kPlaneStreamTile || tile == detail::kPlaneBulkTile;
-        if (forced && !tile.empty() && !plane_tile && tile != detail::kChannelsLastDepthwiseTile)
-          throw Error(Status::Unsupported, "tile: single_channel runs fp16/bf16 as " +
-                                               one_of({detail::kChannelsLastDepthwiseTile, detail::kPlaneStreamTile,
-                                                       detail::kPlaneBulkTile}) +
-                                               " only, not " + tile);
-        const std::string no_channels_last =
-            plane_tile ? "a plane stream was asked for" : detail::channels_last_depthwise_unsupported(pr, x, y);
-        if (no_channels_last.empty()) {
-          plan.algorithm_ = Algorithm::SingleChannel;
-          plan.division_ = detail::plan_channels_last_depthwise(pr, hw, plan.decisions_);
-          return plan;
-        }
-        const std::string no_planes = tile == detail::kChannelsLastDepthwiseTile
-                                          ? "the channels-last kernel was asked for"
-                                          : detail::plane_stream_unsupported(pr, x);
-        if (no_planes.empty()) {
+        const std::vector<std::string> single_tiles{detail::kChannelsLastDepthwiseTile, detail::kPlaneStreamTile,
+                                                    detail::kPlaneBulkTile, detail::kSingleChannelPaperTile};
+        if (forced_single && !tile.empty() &&
+            std::find(single_tiles.begin(), single_tiles.end(), tile) == single_tiles.end())
+          throw Error(Status::Unsupported,
+                      "tile: single_channel runs fp16/bf16 as " + one_of(single_tiles) + ", not " + tile);
+        if (forced_direct && (!tile.empty() || options.split_k > 1))
+          throw Error(Status::BadParam, "tile: tiles and split_k apply to implicit_precomp only");
+        std::vector<std::string> refusals;  // why each kernel the layer could have taken did not take it
+        // Runs `division` for `algo` and returns true, or notes why it refused.
+        auto take = [&](Algorithm algo, const std::string& name, auto&& division) {
+          const size_t decisions = plan.decisions_.size();
           try {
-            plan.decisions_.push_back("algorithm single_channel: " + std::string(dtype_name(x.dtype)) +
-                                      " depthwise layer in plane order: the plane streams, in x's dtype");
-            plan.division_ = direct_division(Algorithm::SingleChannel, pr, x, y, hw, tile, false, plan.decisions_);
-            plan.algorithm_ = Algorithm::SingleChannel;
-            return plan;
+            plan.division_ = division();
+            plan.algorithm_ = algo;
+            return true;
           } catch (const Error& e) {
-            if (forced) throw;
-            plan.decisions_.push_back(std::string("plane streams refused: ") + e.what());
+            if (options.algorithm == algo && (!tile.empty() || algo == Algorithm::DirectBlock)) throw;
+            plan.decisions_.resize(decisions);
+            refusals.push_back(name + ": " + e.what());
+            return false;
+          }
+        };
+        auto wants = [&](const char* t) { return tile.empty() || tile == t; };
+        // channels-last x and y: the channels-last kernel.
+        if (!forced_direct && wants(detail::kChannelsLastDepthwiseTile)) {
+          const std::string no = detail::channels_last_depthwise_unsupported(pr, x, y);
+          if (no.empty()) {
+            plan.algorithm_ = Algorithm::SingleChannel;
+            plan.division_ = detail::plan_channels_last_depthwise(pr, hw, plan.decisions_);
+            return plan;
+          }
+          refusals.push_back("channels-last kernel: " + no);
+        }
+        // Depthwise in plane order (NCHW, CNHW): the plane streams, in x's dtype.
+        const bool plane_tile = tile == detail::kPlaneStreamTile || tile == detail::kPlaneBulkTile;
+        if (!forced_direct && (tile.empty() || plane_tile)) {
+          const std::string no = detail::plane_stream_unsupported(pr, x);
+          if (no.empty()) {
+            if (take(Algorithm::SingleChannel, "plane streams", [&] {
+                  plan.decisions_.push_back("algorithm single_channel: " + std::string(dtype_name(x.dtype)) +
+                                            " depthwise layer in plane order: the plane streams, in x's dtype");
+                  return direct_division(Algorithm::SingleChannel, pr, x, y, hw, tile, false, plan.decisions_);
+                }))
+              return plan;
+          } else {
+            refusals.push_back("plane streams: " + no);
           }
         }
-        if (forced)
-          throw Error(Status::Unsupported,
-                      "algorithm: single_channel runs fp16/bf16 in its channels-last depthwise kernel (" +
-                          no_channels_last + ") and its plane streams (" + no_planes + ") only");
-      }
-      // fp16/bf16 layers of one channel per group and at most 4 filters in plane order (contiguous x
-      // rows) that the kernels above do not run (channel multipliers, rectangular or dilated filters,
-      // strides above 2: a strided dgrad's phase steps), and direct_block when forced: direct_block,
-      // as fp32 Auto picks it. (Channels-last ones the channels-last kernel does not run stay on
-      // implicit_mma: direct_block would read x an element at a time, C elements apart.)
-      const bool depthwise_planes =
-          pr.groups > 1 && pr.c_per_group() == 1 && pr.k_per_group() <= 4 && x.strides[3] == 1;
-      const bool direct = half && ((auto_pick && depthwise_planes) || options.algorithm == Algorithm::DirectBlock);
-      if (direct) {
-        try {
-          if (!options.tile.empty() || options.split_k > 1)
-            throw Error(Status::BadParam, "tile: tiles and split_k apply to implicit_precomp only");
-          plan.division_ = direct_division(Algorithm::DirectBlock, pr, x, y, hw, "", false, plan.decisions_);
-          plan.decisions_.push_back(std::string("algorithm direct_block: ") + dtype_name(x.dtype) +
-                                    (options.algorithm == Algorithm::DirectBlock
-                                         ? " forced"
-                                         : " depthwise layer (K/G <= 4) that the single-channel kernels do not run"));
-          plan.algorithm_ = Algorithm::DirectBlock;
-          return plan;
-        } catch (const Error& e) {
-          if (options.algorithm == Algorithm::DirectBlock) throw;
-          plan.decisions_.push_back(std::string("direct_block refused: ") + e.what());
+        // Contiguous x rows, one channel per group: direct_block for multipliers of at most 4 (as fp32
+        // Auto picks it: rectangular or dilated depthwise filters, strides above 2, a strided dgrad's
+        // phase steps) or when forced; the paper's strip kernel for more filters (single-channel
+        // layers). (Channels-last layers the channels-last kernel does not run stay on implicit_mma:
+        // these would read x an element at a time, C elements apart.)
+        const bool one_channel = pr.c_per_group() == 1 && x.strides[3] == 1;
+        if (forced_direct || (auto_pick && one_channel && pr.groups > 1 && pr.k_per_group() <= 4)) {
+          if (take(Algorithm::DirectBlock, "direct_block", [&] {
+                plan.decisions_.push_back(std::string("algorithm direct_block: ") + dtype_name(x.dtype) +
+                                          (forced_direct ? " forced" : " depthwise layer (K/G <= 4) in plane order"));
+                return direct_division(Algorithm::DirectBlock, pr, x, y, hw, "", false, plan.decisions_);
+              }))
+            return plan;
         }
+        if (!forced_direct && wants(detail::kSingleChannelPaperTile) && one_channel) {
+          // As fp32 Auto: not where each output of 1-row runs without column pairs reloads 25+ taps.
+          bool reloads = false;
+          try {
+            std::vector<std::string> scratch;
+            reloads = detail::plan_single_channel(pr, hw, scratch).run == 1 &&
+                      !detail::single_channel_column_pairs(pr, y) && pr.r * pr.s >= 25;
+          } catch (const Error&) {  // take() below says why
+          }
+          if (forced_single || !reloads) {
+            if (take(Algorithm::SingleChannel, "strip kernel", [&] {
+                  plan.decisions_.push_back("algorithm single_channel: " + std::string(dtype_name(x.dtype)) +
+                                            " single-channel layer in plane order: the paper's strip kernel");
+                  return Division{
+                      detail::plan_single_channel(pr, hw, plan.decisions_, tile != detail::kSingleChannelPaperTile)};
+                }))
+              return plan;
+          } else {
+            refusals.push_back("strip kernel: 1-row runs would reload " + std::to_string(pr.r * pr.s) + " taps");
+          }
+        } else if (!forced_direct && wants(detail::kSingleChannelPaperTile)) {
+          refusals.push_back("strip kernel: needs C/G = 1 and contiguous x rows");
+        }
+        if (forced_single) {
+          std::string why;
+          for (const auto& r : refusals) why += (why.empty() ? "" : "; ") + r;
+          throw Error(Status::Unsupported, "algorithm: single_channel cannot run this fp16/bf16 layer: " + why);
+        }
+        for (const auto& r : refusals)
+          if (auto_pick && pr.c_per_group() == 1) plan.decisions_.push_back("refused: " + r);
       }
       if (options.algorithm != Algorithm::Auto && options.algorithm != Algorithm::ImplicitMma)
         throw Error(Status::Unsupported, std::string("algorithm: ") + algorithm_name(options.algorithm) +

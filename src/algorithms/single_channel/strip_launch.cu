@@ -16,17 +16,17 @@ namespace {
 
 // The divisors that split a whole block's items: (lane, run) and (run row, column), for the
 // instantiation's run of `run` rows x `cols` columns.
-template <int K, int ST, int RUN, int COLS>
+template <class T, int K, int ST, int RUN, int COLS>
 void launch_cols(cuda::SingleChannelParams prm, dim3 grid, int threads, int smem, cudaStream_t stream) {
   const int per_row = (prm.Q + COLS - 1) / COLS;
   const int runs = (prm.rows_per_block + RUN - 1) / RUN * per_row;
   prm.per_row_div = cuda::FastDivmod(static_cast<unsigned>(per_row));
   prm.runs_div = cuda::FastDivmod(static_cast<unsigned>(runs));
   prm.lanes = std::max(1, std::min(prm.filters_per_block, threads / runs));
-  cuda::launch_with_smem(cuda::single_channel_kernel<K, ST, RUN, COLS>, grid, threads, smem, stream, prm);
+  cuda::launch_with_smem(cuda::single_channel_kernel<T, K, ST, RUN, COLS>, grid, threads, smem, stream, prm);
 }
 
-template <int K, int ST, int RUN>
+template <class T, int K, int ST, int RUN>
 void launch(const cuda::SingleChannelParams& prm, bool pairs, dim3 grid, int threads, int smem, cudaStream_t stream) {
   // Runs whose register window exceeds kSingleChannelWindowFloats are never planned (they would
   // spill): no such kernel is built.
@@ -36,49 +36,63 @@ void launch(const cuda::SingleChannelParams& prm, bool pairs, dim3 grid, int thr
                                       " exceeds the register window the planner allows");
   } else {
     if constexpr (K > 0) {
-      if (pairs) return launch_cols<K, ST, RUN, 2>(prm, grid, threads, smem, stream);
+      if (pairs) return launch_cols<T, K, ST, RUN, 2>(prm, grid, threads, smem, stream);
     }
-    launch_cols<K, ST, RUN, 1>(prm, grid, threads, smem, stream);
+    launch_cols<T, K, ST, RUN, 1>(prm, grid, threads, smem, stream);
   }
 }
 
 // The window in registers (single_channel_register_window); K = 0 reads the strip for every tap.
-template <int RUN>
+template <class T, int RUN>
 void launch_run(const Problem& pr, const cuda::SingleChannelParams& prm, bool pairs, dim3 grid, int threads, int smem,
                 cudaStream_t stream) {
   cuda::filter_size_stride_switch(
       single_channel_register_window(pr) ? pr.r : 0, pr.s, pr.stride_h, [&](auto k, auto st) {
-        launch<decltype(k)::value, decltype(st)::value, RUN>(prm, pairs, grid, threads, smem, stream);
+        launch<T, decltype(k)::value, decltype(st)::value, RUN>(prm, pairs, grid, threads, smem, stream);
       });
+}
+
+template <class T>
+void launch_dtype(const Problem& pr, const cuda::SingleChannelParams& prm, int run, bool pairs, dim3 grid, int threads,
+                  int smem, cudaStream_t stream) {
+  if (run == 4)
+    launch_run<T, 4>(pr, prm, pairs, grid, threads, smem, stream);
+  else if (run == 2)
+    launch_run<T, 2>(pr, prm, pairs, grid, threads, smem, stream);
+  else
+    launch_run<T, 1>(pr, prm, pairs, grid, threads, smem, stream);
 }
 
 }  // namespace
 
-void single_channel_strip_forward(const Plan& plan, const SingleChannelDivision& d, const float* x, const float* w,
-                                  float* y, const Epilogue& e, void* stream) {
+void single_channel_strip_forward(const Plan& plan, const SingleChannelDivision& d, const void* x, const void* w,
+                                  void* y, const Epilogue& e, void* stream) {
   const Problem& pr = plan.problem();
-  cuda::SingleChannelParams prm{cuda::conv_geometry(plan, x, w, y, e)};
+  const int esz = dtype_size(plan.dtype());
+  cuda::SingleChannelParams prm{cuda::conv_geometry(plan, nullptr, nullptr, nullptr, e), {x, w, y}};
   prm.filters_per_block = d.filters_per_block;
   prm.rows_per_block = d.rows_per_block;
   prm.strip_rows = d.strip_rows;
   prm.strip_cols = d.strip_cols;
   prm.strip_pitch = d.strip_pitch;
   prm.filter_pitch = d.filter_pitch;
-  prm.vec4 = cuda::x_rows_float4_aligned(plan, x) && pr.pad_w % 4 == 0;
+  prm.vec4 = cuda::x_rows_aligned(plan, x, 4 * esz) && pr.pad_w % 4 == 0;  // chunks of 4 elements
   prm.groups_div = cuda::FastDivmod(static_cast<unsigned>(pr.groups));
   prm.chunks_div = cuda::FastDivmod(static_cast<unsigned>(prm.vec4 ? prm.strip_pitch / 4 : prm.strip_cols));
   const int smem = static_cast<int>(d.launch.smem_bytes);
   const int threads = d.launch.threads;
   const dim3 grid = cuda::grid_of(d.launch);
   const auto s = static_cast<cudaStream_t>(stream);
-  // Note [single-channel column pairs]: 8-byte stores also need an 8-byte-aligned y.
-  const bool pairs = single_channel_column_pairs(pr, plan.y_desc()) && reinterpret_cast<uintptr_t>(y) % 8 == 0;
-  if (d.run == 4)
-    launch_run<4>(pr, prm, pairs, grid, threads, smem, s);
-  else if (d.run == 2)
-    launch_run<2>(pr, prm, pairs, grid, threads, smem, s);
-  else
-    launch_run<1>(pr, prm, pairs, grid, threads, smem, s);
+  // Note [single-channel column pairs]: stores of 2 elements also need y aligned for them.
+  const bool pairs = single_channel_column_pairs(pr, plan.y_desc()) && reinterpret_cast<uintptr_t>(y) % (2 * esz) == 0;
+  switch (plan.dtype()) {
+    case DType::Float16:
+      return launch_dtype<__half>(pr, prm, d.run, pairs, grid, threads, smem, s);
+    case DType::BFloat16:
+      return launch_dtype<__nv_bfloat16>(pr, prm, d.run, pairs, grid, threads, smem, s);
+    default:
+      return launch_dtype<float>(pr, prm, d.run, pairs, grid, threads, smem, s);
+  }
 }
 
 }  // namespace mconv::detail
