@@ -10,7 +10,6 @@ __device__ __forceinline__ void cp_async_f32(float* smem, const float* gmem, boo
   const int bytes = pred ? 4 : 0;
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
 }
-/// Copies 16 bytes (both addresses 16-byte aligned), or writes 16 zero bytes when `pred` is false.
 /// Copies 16 bytes of any dtype (both addresses 16-byte aligned), or writes 16 zero bytes when
 /// `pred` is false.
 __device__ __forceinline__ void cp_async_16_or_zero(void* smem, const void* gmem, bool pred) {
@@ -18,6 +17,7 @@ __device__ __forceinline__ void cp_async_16_or_zero(void* smem, const void* gmem
   const int bytes = pred ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
 }
+/// The same for 4 floats.
 __device__ __forceinline__ void cp_async_f32x4(float* smem, const float* gmem, bool pred) {
   cp_async_16_or_zero(smem, gmem, pred);
 }
