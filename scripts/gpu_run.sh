@@ -7,7 +7,9 @@
 #                                       picks some, to split the part over calls; RACECHECK_TIMEOUT
 #                                       (default 320 s) bounds the racecheck run, MEMCHECK_TIMEOUT
 #                                       (default 300 s) the memcheck run; MEMCHECK_FILTER and
-#                                       RACECHECK_FILTER narrow the sanitizers' gtest filters
+#                                       RACECHECK_FILTER narrow the sanitizers' gtest filters (the
+#                                       default racecheck filter takes longer than 270 s on an H100:
+#                                       split it over calls)
 #   scripts/gpu_run.sh python           the Python package from .py-bundle (scripts/stage_python_bundle.sh):
 #                                       its tests on CPU and GPU, memcheck over the GPU ones, and
 #                                       python -m mconv.bench (PY_SUITES, PY_MODELS, host overhead);
@@ -45,18 +47,23 @@ if [ "$part" = check ]; then
     grep -E "MCONV_TEST_SEED|PASSED|FAILED|SKIPPED" "$LOG/gpu_tests.log" | head -20 | tee -a "$S"
   fi
   say "== compute-sanitizer"
-  want memcheck && MCONV_GPU_TEST_FEW=1 timeout "${MEMCHECK_TIMEOUT:-300}" compute-sanitizer --tool memcheck --error-exitcode 3 "$B/mconv_gpu_tests" \
-    --gtest_filter="${MEMCHECK_FILTER:-*RandomProblems*:*EdgeCasesFloat*:*HostPointers*:*SplitK*:*DirectBlock*:*SingleChannel*:*StrideFixed*:*Graph*:TensorCores.*:BackwardGpu.EdgeCases*:BackwardGpu.ChannelsLast*:BackwardGpu.Dgrad*:BackwardGpu.Wgrad*:BackwardGpu.Strided*:BackwardGpu.HalfDepthwise*}" \
-    > "$LOG/memcheck.log" 2>&1
-  want memcheck && say "memcheck exit $?: $(grep -E 'ERROR SUMMARY' "$LOG/memcheck.log" | tail -1)"
-  want racecheck && MCONV_GPU_TEST_FEW=1 MCONV_GPU_TEST_RANDOM=3 timeout "${RACECHECK_TIMEOUT:-320}" compute-sanitizer --tool racecheck --error-exitcode 3 \
-    "$B/mconv_gpu_tests" --gtest_filter="${RACECHECK_FILTER:-*EdgeCasesExactEveryTile*:*SplitK*:*DirectBlockEdge*:*SingleChannel*:*StrideFixed*:TensorCores.VectorAndElement*:TensorCores.Warpgroup*:TensorCores.TensorMap*:TensorCores.ClusterSplits*:BackwardGpu.ChannelsLast*:BackwardGpu.Dgrad*:TensorCores.ChannelsLast*:TensorCores.PlaneStreams*:TensorCores.DirectBlockInHalf*:TensorCores.StripKernelInHalf*:BackwardGpu.HalfDepthwise*:TensorCores.LargeReduction*:BackwardGpu.LargeReduction*:BackwardGpu.Wgrad*}" \
-    > "$LOG/racecheck.log" 2>&1
-  want racecheck && say "racecheck exit $?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$LOG/racecheck.log" | tail -1)"
-  want initcheck && MCONV_GPU_TEST_FEW=1 MCONV_GPU_TEST_RANDOM=3 timeout 200 compute-sanitizer --tool initcheck --error-exitcode 3 \
-    "$B/mconv_gpu_tests" --gtest_filter='*EdgeCasesFloat*:*SplitK*:*DirectBlockEdge*:*SingleChannel*:*StrideFixed*:*Graph*:*Deterministic*' \
-    > "$LOG/initcheck.log" 2>&1
-  want initcheck && say "initcheck exit $?: $(grep -E 'ERROR SUMMARY' "$LOG/initcheck.log" | tail -1)"
+  # One tool over the GPU tests matching a filter; says its exit status and summary, or, where the
+  # time limit stopped it (exit 124, no summary), how many tests it had finished.
+  sanitize() {
+    local tool=$1 limit=$2 filter=$3
+    timeout "$limit" compute-sanitizer --tool "$tool" --error-exitcode 3 "$B/mconv_gpu_tests" \
+      --gtest_filter="$filter" > "$LOG/$tool.log" 2>&1
+    local rc=$? summary
+    summary=$(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$LOG/$tool.log" | tail -1)
+    [ $rc -eq 124 ] && summary="stopped by its $limit s limit after $(grep -c '^\[       OK' "$LOG/$tool.log") tests"
+    say "$tool exit $rc: $summary"
+  }
+  want memcheck && MCONV_GPU_TEST_FEW=1 sanitize memcheck "${MEMCHECK_TIMEOUT:-300}" \
+    "${MEMCHECK_FILTER:-*RandomProblems*:*EdgeCasesFloat*:*HostPointers*:*SplitK*:*DirectBlock*:*SingleChannel*:*StrideFixed*:*Graph*:TensorCores.*:BackwardGpu.EdgeCases*:BackwardGpu.ChannelsLast*:BackwardGpu.Dgrad*:BackwardGpu.Wgrad*:BackwardGpu.Strided*:BackwardGpu.HalfDepthwise*}"
+  want racecheck && MCONV_GPU_TEST_FEW=1 MCONV_GPU_TEST_RANDOM=3 sanitize racecheck "${RACECHECK_TIMEOUT:-320}" \
+    "${RACECHECK_FILTER:-*EdgeCasesExactEveryTile*:*SplitK*:*DirectBlockEdge*:*SingleChannel*:*StrideFixed*:TensorCores.VectorAndElement*:TensorCores.Warpgroup*:TensorCores.TensorMap*:TensorCores.ClusterSplits*:BackwardGpu.ChannelsLast*:BackwardGpu.Dgrad*:TensorCores.ChannelsLast*:TensorCores.PlaneStreams*:TensorCores.DirectBlockInHalf*:TensorCores.StripKernelInHalf*:BackwardGpu.HalfDepthwise*:TensorCores.LargeReduction*:BackwardGpu.LargeReduction*:BackwardGpu.Wgrad*}"
+  want initcheck && MCONV_GPU_TEST_FEW=1 MCONV_GPU_TEST_RANDOM=3 sanitize initcheck 200 \
+    '*EdgeCasesFloat*:*SplitK*:*DirectBlockEdge*:*SingleChannel*:*StrideFixed*:*Graph*:*Deterministic*'
   if want overhead; then
     say "== host cost of one conv2d_forward call (GPU busy)"
     "$B/mconv_host_overhead" "$LOG/host_overhead.csv" 2>&1 | tee -a "$S"
