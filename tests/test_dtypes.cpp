@@ -114,7 +114,8 @@ TEST(PlanDtypes, HalfDepthwisePlanesRunThePlaneStreams) {
       const Plan planes = plan_for(s2, l, t);
       ASSERT_EQ(planes.algorithm(), Algorithm::SingleChannel);
       const auto& d = std::get<PlaneStreamDivision>(planes.division());
-      const auto& d32 = std::get<PlaneStreamDivision>(plan_for(s2, l, DType::Float32).division());
+      const Plan planes32 = plan_for(s2, l, DType::Float32);
+      const auto& d32 = std::get<PlaneStreamDivision>(planes32.division());
       EXPECT_EQ(d.layout.lpad % 8, 0);   // 16-byte copies of 8 elements land aligned
       EXPECT_EQ(d.layout.pitch % 8, 0);  // W = 56: whole vectors
       EXPECT_EQ(d.filter_offset % 16, 0);
@@ -156,7 +157,8 @@ TEST(PlanDtypes, HalfDepthwisePlanesRunThePlaneStreams) {
     EXPECT_EQ(plan_for(mult, Layout::NCHW, t).algorithm(), Algorithm::DirectBlock);  // Auto: as fp32
     // direct_block's tiles in 2-byte elements: a pitch of whole 16-byte vectors, the filters after both
     // tiles, each packed group 16-byte aligned.
-    const auto& db = std::get<DirectBlockDivision>(plan_for(mult, Layout::NCHW, t).division());
+    const Plan direct = plan_for(mult, Layout::NCHW, t);
+    const auto& db = std::get<DirectBlockDivision>(direct.division());
     EXPECT_EQ(db.pitch % 8, 0);
     EXPECT_EQ(db.group_smem_bytes % 16, 0);
     EXPECT_LT(db.group_smem_bytes,
