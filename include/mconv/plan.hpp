@@ -32,10 +32,10 @@ Target parse_target(const std::string& s);
 enum class Algorithm : int {
   Auto = 0,
   Reference = 1,        ///< CPU only: direct loops, double accumulation (the test oracle)
-  ImplicitPrecomp = 2,  ///< implicit GEMM through the offset table (CPU and CUDA)
-  DirectBlock = 3,      ///< CUDA: direct convolution on shared-memory blocks with halos (depthwise)
-  SingleChannel = 4,    ///< CUDA: single-channel kernel driven by the paper's P/Q planner (C/G = 1)
-  StrideFixed = 5,      ///< CUDA: multi-channel stride-fixed block kernel (paper section 3.2)
+  ImplicitPrecomp = 2,  ///< implicit GEMM through the offset table (CPU and CUDA; fp32 on CUDA)
+  DirectBlock = 3,      ///< CUDA: direct convolution on shared-memory blocks with halos (depthwise; fp32, fp16, bf16)
+  SingleChannel = 4,    ///< CUDA: single-channel kernels driven by the paper's P/Q planner (C/G = 1; fp32, fp16, bf16)
+  StrideFixed = 5,      ///< CUDA: multi-channel stride-fixed block kernel (paper section 3.2; fp32)
   ImplicitMma = 6,      ///< CUDA: implicit GEMM through the offset table on tensor cores (fp16, bf16, tf32)
 };
 const char* algorithm_name(Algorithm a);
