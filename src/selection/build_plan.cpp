@@ -177,25 +177,18 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
             return plan;
         }
         if (!forced_direct && wants(detail::kSingleChannelPaperTile) && one_channel) {
-          // As fp32 Auto: not where each output of 1-row runs without column pairs reloads 25+ taps.
-          bool reloads = false;
-          try {
-            std::vector<std::string> scratch;
-            reloads = detail::plan_single_channel(pr, hw, scratch).run == 1 &&
-                      !detail::single_channel_column_pairs(pr, y) && pr.r * pr.s >= 25;
-          } catch (const Error&) {  // take() below says why
-          }
-          if (forced_single || !reloads) {
-            if (take(Algorithm::SingleChannel, "strip kernel", [&] {
-                  plan.decisions_.push_back("algorithm single_channel: " + std::string(dtype_name(x.dtype)) +
-                                            " single-channel layer in plane order: the paper's strip kernel");
-                  return Division{
-                      detail::plan_single_channel(pr, hw, plan.decisions_, tile != detail::kSingleChannelPaperTile)};
-                }))
-              return plan;
-          } else {
-            refusals.push_back("strip kernel: 1-row runs would reload " + std::to_string(pr.r * pr.s) + " taps");
-          }
+          if (take(Algorithm::SingleChannel, "strip kernel", [&] {
+                plan.decisions_.push_back("algorithm single_channel: " + std::string(dtype_name(x.dtype)) +
+                                          " single-channel layer in plane order: the paper's strip kernel");
+                const SingleChannelDivision d =
+                    detail::plan_single_channel(pr, hw, plan.decisions_, tile != detail::kSingleChannelPaperTile);
+                // Auto, as in fp32: not where every output would reload its taps.
+                if (!forced_single &&
+                    detail::single_channel_reloads_taps(pr, d, detail::single_channel_column_pairs(pr, y)))
+                  throw Error(Status::Unsupported, "1-row runs would reload " + std::to_string(pr.r * pr.s) + " taps");
+                return Division{d};
+              }))
+            return plan;
         } else if (!forced_direct && wants(detail::kSingleChannelPaperTile)) {
           refusals.push_back("strip kernel: needs C/G = 1 and contiguous x rows");
         }
@@ -204,8 +197,8 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
           for (const auto& r : refusals) why += (why.empty() ? "" : "; ") + r;
           throw Error(Status::Unsupported, "algorithm: single_channel cannot run this fp16/bf16 layer: " + why);
         }
-        for (const auto& r : refusals)
-          if (auto_pick && pr.c_per_group() == 1) plan.decisions_.push_back("refused: " + r);
+        if (auto_pick && pr.c_per_group() == 1)
+          for (const auto& r : refusals) plan.decisions_.push_back("refused: " + r);
       }
       if (options.algorithm != Algorithm::Auto && options.algorithm != Algorithm::ImplicitMma)
         throw Error(Status::Unsupported, std::string("algorithm: ") + algorithm_name(options.algorithm) +

@@ -42,7 +42,7 @@ Algorithm choose_algorithm(const Problem& p, const TensorDesc& x, const Hardware
       const int run = div.run;
       // y's layout is not known here: x's stands for it (they match in every suite).
       const bool pairs = single_channel_column_pairs(p, x);
-      if (run == 1 && !pairs && p.r * p.s >= 25) {
+      if (single_channel_reloads_taps(p, div, pairs)) {
         why.push_back(
             "algorithm implicit_precomp: single channel, but the division gives 1-row blocks and each of "
             "their outputs would reload its " +

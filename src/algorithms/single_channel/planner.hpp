@@ -58,9 +58,15 @@ int64_t single_channel_strip_rows(const Problem& p, int64_t out_rows);
 // taps. ncu on h1024 3x3 with runs of 4 showed the warps waiting on long scoreboard for 38% of their
 // cycles, at ~1 L2 store request per 10 cycles per SM; why the shorter runs store faster there was
 // not measured, so the rule holds only what was measured.
-/// Whether y's layout and the problem allow column pairs (the launcher also asks for an 8-byte
-/// aligned y).
+/// Whether y's layout and the problem allow column pairs (the launcher also asks for y aligned for
+/// a store of two elements).
 bool single_channel_column_pairs(const Problem& p, const TensorDesc& y);
+/// Whether division `d` leaves every output reloading its taps: runs of one row without column pairs
+/// on filters of 25+ taps. Auto then keeps the layer off the strip kernel (the implicit GEMM measured
+/// faster there: single_h112_m128_k5 before column pairs, 10.2 us against 8.7).
+inline bool single_channel_reloads_taps(const Problem& p, const SingleChannelDivision& d, bool pairs) {
+  return d.run == 1 && !pairs && p.r * p.s >= 25;
+}
 
 /// Whether the kernel holds a run's input window in registers (its size-constant instantiations):
 /// a square 1, 3, 5 or 7 filter, stride_h 1 or 2, dil_h 1. Other shapes read the strip per tap.
