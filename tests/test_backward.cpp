@@ -309,6 +309,77 @@ TEST(Backward, DeterministicWgradIsBitwiseReproducible) {
   EXPECT_EQ(first, second);
 }
 
+// Note [depthwise wgrad]: the plans of wgrad steps (with their step context, as the Engine makes
+// them) on the reference H100. MobileNetV2's first depthwise layer: in plane order one filter a
+// thread, threads along the pixels, 32 filters x 16 cluster blocks; channels-last bf16 a vector of 4
+// filters (36 sums a thread), 2 vectors a block (16 bytes of a pixel) so that 4 chunks, clusters of
+// 16 and 4 slices adding with atomics come near four blocks an SM (one slice in a deterministic
+// plan); fp32 vectors of 4, 1x1 filters of 8, 5x5 and 7x7 one filter a thread. A layer with two
+// channels a group is a GEMM and says why.
+TEST(Backward, DepthwiseWgradStepPlans) {
+  auto step_plan = [](const Problem& p, Layout l, DType t, PlanOptions o = {}) {
+    const TensorDesc x = p.x_desc(l, t), y = p.y_desc(l, t), w = p.w_desc(l, t);
+    o.target = Target::Cuda;
+    const ForwardStep s = decompose_backward_filter(p, x, y, w).steps.at(0);
+    return Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o,
+                       StepContext{s.group_strides, true});
+  };
+  auto division = [](const Plan& plan) { return std::get<DepthwiseWgradDivision>(plan.division()); };
+  const Problem dw = make(32, 32, 112, 112, 32, 3, 3, 1, 1, 1, 32);
+  const Plan planes = step_plan(dw, Layout::NCHW, DType::BFloat16);
+  EXPECT_EQ(planes.algorithm(), Algorithm::DepthwiseWgrad);
+  EXPECT_EQ(division(planes).vector, 1);
+  EXPECT_EQ(division(planes).chunk_vectors, 1);
+  EXPECT_EQ(division(planes).run, 4);
+  EXPECT_EQ(division(planes).cluster_split, 16);
+  EXPECT_EQ(division(planes).atomic_slices, 1);
+  EXPECT_TRUE(planes.deterministic());
+  const DepthwiseWgradDivision last = division(step_plan(dw, Layout::NHWC, DType::BFloat16));
+  EXPECT_EQ(last.vector, 4);
+  EXPECT_EQ(last.chunk_vectors, 2);
+  EXPECT_EQ(last.cluster_split, 16);
+  EXPECT_EQ(last.atomic_slices, 4);
+  EXPECT_GT(last.prepass_blocks, 0);
+  PlanOptions det;
+  det.deterministic = true;
+  const Plan ordered = step_plan(dw, Layout::NHWC, DType::BFloat16, det);
+  EXPECT_EQ(division(ordered).atomic_slices, 1);
+  EXPECT_TRUE(ordered.deterministic());
+  EXPECT_EQ(division(step_plan(dw, Layout::NHWC, DType::Float32)).vector, 4);
+  EXPECT_EQ(division(step_plan(make(32, 240, 28, 28, 240, 1, 1, 0, 1, 1, 240), Layout::NHWC, DType::BFloat16)).vector,
+            8);
+  EXPECT_EQ(division(step_plan(make(32, 240, 28, 28, 240, 5, 5, 2, 1, 1, 240), Layout::NHWC, DType::BFloat16)).vector,
+            1);
+  EXPECT_EQ(division(step_plan(make(1, 96, 56, 56, 96, 7, 7, 3, 1, 1, 96), Layout::NHWC, DType::Float16)).vector, 1);
+  // A rectangular filter: taps 16 a block, one pixel an item.
+  const DepthwiseWgradDivision rect =
+      division(step_plan(make(2, 8, 11, 12, 8, 3, 5, 1, 1, 1, 8), Layout::NCHW, DType::Float32));
+  EXPECT_EQ(rect.taps_per_block, 16);
+  EXPECT_EQ(rect.run, 1);
+  const Plan grouped = step_plan(make(2, 16, 14, 14, 16, 3, 3, 1, 1, 1, 8), Layout::NHWC, DType::BFloat16);
+  EXPECT_EQ(grouped.algorithm(), Algorithm::ImplicitMma);
+  bool said = false;
+  for (const std::string& d : grouped.decisions())
+    said = said || d.find("refused depthwise_wgrad") != std::string::npos;
+  EXPECT_TRUE(said) << grouped.to_text(0);
+  // Forced where it cannot run: on the CPU, with a tile, or on a problem of more than one image.
+  PlanOptions forced;
+  forced.algorithm = Algorithm::DepthwiseWgrad;
+  const TensorDesc x = dw.x_desc(Layout::NCHW), y = dw.y_desc(Layout::NCHW), w = dw.w_desc(Layout::NCHW);
+  forced.target = Target::Cpu;
+  EXPECT_THROW(Plan::build(dw, x, w, y, HardwareModel::reference_h100(), forced), Error);
+  forced.target = Target::Cuda;
+  try {
+    Plan::build(dw, x, w, y, HardwareModel::reference_h100(), forced);
+    ADD_FAILURE() << "a forward problem of 32 images planned on depthwise_wgrad";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("more than one image"), std::string::npos) << e.what();
+  }
+  forced.tile = "128x128x8";
+  EXPECT_THROW(step_plan(dw, Layout::NCHW, DType::Float32, forced), Error);
+}
+
 TEST(Backward, BadCallsAreClearErrorsAndLeaveTheOutput) {
   Engine engine(Target::Cpu);
   const Problem p = make(2, 8, 9, 9, 6, 3, 3, 1, 2);

@@ -358,5 +358,69 @@ TEST_F(BackwardGpu, LargeReductionWgradAndDeterministicMode) {
   }
 }
 
+// Note [depthwise wgrad]: the wgrad of layers with one input channel per group runs depthwise_wgrad
+// in every precision and layout: square 3/5/7 filters at strides 1 and 2 (P * stride != H), a
+// rectangular and a dilated filter (the tap-chunk kernel), a channel multiplier, a single-channel
+// layer, 40 channels (no vector of 16 bytes divides them in 16-bit dtypes), alpha and beta. Plans
+// are deterministic: two runs give the same bytes. A layer of few channels and a long reduction
+// splits over clusters adding with atomics by default (checked against the reference too).
+TEST_F(BackwardGpu, DepthwiseWgradEveryPrecisionAndLayout) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 963);
+  std::vector<Case> cases{{make(3, 24, 15, 17, 24, 3, 3, 1, 1, 1, 24)},
+                          {make(2, 16, 19, 18, 16, 3, 3, 1, 2, 1, 16)},
+                          {make(2, 32, 14, 14, 32, 5, 5, 2, 1, 1, 32)},
+                          {make(2, 8, 13, 13, 8, 5, 5, 2, 2, 1, 8)},
+                          {make(2, 16, 12, 12, 16, 7, 7, 3, 1, 1, 16)},
+                          {make(2, 8, 11, 12, 8, 3, 5, 1, 1, 1, 8)},
+                          {make(2, 8, 12, 12, 8, 3, 3, 2, 1, 2, 8)},
+                          {make(2, 8, 10, 10, 16, 3, 3, 1, 1, 1, 8)},
+                          {make(3, 1, 20, 20, 8, 3, 3, 1)},
+                          {make(2, 40, 9, 9, 40, 3, 3, 1, 1, 1, 40)}};
+  Case scaled{make(2, 16, 10, 10, 16, 3, 3, 1, 2, 1, 16)};
+  scaled.alpha = 0.5f;
+  scaled.beta = 0.75f;
+  cases.push_back(scaled);
+  PlanOptions det;
+  det.deterministic = true;
+  for (const Precision& pr : kPrecisions)
+    for (Case c : cases)
+      for (Layout l : {Layout::NCHW, Layout::NHWC, Layout::CNHW}) {
+        c.xl = c.wl = c.yl = l;
+        BackwardTensors bt(c, Pass::BackwardFilter, pr.dtype, g);
+        PlanOptions o;
+        o.math = pr.math;
+        auto plan = engine.plan_backward_filter(c.p, bt.ad, bt.bd, bt.outd, o);
+        ASSERT_EQ(plan->plans.size(), 1u) << c.name();
+        EXPECT_EQ(plan->plans[0]->algorithm(), Algorithm::DepthwiseWgrad) << c.name() << plan->plans[0]->to_text(0);
+        EXPECT_TRUE(plan->deterministic()) << c.name();
+        const uint64_t seed = g();
+        std::mt19937_64 g1(seed), g2(seed);
+        std::vector<unsigned char> first, second;
+        EXPECT_LT(run_gpu(engine, c, Pass::BackwardFilter, pr, g1, {}, &first), pr.tolerance)
+            << dtype_name(pr.dtype) << " " << math_mode_name(pr.math) << " " << c.name();
+        run_gpu(engine, c, Pass::BackwardFilter, pr, g2, {}, &second);
+        EXPECT_EQ(first, second) << dtype_name(pr.dtype) << " " << c.name();
+      }
+  // 8 channels, N*P*Q = 131072: in plane order 8 filter chunks, channels-last one; both take
+  // clusters and slices adding with atomics; deterministic plans keep one slice.
+  Case few{make(32, 8, 64, 64, 8, 3, 3, 1, 1, 1, 8)};
+  for (const Precision& pr : kPrecisions)
+    for (Layout l : {Layout::NCHW, Layout::NHWC}) {
+      few.xl = few.wl = few.yl = l;
+      BackwardTensors bt(few, Pass::BackwardFilter, pr.dtype, g);
+      auto atomic = engine.plan_backward_filter(few.p, bt.ad, bt.bd, bt.outd);
+      const auto& d = std::get<DepthwiseWgradDivision>(atomic->plans.at(0)->division());
+      EXPECT_GT(d.atomic_slices, 1) << atomic->to_text(0);
+      EXPECT_FALSE(atomic->deterministic());
+      EXPECT_LT(run_gpu(engine, few, Pass::BackwardFilter, pr, g), pr.tolerance)
+          << dtype_name(pr.dtype) << " " << few.name();
+      auto ordered = engine.plan_backward_filter(few.p, bt.ad, bt.bd, bt.outd, det);
+      EXPECT_EQ(std::get<DepthwiseWgradDivision>(ordered->plans.at(0)->division()).atomic_slices, 1);
+      EXPECT_LT(run_gpu(engine, few, Pass::BackwardFilter, pr, g, det), pr.tolerance)
+          << dtype_name(pr.dtype) << " deterministic " << few.name();
+    }
+}
+
 }  // namespace
 }  // namespace mconv::test

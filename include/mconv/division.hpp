@@ -165,9 +165,23 @@ struct ChannelsLastDepthwiseDivision {
   LaunchShape launch;          ///< for 16-byte vectors (the launcher goes one channel at a time otherwise)
 };
 
+/// depthwise_wgrad (src/algorithms/depthwise_wgrad): the filter gradient of a layer with one input
+/// channel per group as a direct reduction (Note [depthwise wgrad]).
+struct DepthwiseWgradDivision {
+  int vector = 1;          ///< adjacent filters a thread owns (one vector load of x and of dy), or 1
+  int chunk_vectors = 1;   ///< vectors of filters a block owns (its threads along x); 1 in plane order
+  int taps_per_block = 9;  ///< taps a thread accumulates: R*S for square 3, 5, 7 filters, else a chunk
+  int run = 1;             ///< adjacent dy pixels of a row a thread item takes (its x row window)
+  int64_t items = 0;       ///< thread items of one chunk of filters: N * P * ceil(Q / run)
+  int cluster_split = 1;   ///< blocks of one cluster over the items, summed in rank order (no atomics)
+  int atomic_slices = 1;   ///< clusters over the items adding into dw after a pre-pass; 1 if deterministic
+  int prepass_blocks = 0;  ///< blocks of that pre-pass (0 without atomic slices)
+  LaunchShape launch;      ///< grid (filter chunks, tap chunks, atomic_slices * cluster_split)
+};
+
 using Division = std::variant<std::monostate, ImplicitPrecompDivision, DirectBlockDivision, SingleChannelDivision,
                               PlaneStreamDivision, PlaneBulkDivision, StrideFixedDivision, ImplicitMmaDivision,
-                              ChannelsLastDepthwiseDivision>;
+                              ChannelsLastDepthwiseDivision, DepthwiseWgradDivision>;
 
 /// "vector", "transposed" or "element".
 const char* gather_form_name(GatherForm f);

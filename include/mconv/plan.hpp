@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ enum class Algorithm : int {
   SingleChannel = 4,    ///< CUDA: single-channel kernels driven by the paper's P/Q planner (C/G = 1; fp32, fp16, bf16)
   StrideFixed = 5,      ///< CUDA: multi-channel stride-fixed block kernel (paper section 3.2; fp32)
   ImplicitMma = 6,      ///< CUDA: implicit GEMM through the offset table on tensor cores (fp16, bf16, tf32)
+  /// CUDA: a wgrad step of a layer with one input channel per group (depthwise, channel multipliers,
+  /// single channel) as a direct reduction over images and pixels; fp32 (exact), fp16, bf16
+  DepthwiseWgrad = 7,
 };
 const char* algorithm_name(Algorithm a);
 Algorithm parse_algorithm(const std::string& s);
@@ -131,6 +135,13 @@ struct PlanOptions {
   MathMode math = MathMode::Exact;
 };
 
+/// What a step of a backward pass (include/mconv/backward.hpp) adds to Plan::build: the group strides
+/// its views cannot express, and whether it is a wgrad step, which Auto first offers depthwise_wgrad.
+struct StepContext {
+  std::optional<GroupStrides> group_strides;
+  bool filter_gradient = false;
+};
+
 class Plan {
  public:
   /// Validates everything, builds the tables and the division. Pure: it reads no device and no file,
@@ -140,6 +151,9 @@ class Plan {
   /// the bad field.
   static Plan build(const Problem& problem, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y,
                     const HardwareModel& hw, const PlanOptions& options = {});
+  /// The same for a step of a backward pass (Engine::plan_backward_data / _filter make them).
+  static Plan build(const Problem& problem, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y,
+                    const HardwareModel& hw, const PlanOptions& options, const StepContext& step);
 
   const Problem& problem() const { return problem_; }
   const TensorDesc& x_desc() const { return x_; }

@@ -31,6 +31,8 @@ void launch_forward(const Plan& plan, const void* x, const void* w, void* y, con
           plane_stream_forward(plan, d, x, w, y, e, stream);
         else if constexpr (std::is_same_v<D, PlaneBulkDivision>)
           plane_bulk_forward(plan, d, x, w, y, e, stream);
+        else if constexpr (std::is_same_v<D, DepthwiseWgradDivision>)
+          depthwise_wgrad_forward(plan, d, x, w, y, e, stream);
         else
           stride_fixed_forward(plan, d, xf, wf, yf, e, stream);
       },

@@ -36,6 +36,9 @@ void plane_bulk_forward(const Plan& plan, const PlaneBulkDivision& d, const void
                         const Epilogue& e, void* stream);
 void stride_fixed_forward(const Plan& plan, const StrideFixedDivision& d, const float* x, const float* w, float* y,
                           const Epilogue& e, void* stream);
+/// A wgrad step: x, w and y are the step's views of x, dy and dw.
+void depthwise_wgrad_forward(const Plan& plan, const DepthwiseWgradDivision& d, const void* x, const void* w, void* y,
+                             const Epilogue& e, void* stream);
 
 /// out = beta * out over a strided view of any dtype (beta = 0 never reads it): a backward pass's fill
 /// step.

@@ -30,6 +30,11 @@ struct NameOf {
   std::string operator()(const PlaneStreamDivision&) const { return "single_channel_planes"; }
   std::string operator()(const PlaneBulkDivision&) const { return "single_channel_bulk"; }
   std::string operator()(const ChannelsLastDepthwiseDivision&) const { return "single_channel_channels_last"; }
+  std::string operator()(const DepthwiseWgradDivision& d) const {
+    return "depthwise_wgrad_v" + std::to_string(d.vector) + "x" + std::to_string(d.chunk_vectors) +
+           (d.cluster_split > 1 ? "_cs" + std::to_string(d.cluster_split) : "") +
+           (d.atomic_slices > 1 ? "_as" + std::to_string(d.atomic_slices) : "");
+  }
   std::string operator()(const StrideFixedDivision& d) const {
     return "stride_fixed_" + std::to_string(d.tile_cols) + "x" + std::to_string(d.tile_rows) + "_s" +
            std::to_string(d.segment_channels * 4) + (d.thread_pixels == 4 ? "_p4" : "");
@@ -95,6 +100,14 @@ struct TextOf {
     std::ostringstream os;
     os << "division  " << d.chunk_channels << " channels a block, " << d.rows_per_thread << " x "
        << d.outputs_per_thread << " output pixels a thread, " << d.pixel_groups << " pixel groups\n";
+    return os.str() + launch_text(d.launch);
+  }
+  std::string operator()(const DepthwiseWgradDivision& d) const {
+    std::ostringstream os;
+    os << "division  " << d.chunk_vectors << " x " << d.vector << " filters a block, " << d.taps_per_block
+       << " taps a thread, runs of " << d.run << " dy pixels, " << d.items << " items a chunk over " << d.cluster_split
+       << " block(s) of a cluster (rank order) x " << d.atomic_slices << " slice(s)"
+       << (d.atomic_slices > 1 ? " adding with atomics" : "") << "\n";
     return os.str() + launch_text(d.launch);
   }
   std::string operator()(const StrideFixedDivision& d) const {

@@ -101,26 +101,15 @@ std::shared_ptr<const Plan> Engine::plan(const Problem& problem, const TensorDes
   return step_plan(ForwardStep{problem, x, w, y, 0, 0, 0, std::nullopt}, options);
 }
 
-std::shared_ptr<const Plan> Engine::step_plan(const ForwardStep& step, const PlanOptions& options) {
-  const detail::PlanKey key =
-      plan_key(Pass::Forward, step.problem, step.x, step.w, step.y, options, step.group_strides);
+std::shared_ptr<const Plan> Engine::step_plan(const ForwardStep& step, const PlanOptions& options,
+                                              bool filter_gradient) {
+  const detail::PlanKey key = plan_key(filter_gradient ? Pass::BackwardFilter : Pass::Forward, step.problem, step.x,
+                                       step.w, step.y, options, step.group_strides);
   const HardwareModel& hw = hardware();
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto hit = plans_.find(key)) return hit;
-  PlanOptions o = options;
-  if (step.group_strides) {
-    // Only the implicit GEMMs read the Plan's group strides; the direct families address groups
-    // through the descriptors' channel strides.
-    if (o.algorithm == Algorithm::Auto)
-      o.algorithm = step.x.dtype != DType::Float32 || o.math == MathMode::TF32 ? Algorithm::ImplicitMma
-                                                                               : Algorithm::ImplicitPrecomp;
-    else if (o.algorithm != Algorithm::ImplicitPrecomp && o.algorithm != Algorithm::ImplicitMma)
-      throw Error(Status::Unsupported, std::string("algorithm: ") + algorithm_name(o.algorithm) +
-                                           " cannot run this backward step (its groups are not the views' "
-                                           "channel blocks; implicit_precomp and implicit_mma can)");
-  }
-  auto plan = std::make_shared<Plan>(Plan::build(step.problem, step.x, step.w, step.y, hw, o));
-  if (step.group_strides) plan->group_ = *step.group_strides;
+  auto plan = std::make_shared<Plan>(
+      Plan::build(step.problem, step.x, step.w, step.y, hw, options, StepContext{step.group_strides, filter_gradient}));
   if (target_ == Target::Cuda) {
     detail::cuda_device::DeviceGuard guard(device_);
     plan->device_ = device_;
@@ -162,7 +151,8 @@ std::shared_ptr<const BackwardPlan> Engine::plan_backward(Pass pass, const Probl
   if (pass == Pass::BackwardFilter && options.math == MathMode::TF32 && options.algorithm == Algorithm::Auto &&
       options.tile.empty())
     options.math = MathMode::Exact;
-  for (const ForwardStep& step : plan->decomposition.steps) plan->plans.push_back(step_plan(step, options));
+  for (const ForwardStep& step : plan->decomposition.steps)
+    plan->plans.push_back(step_plan(step, options, pass == Pass::BackwardFilter));
   std::lock_guard<std::mutex> lock(mutex_);
   if (target_ == Target::Cuda && plan->plans.size() > 1 && !fork_)
     fork_ = std::make_unique<detail::cuda_device::StreamFork>(device_);

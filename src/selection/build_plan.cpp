@@ -2,6 +2,7 @@
 // its family's planner makes (src/algorithms/<family>/planner). Pure: no device, no file.
 #include <algorithm>
 
+#include "../algorithms/depthwise_wgrad/planner.hpp"
 #include "../algorithms/direct_block/planner.hpp"
 #include "../algorithms/implicit_mma/planner.hpp"
 #include "../algorithms/implicit_precomp/planner.hpp"
@@ -55,7 +56,14 @@ Division direct_division(Algorithm algo, const Problem& pr, const TensorDesc& x,
 
 Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y,
                  const HardwareModel& hw, const PlanOptions& options) {
+  return build(pr, x, w, y, hw, options, StepContext{});
+}
+
+Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y,
+                 const HardwareModel& hw, const PlanOptions& requested, const StepContext& step) {
   Plan plan = geometry(pr, x, w, y);
+  if (step.group_strides) plan.group_ = *step.group_strides;
+  PlanOptions options = requested;
 
   Target target = options.target;
   if (target == Target::Auto) target = hw.sm_count > 0 ? Target::Cuda : Target::Cpu;
@@ -73,6 +81,43 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
     plan.algorithm_ = Algorithm::Reference;
     plan.decisions_.push_back("algorithm reference: fp64 tensors run the double reference loops");
     return plan;
+  }
+  // A wgrad step of a layer with one input channel per group: depthwise_wgrad reduces it directly in
+  // every dtype (exact fp32, which TF32 permits), where a GEMM tile would hold one filter (Note
+  // [depthwise wgrad]).
+  const bool forced_wgrad = options.algorithm == Algorithm::DepthwiseWgrad;
+  if (forced_wgrad || (step.filter_gradient && target == Target::Cuda && options.algorithm == Algorithm::Auto &&
+                       options.tile.empty() && options.split_k == 0)) {
+    if (target != Target::Cuda)
+      throw Error(Status::Unsupported, "algorithm: depthwise_wgrad runs on the cuda target only");
+    if (!options.tile.empty() || options.split_k > 0)
+      throw Error(Status::BadParam,
+                  "tile: tiles and split_k apply to the implicit GEMMs (depthwise_wgrad plans its own split)");
+    const std::string no = detail::depthwise_wgrad_unsupported(pr, x, w, y, plan.group_);
+    if (no.empty()) {
+      plan.algorithm_ = Algorithm::DepthwiseWgrad;
+      plan.decisions_.push_back(forced_wgrad ? "algorithm depthwise_wgrad: forced"
+                                             : "algorithm depthwise_wgrad: the wgrad step of a layer with one input "
+                                               "channel per group, reduced directly");
+      plan.division_ = detail::plan_depthwise_wgrad(pr, x, w, plan.group_, hw, options.deterministic, plan.decisions_);
+      return plan;
+    }
+    if (forced_wgrad) throw Error(Status::Unsupported, "algorithm: depthwise_wgrad cannot run this problem: " + no);
+    plan.decisions_.push_back("refused depthwise_wgrad: " + no);
+  }
+  // Only the implicit GEMMs read the Plan's group strides; the direct families address groups
+  // through the descriptors' channel strides.
+  if (step.group_strides) {
+    if (options.algorithm == Algorithm::Auto) {
+      options.algorithm = x.dtype != DType::Float32 || options.math == MathMode::TF32 ? Algorithm::ImplicitMma
+                                                                                      : Algorithm::ImplicitPrecomp;
+      plan.decisions_.push_back(std::string("algorithm ") + algorithm_name(options.algorithm) +
+                                ": the step's groups are not its views' channel blocks (group strides)");
+    } else if (options.algorithm != Algorithm::ImplicitPrecomp && options.algorithm != Algorithm::ImplicitMma) {
+      throw Error(Status::Unsupported, std::string("algorithm: ") + algorithm_name(options.algorithm) +
+                                           " cannot run this backward step (its groups are not the views' "
+                                           "channel blocks; implicit_precomp and implicit_mma can)");
+    }
   }
   // fp16/bf16 tensors, and fp32 ones in TF32 math, run on the tensor cores (implicit_mma) on the GPU;
   // the CPU converts them and computes in fp32.

@@ -1,0 +1,152 @@
+// Launcher of depthwise_wgrad (Note [depthwise wgrad]): the step's views in the layer's terms, the
+// filter vector the pointers allow, the cluster size the device schedules, the pre-pass of atomic
+// slices, and the (dtype, vector, window) switch.
+#include <algorithm>
+#include <cstdint>
+
+#include "../common/cluster_launch.cuh"
+#include "../common/cuda_check.cuh"
+#include "../common/filter_size_switch.cuh"
+#include "../common/host_math.hpp"
+#include "../launch.hpp"
+#include "kernel.cuh"
+#include "planner.hpp"
+
+namespace mconv::detail {
+namespace {
+
+using cuda::DepthwiseWgradParams;
+
+// Splits the items among grid.z blocks (slices x cluster ranks) and launches, as clusters along z
+// where the division splits within one; beyond the portable 8 where the device schedules it.
+template <class T, int V, int KS, int ST, int QT, int TAPS>
+void launch_kernel(DepthwiseWgradParams prm, dim3 grid, int threads, int smem, int slices, cudaStream_t s) {
+  constexpr auto kernel = cuda::depthwise_wgrad_kernel<T, V, KS, ST, QT, TAPS>;
+  if (prm.cluster_split > 1) {
+    static const bool non_portable = [] {
+      MCONV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+      return true;
+    }();
+    (void)non_portable;
+    prm.cluster_split = cuda::schedulable_cluster_blocks<kernel>(prm.cluster_split, threads, smem);
+  }
+  const int parts = slices * prm.cluster_split;
+  prm.items_per_part = static_cast<int>(ceil_div(int64_t(prm.items), int64_t(parts)));
+  grid.z = static_cast<unsigned>(parts);
+  if (prm.cluster_split > 1)
+    cuda::launch_z_clusters(kernel, grid, threads, smem, s, prm.cluster_split, prm);
+  else
+    kernel<<<grid, threads, smem, s>>>(prm);
+  MCONV_CUDA_CHECK(cudaGetLastError());
+}
+
+// The window kernel for square KS x KS filters with V filters a thread (the planner's vector or 1),
+// or the tap-chunk kernel (ks = 0).
+template <class T, int VMAX>
+void launch_dtype(const DepthwiseWgradParams& prm, int ks, int v, int stride_w, dim3 grid, int threads, int smem,
+                  int slices, cudaStream_t s) {
+  cuda::filter_size_switch(ks, ks, [&](auto ks_c) {
+    constexpr int KS = decltype(ks_c)::value;
+    if constexpr (KS == 0) {
+      launch_kernel<T, 1, 0, 1, 1, 16>(prm, grid, threads, smem, slices, s);
+    } else {
+      // The planner's vector for this size: as many filters as 16 bytes hold, at most 36 sums.
+      constexpr int VK = KS * KS * VMAX <= 36 ? VMAX : KS * KS * (VMAX / 2) <= 36 ? VMAX / 2 : 1;
+      if (v != 1 && v != VK) throw Error(Status::Internal, "depthwise_wgrad: a plan's vector has no instantiation");
+      if constexpr (VK > 1) {
+        if (v == VK) {
+          if (stride_w == 1) return launch_kernel<T, VK, KS, 1, 4, KS * KS>(prm, grid, threads, smem, slices, s);
+          return launch_kernel<T, VK, KS, 2, 2, KS * KS>(prm, grid, threads, smem, slices, s);
+        }
+      }
+      if (stride_w == 1) return launch_kernel<T, 1, KS, 1, 4, KS * KS>(prm, grid, threads, smem, slices, s);
+      launch_kernel<T, 1, KS, 2, 2, KS * KS>(prm, grid, threads, smem, slices, s);
+    }
+  });
+}
+
+bool aligned(const void* p, int bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
+
+}  // namespace
+
+void depthwise_wgrad_forward(const Plan& plan, const DepthwiseWgradDivision& d, const void* x, const void* w, void* y,
+                             const Epilogue& e, void* stream) {
+  // The step (decompose_backward_filter) in the layer's terms: its channels per group are images,
+  // its filter extent is dy's pixels, its output extent the taps; its dilation is the layer's stride
+  // and its stride the layer's dilation.
+  const Problem& st = plan.problem();
+  const auto &xs = plan.x_desc().strides, &ws = plan.w_desc().strides, &ys = plan.y_desc().strides;
+  const GroupStrides& gs = plan.group_strides();
+  DepthwiseWgradParams prm{};
+  prm.x = x;
+  prm.dy = w;
+  prm.dw = y;
+  prm.bias = e.bias;
+  prm.x_sn = xs[1];
+  prm.x_sc = gs.x;
+  prm.x_sh = xs[2];
+  prm.x_sw = xs[3];
+  prm.dy_sn = ws[1];
+  prm.dy_sk = ws[0];
+  prm.dy_sg = gs.w;
+  prm.dy_sp = ws[2];
+  prm.dy_sq = ws[3];
+  prm.dw_sk = ys[1];
+  prm.dw_sg = gs.y;
+  prm.dw_sr = ys[2];
+  prm.dw_ss = ys[3];
+  prm.K = static_cast<int>(st.k);
+  prm.kg = static_cast<int>(st.k_per_group());
+  prm.H = static_cast<int>(st.h);
+  prm.W = static_cast<int>(st.w);
+  prm.P = static_cast<int>(st.r);
+  prm.Q = static_cast<int>(st.s);
+  prm.R = static_cast<int>(st.p());
+  prm.S = static_cast<int>(st.q());
+  prm.taps = prm.R * prm.S;
+  prm.stride_h = static_cast<int>(st.dil_h);
+  prm.stride_w = static_cast<int>(st.dil_w);
+  prm.dil_h = static_cast<int>(st.stride_h);
+  prm.dil_w = static_cast<int>(st.stride_w);
+  prm.pad_h = static_cast<int>(st.pad_h);
+  prm.pad_w = static_cast<int>(st.pad_w);
+  prm.alpha = e.alpha;
+  prm.beta = e.beta;
+  prm.relu = e.activation == Activation::ReLU ? 1 : 0;
+  // The planner's vector needs x and dy aligned for one load of it; else one filter a thread, the
+  // block's lanes then as many filters as its vectors were.
+  const int esz = dtype_size(plan.dtype());
+  const int v = d.vector > 1 && aligned(x, d.vector * esz) && aligned(w, d.vector * esz) ? d.vector : 1;
+  prm.vectors = static_cast<int>(st.k / v);
+  prm.chunk_vectors = d.chunk_vectors;
+  prm.items = static_cast<int>(d.items);
+  const int runs = static_cast<int>(ceil_div(st.s, int64_t(d.run)));
+  prm.runs_div = cuda::FastDivmod(static_cast<unsigned>(runs));
+  prm.rows_div = cuda::FastDivmod(static_cast<unsigned>(prm.P));
+  prm.cluster_split = d.cluster_split;
+  // ReLU needs the whole sum: atomic slices run as one.
+  const int slices = e.activation == Activation::ReLU ? 1 : d.atomic_slices;
+  prm.atomic = slices > 1;
+  if (prm.atomic) output_prepass(plan, d.prepass_blocks, y, e, stream);
+  dim3 grid(static_cast<unsigned>(ceil_div(int64_t(prm.vectors), int64_t(prm.chunk_vectors))),
+            static_cast<unsigned>(d.launch.grid_y), 1);
+  const int threads = d.launch.threads;
+  const int smem = static_cast<int>(d.launch.smem_bytes / d.vector * v);
+  const int ks = depthwise_wgrad_window_size(st);
+  const auto s = static_cast<cudaStream_t>(stream);
+  switch (plan.dtype()) {
+    case DType::Float16:
+      return launch_dtype<__half, 8>(prm, ks, v, prm.stride_w, grid, threads, smem, slices, s);
+    case DType::BFloat16:
+      return launch_dtype<__nv_bfloat16, 8>(prm, ks, v, prm.stride_w, grid, threads, smem, slices, s);
+    case DType::Float32:
+      return launch_dtype<float, 4>(prm, ks, v, prm.stride_w, grid, threads, smem, slices, s);
+    case DType::Float64:
+      break;
+  }
+  throw Error(Status::Internal, "depthwise_wgrad: no CUDA kernel runs fp64");
+}
+
+}  // namespace mconv::detail

@@ -1,0 +1,135 @@
+// Planner of depthwise_wgrad (Note [depthwise wgrad]).
+#include "planner.hpp"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "../common/host_math.hpp"
+#include "../common/split_k.hpp"
+
+namespace mconv::detail {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kTapChunk = 16;              // taps a thread of the tap-chunk kernel accumulates
+constexpr int kMaxAccumulators = 36;       // taps x vector: fp32 sums a thread keeps in registers
+constexpr int64_t kSmemBytes = 48 << 10;   // the block's partial sums, without opting in to more
+constexpr int kMaxClusterSplit = 16;       // Hopper's non-portable cluster (the launcher falls back to 8)
+constexpr int kMaxAtomicSlices = 8;        // fp32 dw; 16-bit dw rounds at every add: 4
+constexpr int kMinSectorBytes = 16;        // a block's share of a pixel's channels
+constexpr int64_t kMinItemsPerThread = 4;  // below this a split costs more in its sum than it saves
+
+// The step in the layer's terms (decompose_backward_filter): the step's channels per group are the
+// layer's images, its filter extent the layer's output pixels, its output the layer's taps, its
+// dilation the layer's stride and its stride the layer's dilation.
+struct Layer {
+  int64_t n, p, q, r, s, stride_w, dil_w, k, kg;
+  explicit Layer(const Problem& step)
+      : n(step.c_per_group()),
+        p(step.r),
+        q(step.s),
+        r(step.p()),
+        s(step.q()),
+        stride_w(step.dil_w),
+        dil_w(step.stride_w),
+        k(step.k),
+        kg(step.k_per_group()) {}
+};
+
+// Filters k and k + 1 are adjacent in dy (and, with K/G = 1, their x channels in x): the filters
+// are then the threads' fast axis (channels-last tensors), else the pixels are (plane order).
+bool filters_adjacent(const Layer& l, const TensorDesc& w, const GroupStrides& groups) {
+  return l.kg == 1 ? groups.w == 1 : w.strides[0] == 1 && groups.w == l.kg;
+}
+
+}  // namespace
+
+int depthwise_wgrad_window_size(const Problem& step) {
+  const Layer l(step);
+  const bool square = l.r == l.s && (l.r == 1 || l.r == 3 || l.r == 5 || l.r == 7);
+  return square && (l.stride_w == 1 || l.stride_w == 2) && l.dil_w == 1 ? static_cast<int>(l.r) : 0;
+}
+
+std::string depthwise_wgrad_unsupported(const Problem& step, const TensorDesc& x, const TensorDesc& w,
+                                        const TensorDesc& y, const GroupStrides&) {
+  if (step.n != 1)
+    return "more than one image (a wgrad step's images are the layer's input channels per group; with more "
+           "than one its filter gradient is a GEMM over them)";
+  if (step.mode == Mode::Convolution) return "flipped filters (true convolution)";
+  if (x.dtype == DType::Float64 || w.dtype == DType::Float64 || y.dtype == DType::Float64)
+    return "fp64 runs on the cpu target only";
+  const Layer l(step);
+  const int run = depthwise_wgrad_window_size(step) > 0 ? (l.stride_w == 1 ? 4 : 2) : 1;
+  if (l.n * l.p * ceil_div(l.q, int64_t(run)) >= (int64_t(1) << 31))
+    return "N * P * Q is 2^31 or more (32-bit item indices)";
+  return "";
+}
+
+DepthwiseWgradDivision plan_depthwise_wgrad(const Problem& step, const TensorDesc& x, const TensorDesc& w,
+                                            const GroupStrides& groups, const HardwareModel& hw, bool deterministic,
+                                            std::vector<std::string>& why) {
+  const Layer l(step);
+  DepthwiseWgradDivision d;
+  const int ks = depthwise_wgrad_window_size(step);
+  d.taps_per_block = ks > 0 ? ks * ks : kTapChunk;
+  d.run = ks > 0 ? (l.stride_w == 1 ? 4 : 2) : 1;
+  const bool adjacent = filters_adjacent(l, w, groups);
+  // A vector of adjacent filters a thread: one load of x (their own channels, K/G = 1) and of dy a
+  // pixel, as many as 16 bytes hold and the registers for taps x vector sums allow.
+  if (ks > 0 && adjacent && l.kg == 1 && groups.x == 1) {
+    int v = 16 / dtype_size(x.dtype);
+    while (v > 1 && ks * ks * v > kMaxAccumulators) v /= 2;
+    bool fits = l.k % v == 0;
+    for (int64_t stride : {x.strides[1], x.strides[2], x.strides[3], w.strides[1], w.strides[2], w.strides[3]})
+      fits = fits && stride % v == 0;
+    d.vector = fits ? v : 1;
+  }
+  const int64_t vectors = l.k / d.vector;
+  const int64_t tap_chunks = ceil_div(l.r * l.s, int64_t(d.taps_per_block));
+  // Note [depthwise wgrad]: four blocks an SM. The filter chunks come first; a cluster's blocks sum
+  // in rank order (deterministic, no workspace); only then clusters add into dw with atomics, fewer
+  // where every add rounds to 16 bits.
+  const int64_t wanted = 4 * int64_t(std::max(hw.sm_count, 1));
+  const int64_t max_slices = deterministic ? 1 : dtype_size(x.dtype) == 4 ? kMaxAtomicSlices : kMaxAtomicSlices / 2;
+  // Threads along adjacent filters read whole sectors of a pixel's channels: as many vectors a block
+  // as divide the filters (no idle lane), up to a warp, and whose partial sums fit shared memory;
+  // fewer where the chunks, split as far as they go, would not fill the GPU, down to 16 bytes of a
+  // pixel a block.
+  if (adjacent) {
+    const int64_t vector_bytes = int64_t(d.vector) * dtype_size(x.dtype);
+    int tc = 32;
+    while (tc > 1 && (vectors % tc != 0 || int64_t(kWarps) * tc * d.taps_per_block * d.vector * 4 > kSmemBytes))
+      tc /= 2;
+    while (tc > 1 && ceil_div(vectors, int64_t(tc)) * tap_chunks * kMaxClusterSplit * max_slices < wanted &&
+           tc / 2 * vector_bytes >= kMinSectorBytes)
+      tc /= 2;
+    d.chunk_vectors = tc;
+  }
+  const int64_t chunks = ceil_div(vectors, int64_t(d.chunk_vectors));
+  const int64_t slots = kThreads / d.chunk_vectors;
+  d.items = l.n * l.p * ceil_div(l.q, int64_t(d.run));
+  const int64_t base = chunks * tap_chunks;
+  const int64_t most = std::max<int64_t>(1, d.items / (slots * kMinItemsPerThread));
+  d.cluster_split =
+      static_cast<int>(std::clamp<int64_t>(ceil_div(wanted, base), 1, std::min<int64_t>(kMaxClusterSplit, most)));
+  d.atomic_slices = static_cast<int>(std::clamp<int64_t>(
+      wanted / (base * d.cluster_split), 1, std::max<int64_t>(1, std::min(max_slices, most / d.cluster_split))));
+  if (d.atomic_slices > 1) d.prepass_blocks = split_prepass_blocks(l.k * l.r * l.s, hw);
+  d.launch.grid_x = chunks;
+  d.launch.grid_y = tap_chunks;
+  d.launch.grid_z = int64_t(d.atomic_slices) * d.cluster_split;
+  d.launch.threads = kThreads;
+  d.launch.smem_bytes = int64_t(kWarps) * d.chunk_vectors * d.taps_per_block * d.vector * 4;
+  why.push_back("depthwise_wgrad: " + std::to_string(d.chunk_vectors) + " x " + std::to_string(d.vector) +
+                " filters a block (" + (adjacent ? "threads along the filters" : "threads along the pixels") + "), " +
+                (ks > 0 ? std::to_string(ks) + "x" + std::to_string(ks) + " taps from a row window over runs of " +
+                              std::to_string(d.run) + " dy pixels"
+                        : std::to_string(d.taps_per_block) + " taps a block") +
+                ", " + std::to_string(d.items) + " items over " + std::to_string(d.cluster_split) +
+                " cluster block(s) x " + std::to_string(d.atomic_slices) + " slice(s)" +
+                (d.atomic_slices > 1 ? " adding with atomics" : deterministic ? " (deterministic)" : ""));
+  return d;
+}
+
+}  // namespace mconv::detail

@@ -1,0 +1,27 @@
+// Planner of depthwise_wgrad (Note [depthwise wgrad] in kernel.cuh): which wgrad steps it runs and
+// how their reduction is divided among filter chunks, cluster blocks and atomic slices.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "mconv/division.hpp"
+#include "mconv/hardware.hpp"
+#include "mconv/plan.hpp"
+
+namespace mconv::detail {
+
+/// Square filters with a constant size have the register-window kernel; others the tap-chunk one.
+int depthwise_wgrad_window_size(const Problem& step);
+
+/// Why depthwise_wgrad cannot run this step ("" when it can). `step` is a wgrad step in the form of
+/// decompose_backward_filter (batch 1; its images are the step's channels, its taps the outputs), x,
+/// w (dy) and y (dw) its views and `groups` their group strides.
+std::string depthwise_wgrad_unsupported(const Problem& step, const TensorDesc& x, const TensorDesc& w,
+                                        const TensorDesc& y, const GroupStrides& groups);
+
+DepthwiseWgradDivision plan_depthwise_wgrad(const Problem& step, const TensorDesc& x, const TensorDesc& w,
+                                            const GroupStrides& groups, const HardwareModel& hw, bool deterministic,
+                                            std::vector<std::string>& why);
+
+}  // namespace mconv::detail
