@@ -311,8 +311,8 @@ TEST(Backward, DeterministicWgradIsBitwiseReproducible) {
 
 // Note [depthwise wgrad]: the plans of wgrad steps (with their step context, as the Engine makes
 // them) on the reference H100. MobileNetV2's first depthwise layer: in plane order one filter a
-// thread, threads along the pixels, 32 filters x 16 cluster blocks; channels-last bf16 a vector of 4
-// filters (36 sums a thread), 2 vectors a block (16 bytes of a pixel) so that 4 chunks, clusters of
+// thread, threads along the pixels with runs of 4 rows down a column, 32 filters x 16 cluster blocks; channels-last
+// bf16 a vector of 4 filters (36 sums a thread), 2 vectors a block (16 bytes of a pixel) so that 4 chunks, clusters of
 // 16 and 4 slices adding with atomics come near four blocks an SM (one slice in a deterministic
 // plan); fp32 vectors of 4, 1x1 filters of 8, 5x5 and 7x7 one filter a thread. A layer with two
 // channels a group is a GEMM and says why.
@@ -331,11 +331,14 @@ TEST(Backward, DepthwiseWgradStepPlans) {
   EXPECT_EQ(division(planes).vector, 1);
   EXPECT_EQ(division(planes).chunk_vectors, 1);
   EXPECT_EQ(division(planes).run, 4);
+  EXPECT_TRUE(division(planes).run_down);
+  EXPECT_EQ(division(planes).window, 3);
   EXPECT_EQ(division(planes).cluster_split, 16);
   EXPECT_EQ(division(planes).atomic_slices, 1);
   EXPECT_TRUE(planes.deterministic());
   const DepthwiseWgradDivision last = division(step_plan(dw, Layout::NHWC, DType::BFloat16));
   EXPECT_EQ(last.vector, 4);
+  EXPECT_FALSE(last.run_down);
   EXPECT_EQ(last.chunk_vectors, 2);
   EXPECT_EQ(last.cluster_split, 16);
   EXPECT_EQ(last.atomic_slices, 4);
@@ -345,6 +348,9 @@ TEST(Backward, DepthwiseWgradStepPlans) {
   const Plan ordered = step_plan(dw, Layout::NHWC, DType::BFloat16, det);
   EXPECT_EQ(division(ordered).atomic_slices, 1);
   EXPECT_TRUE(ordered.deterministic());
+  PlanOptions unsplit;  // split_k 1: "off, bitwise reproducible"
+  unsplit.split_k = 1;
+  EXPECT_TRUE(step_plan(dw, Layout::NHWC, DType::BFloat16, unsplit).deterministic());
   EXPECT_EQ(division(step_plan(dw, Layout::NHWC, DType::Float32)).vector, 4);
   EXPECT_EQ(division(step_plan(make(32, 240, 28, 28, 240, 1, 1, 0, 1, 1, 240), Layout::NHWC, DType::BFloat16)).vector,
             8);
@@ -354,6 +360,7 @@ TEST(Backward, DepthwiseWgradStepPlans) {
   // A rectangular filter: taps 16 a block, one pixel an item.
   const DepthwiseWgradDivision rect =
       division(step_plan(make(2, 8, 11, 12, 8, 3, 5, 1, 1, 1, 8), Layout::NCHW, DType::Float32));
+  EXPECT_EQ(rect.window, 0);
   EXPECT_EQ(rect.taps_per_block, 16);
   EXPECT_EQ(rect.run, 1);
   const Plan grouped = step_plan(make(2, 16, 14, 14, 16, 3, 3, 1, 1, 1, 8), Layout::NHWC, DType::BFloat16);

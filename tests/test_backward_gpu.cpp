@@ -360,7 +360,8 @@ TEST_F(BackwardGpu, LargeReductionWgradAndDeterministicMode) {
 
 // Note [depthwise wgrad]: the wgrad of layers with one input channel per group runs depthwise_wgrad
 // in every precision and layout: square 3/5/7 filters at strides 1 and 2 (P * stride != H), a
-// rectangular and a dilated filter (the tap-chunk kernel), a channel multiplier, a single-channel
+// rectangular and a dilated filter (the tap-chunk kernel), column stride 3 and dilation 2 (the
+// window kernel's runs down a column in plane order), a channel multiplier, a single-channel
 // layer, 40 channels (no vector of 16 bytes divides them in 16-bit dtypes), alpha and beta. Plans
 // are deterministic: two runs give the same bytes. A layer of few channels and a long reduction
 // splits over clusters adding with atomics by default (checked against the reference too).
@@ -377,6 +378,11 @@ TEST_F(BackwardGpu, DepthwiseWgradEveryPrecisionAndLayout) {
                           {make(2, 8, 10, 10, 16, 3, 3, 1, 1, 1, 8)},
                           {make(3, 1, 20, 20, 8, 3, 3, 1)},
                           {make(2, 40, 9, 9, 40, 3, 3, 1, 1, 1, 40)}};
+  // Runs down a column read columns at any stride and dilation: 3 and 2 here.
+  Case columns{make(2, 8, 13, 20, 8, 3, 3, 1, 1, 1, 8)};
+  columns.p.stride_w = 3;
+  columns.p.dil_w = 2;
+  cases.push_back(columns);
   Case scaled{make(2, 16, 10, 10, 16, 3, 3, 1, 2, 1, 16)};
   scaled.alpha = 0.5f;
   scaled.beta = 0.75f;

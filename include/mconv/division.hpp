@@ -170,9 +170,11 @@ struct ChannelsLastDepthwiseDivision {
 struct DepthwiseWgradDivision {
   int vector = 1;          ///< adjacent filters a thread owns (one vector load of x and of dy), or 1
   int chunk_vectors = 1;   ///< vectors of filters a block owns (its threads along x); 1 in plane order
-  int taps_per_block = 9;  ///< taps a thread accumulates: R*S for square 3, 5, 7 filters, else a chunk
-  int run = 1;             ///< adjacent dy pixels of a row a thread item takes (its x row window)
-  int64_t items = 0;       ///< thread items of one chunk of filters: N * P * ceil(Q / run)
+  int taps_per_block = 9;  ///< taps a thread accumulates: R*S with the register window, else a chunk
+  int window = 0;          ///< square filter size of the register-window kernel; 0: taps a chunk at a time
+  bool run_down = false;   ///< a thread item's run goes down a column (plane order), else along a row
+  int run = 1;             ///< adjacent dy pixels of a thread item (its x window's rows or columns)
+  int64_t items = 0;       ///< thread items of one chunk of filters: N * P * Q / run, runs rounded up
   int cluster_split = 1;   ///< blocks of one cluster over the items, summed in rank order (no atomics)
   int atomic_slices = 1;   ///< clusters over the items adding into dw after a pre-pass; 1 if deterministic
   int prepass_blocks = 0;  ///< blocks of that pre-pass (0 without atomic slices)

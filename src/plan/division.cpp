@@ -105,7 +105,8 @@ struct TextOf {
   std::string operator()(const DepthwiseWgradDivision& d) const {
     std::ostringstream os;
     os << "division  " << d.chunk_vectors << " x " << d.vector << " filters a block, " << d.taps_per_block
-       << " taps a thread, runs of " << d.run << " dy pixels, " << d.items << " items a chunk over " << d.cluster_split
+       << " taps a thread" << (d.window > 0 ? " (register window)" : "") << ", runs of " << d.run << " dy pixels "
+       << (d.run_down ? "down a column" : "along a row") << ", " << d.items << " items a chunk over " << d.cluster_split
        << " block(s) of a cluster (rank order) x " << d.atomic_slices << " slice(s)"
        << (d.atomic_slices > 1 ? " adding with atomics" : "") << "\n";
     return os.str() + launch_text(d.launch);

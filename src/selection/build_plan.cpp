@@ -84,13 +84,13 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
   }
   // A wgrad step of a layer with one input channel per group: depthwise_wgrad reduces it directly in
   // every dtype (exact fp32, which TF32 permits), where a GEMM tile would hold one filter (Note
-  // [depthwise wgrad]).
+  // [depthwise wgrad]). split_k 1 ("off, bitwise reproducible") plans it without atomic slices.
   const bool forced_wgrad = options.algorithm == Algorithm::DepthwiseWgrad;
   if (forced_wgrad || (step.filter_gradient && target == Target::Cuda && options.algorithm == Algorithm::Auto &&
-                       options.tile.empty() && options.split_k == 0)) {
+                       options.tile.empty() && options.split_k <= 1)) {
     if (target != Target::Cuda)
       throw Error(Status::Unsupported, "algorithm: depthwise_wgrad runs on the cuda target only");
-    if (!options.tile.empty() || options.split_k > 0)
+    if (!options.tile.empty() || options.split_k > 1)
       throw Error(Status::BadParam,
                   "tile: tiles and split_k apply to the implicit GEMMs (depthwise_wgrad plans its own split)");
     const std::string no = detail::depthwise_wgrad_unsupported(pr, x, w, y, plan.group_);
@@ -99,7 +99,8 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
       plan.decisions_.push_back(forced_wgrad ? "algorithm depthwise_wgrad: forced"
                                              : "algorithm depthwise_wgrad: the wgrad step of a layer with one input "
                                                "channel per group, reduced directly");
-      plan.division_ = detail::plan_depthwise_wgrad(pr, x, w, plan.group_, hw, options.deterministic, plan.decisions_);
+      plan.division_ = detail::plan_depthwise_wgrad(pr, x, w, plan.group_, hw,
+                                                    options.deterministic || options.split_k == 1, plan.decisions_);
       return plan;
     }
     if (forced_wgrad) throw Error(Status::Unsupported, "algorithm: depthwise_wgrad cannot run this problem: " + no);

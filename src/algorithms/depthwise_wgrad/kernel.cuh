@@ -6,10 +6,13 @@
 // output of R x S pixels; a GEMM over that step holds one filter a tile and runs 25-100x slower than
 // cuDNN on MobileNetV2's and EfficientNet's layers (H100, docs/PERFORMANCE.md). Here it is a direct
 // reduction. A thread owns V adjacent filters (a vector of channels-last x and dy; 1 in plane order)
-// and walks items (n, p, run of QT adjacent dy pixels of row p): it reads the run's dy values once
-// and, for each tap row, the x row window they meet ((QT - 1) * stride + KS columns) once, and keeps
-// R*S*V fp32 sums in registers (a square filter of constant size KS; other shapes take their taps
-// 16 at a time, one chunk a block, reading x a tap at a time).
+// and walks items (n, run of QT adjacent dy pixels): it reads the run's dy values once and the x
+// window they meet once, and keeps R*S*V fp32 sums in registers (a square filter of constant size
+// KS; other shapes take their taps 16 at a time, one chunk a block, reading x a tap at a time).
+// Threads along the filters (channels-last) run along a row: per tap row, (QT - 1) * stride + KS
+// columns of vectors. Threads along the pixels (plane order) run down a column, so that a warp's
+// loads are adjacent elements of one row: (QT - 1) * stride + KS rows of KS columns each; runs
+// along a row read elements QT apart and measured slower (docs/PERFORMANCE.md).
 //
 // The sums of the threads that own the same filters are added in a fixed order (shuffles, then the
 // warps in turn), and the blocks of one cluster, each over its share of the items, in rank order
@@ -33,21 +36,22 @@ struct DepthwiseWgradParams {
   const void* dy;
   void* dw;
   const float* bias;                     // K values or null (a forward call of the step's form)
-  long long x_sn, x_sc, x_sh, x_sw;      // x: image, channel (= group), row, column
+  long long x_sn, x_sc;                  // x: image, channel (= group)
+  int x_sh, x_sw;                        // x: row, column (an image's offsets fit 32 bits: the planner's condition)
   long long dy_sn, dy_sk, dy_sg;         // dy: image, filter within its group, group
-  long long dy_sp, dy_sq;                // dy: row, column
+  int dy_sp, dy_sq;                      // dy: row, column
   long long dw_sk, dw_sg, dw_sr, dw_ss;  // dw: filter within its group, group, tap row, tap column
   int K, kg;                             // filters, filters per group
   int H, W, P, Q, R, S, taps;
   int stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
-  int vectors;         // K / V
-  int chunk_vectors;   // vectors of one block (its threads along x); a power of two up to 32
-  int items;           // N * P * ceil(Q / QT)
-  int items_per_part;  // items of one block (one rank of one slice)
-  FastDivmod runs_div;  // item -> (image row, run): runs per dy row
-  FastDivmod rows_div;  // image row -> (n, p): P
-  int cluster_split;   // blocks of a cluster (consecutive z), summed in rank order
-  int atomic;          // slices add alpha * sum into dw (the pre-pass wrote beta * dw + bias)
+  int vectors;          // K / V
+  int chunk_vectors;    // vectors of one block (its threads along x); a power of two up to 32
+  int items;            // thread items: N * P * Q / QT, runs rounded up
+  int items_per_part;   // items of one block (one rank of one slice)
+  FastDivmod runs_div;  // item -> (image row, minor): dy columns (runs down) or runs of a row
+  FastDivmod rows_div;  // image row -> (n, major): runs of a column (runs down) or P
+  int cluster_split;    // blocks of a cluster (consecutive z), summed in rank order
+  int atomic;           // slices add alpha * sum into dw (the pre-pass wrote beta * dw + bias)
   float alpha, beta;
   int relu;
 };
@@ -74,13 +78,18 @@ __device__ __forceinline__ void atomic_add_rounded(T* dst, float v) {
     atomicAdd(dst, from_float<T>(v));
 }
 
-/// T: storage type. V: adjacent filters a thread. KS: square filter size with the row window (3, 5,
-/// 7), or 0 for any filter, TAPS taps a block. ST: the layer's column stride in the window (1 or 2).
-/// QT: dy pixels of one item.
-template <class T, int V, int KS, int ST, int QT, int TAPS>
-__global__ void __launch_bounds__(kDepthwiseWgradThreads) depthwise_wgrad_kernel(const DepthwiseWgradParams prm) {
+/// T: storage type. V: adjacent filters a thread. KS: square filter size with the register window
+/// (1, 3, 5, 7), or 0 for any filter, TAPS taps a block. DOWN: an item's run goes down a column (one
+/// filter a thread, plane order: a warp's lanes read adjacent columns) or along a row. ST: the
+/// layer's stride along the run (1 or 2). QT: dy pixels of one item. One filter a thread with at
+/// most 25 taps is held to 64 registers, four blocks an SM, where ptxas spills nothing; 7x7 spills
+/// there, and the vector kernels spilled 120-308 bytes when held to 85 (three blocks).
+template <class T, int V, int KS, int ST, int QT, int TAPS, bool DOWN>
+__global__ void __launch_bounds__(kDepthwiseWgradThreads, V == 1 && TAPS <= 25 ? 4 : 1)
+    depthwise_wgrad_kernel(const DepthwiseWgradParams prm) {
   static_assert(KS == 0 || TAPS == KS * KS, "the window kernel keeps every tap");
-  static_assert(KS > 0 || (V == 1 && QT == 1), "the tap-chunk kernel takes one filter and one pixel an item");
+  static_assert(KS > 0 || (V == 1 && QT == 1 && !DOWN), "the tap-chunk kernel takes one filter and one pixel an item");
+  static_assert(!DOWN || (V == 1 && KS > 0), "runs down a column: one filter a thread, the register window");
   extern __shared__ __align__(16) float sPartial[];  // [warps][chunk_vectors][TAPS][V]
   const int tc = prm.chunk_vectors;
   const int lane = threadIdx.x % tc, slot = threadIdx.x / tc, slots = blockDim.x / tc;
@@ -100,40 +109,88 @@ __global__ void __launch_bounds__(kDepthwiseWgradThreads) depthwise_wgrad_kernel
     const T* x = static_cast<const T*>(prm.x) + g * prm.x_sc;
     const T* dy = static_cast<const T*>(prm.dy) + g * prm.dy_sg + j * prm.dy_sk;
     for (int item = static_cast<int>(min(first + slot, static_cast<long long>(last))); item < last; item += slots) {
-      unsigned image_row, run, n_u, p_u;
-      prm.runs_div.divmod(static_cast<unsigned>(item), image_row, run);
-      prm.rows_div.divmod(image_row, n_u, p_u);
-      const int n = static_cast<int>(n_u), p = static_cast<int>(p_u), q0 = static_cast<int>(run) * QT;
+      unsigned image_row, minor, n_u, major;
+      prm.runs_div.divmod(static_cast<unsigned>(item), image_row, minor);
+      prm.rows_div.divmod(image_row, n_u, major);
+      const int n = static_cast<int>(n_u);
+      const T* x_img = x + n * prm.x_sn;
+      if constexpr (DOWN) {
+        // dy rows p0 + [0, QT) of column q; x rows p0*ST - pad_h + [0, ROWS) (row dilation 1, the
+        // planner's condition), KS columns each, every row loaded once for the outputs it meets.
+        const int p0 = static_cast<int>(major) * QT, q = static_cast<int>(minor);
+        const T* dy_col = dy + n * prm.dy_sn + q * prm.dy_sq;
+        float d[QT];
+#pragma unroll
+        for (int jj = 0; jj < QT; ++jj) d[jj] = p0 + jj < prm.P ? to_float(dy_col[(p0 + jj) * prm.dy_sp]) : 0.0f;
+        constexpr int ROWS = (QT - 1) * ST + KS;
+        const int ih0 = p0 * ST - prm.pad_h, iw0 = q * prm.stride_w - prm.pad_w;
+        const bool columns_inside = iw0 >= 0 && iw0 + (KS - 1) * prm.dil_w < prm.W;
+        const T* x_first = x_img + iw0 * prm.x_sw;
+#pragma unroll
+        for (int t = 0; t < ROWS; ++t) {
+          const int ih = ih0 + t;
+          if (static_cast<unsigned>(ih) >= static_cast<unsigned>(prm.H)) continue;
+          const T* x_row = x_first + ih * prm.x_sh;
+          float xs[KS];
+#pragma unroll
+          for (int s = 0; s < KS; ++s)
+            xs[s] = columns_inside || static_cast<unsigned>(iw0 + s * prm.dil_w) < static_cast<unsigned>(prm.W)
+                        ? to_float(x_row[s * prm.dil_w * prm.x_sw])
+                        : 0.0f;
+#pragma unroll
+          for (int jj = 0; jj < QT; ++jj) {
+            const int r = t - jj * ST;  // the tap row of output row p0 + jj that reads x row t
+            if (r < 0 || r >= KS) continue;
+#pragma unroll
+            for (int s = 0; s < KS; ++s) acc[r * KS + s][0] = fmaf(d[jj], xs[s], acc[r * KS + s][0]);
+          }
+        }
+        continue;
+      }
+      const int p = static_cast<int>(major), q0 = static_cast<int>(minor) * QT;
+      // Offsets inside one image in 32 bits; whole runs and windows inside the map take no check per
+      // element.
       const T* dy_row = dy + n * prm.dy_sn + p * prm.dy_sp;
       float d[QT][V];
+      if (q0 + QT <= prm.Q) {
 #pragma unroll
-      for (int jj = 0; jj < QT; ++jj) {
-        if (q0 + jj < prm.Q) {
-          load_widened<T, V>(dy_row + (q0 + jj) * prm.dy_sq, d[jj]);
-        } else {
+        for (int jj = 0; jj < QT; ++jj) load_widened<T, V>(dy_row + (q0 + jj) * prm.dy_sq, d[jj]);
+      } else {
 #pragma unroll
-          for (int v = 0; v < V; ++v) d[jj][v] = 0.0f;
+        for (int jj = 0; jj < QT; ++jj) {
+          if (q0 + jj < prm.Q) {
+            load_widened<T, V>(dy_row + (q0 + jj) * prm.dy_sq, d[jj]);
+          } else {
+#pragma unroll
+            for (int v = 0; v < V; ++v) d[jj][v] = 0.0f;
+          }
         }
       }
-      const T* x_img = x + n * prm.x_sn;
       if constexpr (KS > 0) {
         // Dilation 1 along the row, column stride ST (the planner's condition): the run's taps read
         // columns q0*ST - pad_w + [0, WIN).
         constexpr int WIN = (QT - 1) * ST + KS;
         const int iw0 = q0 * ST - prm.pad_w;
+        const bool window_inside = iw0 >= 0 && iw0 + WIN <= prm.W;
+        const T* x_first = x_img + iw0 * prm.x_sw;
 #pragma unroll
         for (int r = 0; r < KS; ++r) {
           const int ih = p * prm.stride_h - prm.pad_h + r * prm.dil_h;
           if (static_cast<unsigned>(ih) >= static_cast<unsigned>(prm.H)) continue;
-          const T* x_row = x_img + ih * prm.x_sh;
+          const T* x_row = x_first + ih * prm.x_sh;
           float win[WIN][V];
+          if (window_inside) {
 #pragma unroll
-          for (int u = 0; u < WIN; ++u) {
-            if (static_cast<unsigned>(iw0 + u) < static_cast<unsigned>(prm.W)) {
-              load_widened<T, V>(x_row + (iw0 + u) * prm.x_sw, win[u]);
-            } else {
+            for (int u = 0; u < WIN; ++u) load_widened<T, V>(x_row + u * prm.x_sw, win[u]);
+          } else {
 #pragma unroll
-              for (int v = 0; v < V; ++v) win[u][v] = 0.0f;
+            for (int u = 0; u < WIN; ++u) {
+              if (static_cast<unsigned>(iw0 + u) < static_cast<unsigned>(prm.W)) {
+                load_widened<T, V>(x_row + u * prm.x_sw, win[u]);
+              } else {
+#pragma unroll
+                for (int v = 0; v < V; ++v) win[u][v] = 0.0f;
+              }
             }
           }
 #pragma unroll

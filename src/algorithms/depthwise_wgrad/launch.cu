@@ -19,9 +19,9 @@ using cuda::DepthwiseWgradParams;
 
 // Splits the items among grid.z blocks (slices x cluster ranks) and launches, as clusters along z
 // where the division splits within one; beyond the portable 8 where the device schedules it.
-template <class T, int V, int KS, int ST, int QT, int TAPS>
+template <class T, int V, int KS, int ST, int QT, int TAPS, bool DOWN = false>
 void launch_kernel(DepthwiseWgradParams prm, dim3 grid, int threads, int smem, int slices, cudaStream_t s) {
-  constexpr auto kernel = cuda::depthwise_wgrad_kernel<T, V, KS, ST, QT, TAPS>;
+  constexpr auto kernel = cuda::depthwise_wgrad_kernel<T, V, KS, ST, QT, TAPS, DOWN>;
   if (prm.cluster_split > 1) {
     static const bool non_portable = [] {
       MCONV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
@@ -40,16 +40,20 @@ void launch_kernel(DepthwiseWgradParams prm, dim3 grid, int threads, int smem, i
   MCONV_CUDA_CHECK(cudaGetLastError());
 }
 
-// The window kernel for square KS x KS filters with V filters a thread (the planner's vector or 1),
-// or the tap-chunk kernel (ks = 0).
+// The window kernel for square KS x KS filters with runs down a column, or along a row with V
+// filters a thread (the planner's vector or 1), or the tap-chunk kernel (ks = 0).
 template <class T, int VMAX>
-void launch_dtype(const DepthwiseWgradParams& prm, int ks, int v, int stride_w, dim3 grid, int threads, int smem,
+void launch_dtype(const DepthwiseWgradParams& prm, int ks, bool down, int v, dim3 grid, int threads, int smem,
                   int slices, cudaStream_t s) {
   cuda::filter_size_switch(ks, ks, [&](auto ks_c) {
     constexpr int KS = decltype(ks_c)::value;
     if constexpr (KS == 0) {
       launch_kernel<T, 1, 0, 1, 1, 16>(prm, grid, threads, smem, slices, s);
+    } else if (down) {
+      if (prm.stride_h == 1) return launch_kernel<T, 1, KS, 1, 4, KS * KS, true>(prm, grid, threads, smem, slices, s);
+      launch_kernel<T, 1, KS, 2, 2, KS * KS, true>(prm, grid, threads, smem, slices, s);
     } else {
+      const int stride_w = prm.stride_w;
       // The planner's vector for this size: as many filters as 16 bytes hold, at most 36 sums.
       constexpr int VK = KS * KS * VMAX <= 36 ? VMAX : KS * KS * (VMAX / 2) <= 36 ? VMAX / 2 : 1;
       if (v != 1 && v != VK) throw Error(Status::Internal, "depthwise_wgrad: a plan's vector has no instantiation");
@@ -86,13 +90,13 @@ void depthwise_wgrad_forward(const Plan& plan, const DepthwiseWgradDivision& d, 
   prm.bias = e.bias;
   prm.x_sn = xs[1];
   prm.x_sc = gs.x;
-  prm.x_sh = xs[2];
-  prm.x_sw = xs[3];
+  prm.x_sh = static_cast<int>(xs[2]);
+  prm.x_sw = static_cast<int>(xs[3]);
   prm.dy_sn = ws[1];
   prm.dy_sk = ws[0];
   prm.dy_sg = gs.w;
-  prm.dy_sp = ws[2];
-  prm.dy_sq = ws[3];
+  prm.dy_sp = static_cast<int>(ws[2]);
+  prm.dy_sq = static_cast<int>(ws[3]);
   prm.dw_sk = ys[1];
   prm.dw_sg = gs.y;
   prm.dw_sr = ys[2];
@@ -122,9 +126,10 @@ void depthwise_wgrad_forward(const Plan& plan, const DepthwiseWgradDivision& d, 
   prm.vectors = static_cast<int>(st.k / v);
   prm.chunk_vectors = d.chunk_vectors;
   prm.items = static_cast<int>(d.items);
-  const int runs = static_cast<int>(ceil_div(st.s, int64_t(d.run)));
-  prm.runs_div = cuda::FastDivmod(static_cast<unsigned>(runs));
-  prm.rows_div = cuda::FastDivmod(static_cast<unsigned>(prm.P));
+  // Items (n, major, minor): down a column (n, run of rows, column), along a row (n, row, run).
+  const int64_t runs = ceil_div(d.run_down ? st.r : st.s, int64_t(d.run));
+  prm.runs_div = cuda::FastDivmod(static_cast<unsigned>(d.run_down ? prm.Q : runs));
+  prm.rows_div = cuda::FastDivmod(static_cast<unsigned>(d.run_down ? runs : prm.P));
   prm.cluster_split = d.cluster_split;
   // ReLU needs the whole sum: atomic slices run as one.
   const int slices = e.activation == Activation::ReLU ? 1 : d.atomic_slices;
@@ -134,15 +139,14 @@ void depthwise_wgrad_forward(const Plan& plan, const DepthwiseWgradDivision& d, 
             static_cast<unsigned>(d.launch.grid_y), 1);
   const int threads = d.launch.threads;
   const int smem = static_cast<int>(d.launch.smem_bytes / d.vector * v);
-  const int ks = depthwise_wgrad_window_size(st);
   const auto s = static_cast<cudaStream_t>(stream);
   switch (plan.dtype()) {
     case DType::Float16:
-      return launch_dtype<__half, 8>(prm, ks, v, prm.stride_w, grid, threads, smem, slices, s);
+      return launch_dtype<__half, 8>(prm, d.window, d.run_down, v, grid, threads, smem, slices, s);
     case DType::BFloat16:
-      return launch_dtype<__nv_bfloat16, 8>(prm, ks, v, prm.stride_w, grid, threads, smem, slices, s);
+      return launch_dtype<__nv_bfloat16, 8>(prm, d.window, d.run_down, v, grid, threads, smem, slices, s);
     case DType::Float32:
-      return launch_dtype<float, 4>(prm, ks, v, prm.stride_w, grid, threads, smem, slices, s);
+      return launch_dtype<float, 4>(prm, d.window, d.run_down, v, grid, threads, smem, slices, s);
     case DType::Float64:
       break;
   }

@@ -11,8 +11,9 @@
 
 namespace mconv::detail {
 
-/// Square filters with a constant size have the register-window kernel; others the tap-chunk one.
-int depthwise_wgrad_window_size(const Problem& step);
+/// The square filter size of the register-window kernel for runs down a column (`down`) or along a
+/// row, 0 where only the tap-chunk kernel runs the step.
+int depthwise_wgrad_window(const Problem& step, bool down);
 
 /// Why depthwise_wgrad cannot run this step ("" when it can). `step` is a wgrad step in the form of
 /// decompose_backward_filter (batch 1; its images are the step's channels, its taps the outputs), x,
