@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "../common/filter_size_switch.cuh"
 #include "../common/host_math.hpp"
 #include "../common/split_k.hpp"
 
@@ -50,9 +51,8 @@ bool filters_adjacent(const Layer& l, const TensorDesc& w, const GroupStrides& g
 
 int depthwise_wgrad_window(const Problem& step, bool down) {
   const Layer l(step);
-  const bool square = l.r == l.s && (l.r == 1 || l.r == 3 || l.r == 5 || l.r == 7);
   const int64_t stride = down ? l.stride_h : l.stride_w, dil = down ? l.dil_h : l.dil_w;
-  return square && (stride == 1 || stride == 2) && dil == 1 ? static_cast<int>(l.r) : 0;
+  return (stride == 1 || stride == 2) && dil == 1 ? cuda::constant_filter_size(l.r, l.s) : 0;
 }
 
 std::string depthwise_wgrad_unsupported(const Problem& step, const TensorDesc& x, const TensorDesc& w,
