@@ -8,4 +8,8 @@ cmake --build build-gpu -j"$(nproc)"
 rm -rf .gpu-bundle && mkdir -p .gpu-bundle
 cp -P build-gpu/libmconv.so* build-gpu/tools/mconv build-gpu/tests/mconv_gpu_tests build-gpu/tests/mconv_tests \
   build-gpu/bench/mconv_host_overhead build-gpu/bench/mconv_copy_floor .gpu-bundle/
+# The device call carries at most 64 MiB with the source tree; the stripped library alone is ~56 MB,
+# so it travels gzipped (~33 MB) and gpu_run.sh / ncu_layers.sh unpack it.
+strip --strip-unneeded .gpu-bundle/* 2> /dev/null || true
+gzip -6 .gpu-bundle/libmconv.so.*.*.*
 du -sh .gpu-bundle
