@@ -3,7 +3,7 @@
 // Note [depthwise wgrad]: with one input channel per group,
 //   dw[k][r][s] = sum over n, p, q of dy[n][k][p][q] * x[n][k / kg][p*sh - ph + r*dh][q*sw - pw + s*dw].
 // decompose_backward_filter makes it a forward step with one filter a group (dy, P x Q taps) and an
-// output of R x S pixels; a GEMM over that step holds one filter a tile and runs 25-100x slower than
+// output of R x S pixels; a GEMM over that step holds one filter a tile and runs 12-100x slower than
 // cuDNN on MobileNetV2's and EfficientNet's layers (H100, docs/PERFORMANCE.md). Here it is a direct
 // reduction. A thread owns V adjacent filters (a vector of channels-last x and dy; 1 in plane order)
 // and walks items (n, run of QT adjacent dy pixels): it reads the run's dy values once and the x
