@@ -93,7 +93,7 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
     if (!options.tile.empty() || options.split_k > 1)
       throw Error(Status::BadParam,
                   "tile: tiles and split_k apply to the implicit GEMMs (depthwise_wgrad plans its own split)");
-    const std::string no = detail::depthwise_wgrad_unsupported(pr, x, w, y, plan.group_);
+    const std::string no = detail::depthwise_wgrad_unsupported(pr, x, w, y);
     if (no.empty()) {
       plan.algorithm_ = Algorithm::DepthwiseWgrad;
       plan.decisions_.push_back(forced_wgrad ? "algorithm depthwise_wgrad: forced"

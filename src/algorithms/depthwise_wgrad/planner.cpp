@@ -56,7 +56,7 @@ int depthwise_wgrad_window(const Problem& step, bool down) {
 }
 
 std::string depthwise_wgrad_unsupported(const Problem& step, const TensorDesc& x, const TensorDesc& w,
-                                        const TensorDesc& y, const GroupStrides&) {
+                                        const TensorDesc& y) {
   if (step.n != 1)
     return "more than one image (a wgrad step's images are the layer's input channels per group; with more "
            "than one its filter gradient is a GEMM over them)";

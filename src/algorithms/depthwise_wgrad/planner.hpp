@@ -17,9 +17,9 @@ int depthwise_wgrad_window(const Problem& step, bool down);
 
 /// Why depthwise_wgrad cannot run this step ("" when it can). `step` is a wgrad step in the form of
 /// decompose_backward_filter (batch 1; its images are the step's channels, its taps the outputs), x,
-/// w (dy) and y (dw) its views and `groups` their group strides.
+/// w (dy) and y (dw) its views. Any group strides run.
 std::string depthwise_wgrad_unsupported(const Problem& step, const TensorDesc& x, const TensorDesc& w,
-                                        const TensorDesc& y, const GroupStrides& groups);
+                                        const TensorDesc& y);
 
 DepthwiseWgradDivision plan_depthwise_wgrad(const Problem& step, const TensorDesc& x, const TensorDesc& w,
                                             const GroupStrides& groups, const HardwareModel& hw, bool deterministic,
