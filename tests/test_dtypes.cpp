@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "../src/algorithms/implicit_mma/tiles.hpp"
 #include "../src/algorithms/single_channel/planner.hpp"
 #include "dtype_tensors.hpp"
 #include "mconv/backward.hpp"
@@ -77,6 +78,38 @@ TEST(PlanDtypes, HalfAndTf32RunOnTensorCores) {
   // fp32 stays exact unless asked: the FFMA families.
   EXPECT_NE(plan_for(p, Layout::NHWC, DType::Float32).algorithm(), Algorithm::ImplicitMma);
   EXPECT_NE(t.key(), plan_for(p, Layout::NHWC, DType::Float32).key());
+}
+
+// Note [mma tf32 pixel runs]: a 1x1 layer of stride 1 without padding in NCHW copies x as 16-byte
+// runs of a plane's pixels (numbered image by image) and w as vectors of channels, where H*W, C and
+// the strides are whole runs; others keep the element gather.
+TEST(PlanDtypes, OneByOnePlanesCopyRunsOfPixels) {
+  PlanOptions tf32;
+  tf32.math = MathMode::TF32;
+  auto division = [&](const Problem& p, DType t) {
+    const Plan plan = plan_for(p, Layout::NCHW, t, t == DType::Float32 ? tf32 : PlanOptions{});
+    EXPECT_EQ(plan.algorithm(), Algorithm::ImplicitMma) << plan.to_text();
+    return std::get<ImplicitMmaDivision>(plan.division());
+  };
+  const Problem l3 = make(32, 256, 14, 14, 1024, 1, 1);  // H*W = 196: runs of 4, not of 8
+  const auto d = division(l3, DType::Float32);
+  EXPECT_EQ(d.a_gather, GatherForm::Transposed);
+  EXPECT_EQ(d.b_gather, GatherForm::Vector);
+  EXPECT_FALSE(d.images_fastest);
+  EXPECT_TRUE(detail::kMmaTileCatalog.at(d.tile).element_gather) << d.tile_name;
+  EXPECT_EQ(division(l3, DType::BFloat16).a_gather, GatherForm::Element);
+  const Problem l1 = make(32, 64, 56, 56, 256, 1, 1);
+  for (DType t : {DType::Float16, DType::BFloat16, DType::Float32})
+    EXPECT_EQ(division(l1, t).a_gather, GatherForm::Transposed) << dtype_name(t);
+  for (const Problem& p :
+       {make(32, 64, 56, 56, 64, 3, 3, 1), make(32, 256, 56, 56, 512, 1, 1, 0, 2), make(32, 64, 56, 56, 64, 1, 1, 1),
+        make(32, 2048, 7, 7, 512, 1, 1), make(32, 6, 16, 16, 64, 1, 1)}) {
+    EXPECT_EQ(division(p, DType::Float32).a_gather, GatherForm::Element) << p.to_string();
+    EXPECT_NE(plan_for(p, Layout::NCHW, DType::Float32, tf32).to_text().find("not as pixel runs"), std::string::npos);
+  }
+  // Channels-last keeps the vectors of channels.
+  EXPECT_EQ(std::get<ImplicitMmaDivision>(plan_for(l1, Layout::NHWC, DType::Float32, tf32).division()).a_gather,
+            GatherForm::Vector);
 }
 
 TEST(PlanDtypes, Tf32KeepsTheFfmaFamiliesOfDepthwiseLayers) {

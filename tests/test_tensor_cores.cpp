@@ -495,6 +495,45 @@ TEST_F(TensorCores, VectorAndElementGathersAgree) {
   }
 }
 
+// Note [mma tf32 pixel runs]: 1x1 layers in NCHW on every element-gather tile and precision: runs of
+// pixels that end inside a tile (N*P*Q off the tile), K off the tile, one to many stages, C/G a run
+// and a half, groups, the whole epilogue, y channels-last; where the runs do not fit (H*W or C/G not
+// whole runs, x misaligned) the element gather, still exact.
+TEST_F(TensorCores, OneByOnePlanesAsPixelRuns) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 108);
+  std::vector<Case> cases = {
+      Case{make(2, 64, 14, 14, 96, 1, 1)}, Case{make(3, 24, 8, 12, 40, 1, 1)},
+      Case{make(1, 264, 4, 4, 136, 1, 1)}, Case{make(2, 64, 8, 8, 64, 1, 1, 0, 1, 1, 2)},
+      Case{make(2, 12, 10, 10, 24, 1, 1)}, with_whole_epilogue(Case{make(2, 32, 16, 16, 48, 1, 1)})};
+  Case channels_last_y = cases[1];
+  channels_last_y.yl = Layout::NHWC;
+  std::vector<std::string> tiles;
+  for (const auto& t : detail::kMmaTileCatalog)
+    if (t.element_gather) tiles.push_back(t.name());
+  if (few()) tiles = {tiles.front(), tiles.back()};
+  for (const Precision& pr : kPrecisions) {
+    const int64_t run = 16 / dtype_size(pr.dtype);
+    for (const std::string& tile : tiles)
+      for (size_t i = 0; i <= cases.size(); ++i) {
+        Case c = i < cases.size() ? cases[i] : channels_last_y;
+        c.xl = c.wl = Layout::NCHW;
+        if (i < cases.size()) c.yl = Layout::NCHW;
+        std::string division;
+        EXPECT_LT(run_mma(engine, c, g, pr, tile, &division), tolerance(pr.dtype, pr.math))
+            << pr.name << " " << tile << " " << c.name();
+        const bool runs = (c.p.h * c.p.w) % run == 0 && c.p.c_per_group() % run == 0;
+        EXPECT_EQ(division.find("gather transposed/vector") != std::string::npos, runs)
+            << pr.name << " " << c.name() << "\n"
+            << division;
+      }
+    Case shifted = cases[0];
+    shifted.xl = shifted.wl = shifted.yl = Layout::NCHW;
+    shifted.x_offset = 1;  // the launcher runs the element gather
+    EXPECT_LT(run_mma(engine, shifted, g, pr), tolerance(pr.dtype, pr.math)) << pr.name << " misaligned x";
+  }
+}
+
 TEST_F(TensorCores, RandomProblems) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 102);

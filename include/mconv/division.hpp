@@ -37,9 +37,11 @@ struct ImplicitPrecompDivision {
 
 /// How implicit_mma moves one operand's tile into shared memory (Note [mma gather forms]).
 enum class GatherForm {
-  Vector,      ///< 16-byte vectors along the reduction (channels contiguous: NHWC x, KRSC w)
-  Transposed,  ///< 16-byte vectors across pixels or filters (images or filters contiguous); fp16/bf16
-  Element,     ///< single elements, any strides
+  Vector,  ///< 16-byte vectors along the reduction (channels contiguous: NHWC x, KRSC w)
+  /// 16-byte vectors across pixels or filters: images, a 1x1 layer's plane (NCHW) or filters
+  /// contiguous; filters fp16/bf16 only
+  Transposed,
+  Element,  ///< single elements, any strides
 };
 
 /// implicit_mma (src/algorithms/implicit_mma): one tile of its tile table on tensor cores.
@@ -54,7 +56,8 @@ struct ImplicitMmaDivision {
   /// 16-byte aligned x and w pointers and group offsets; a call without them runs the element form.
   GatherForm a_gather = GatherForm::Element, b_gather = GatherForm::Element;
   /// Output pixels numbered images-fastest (m = (p*Q + q)*N + n), so that eight consecutive pixels
-  /// of the transposed image gather are eight contiguous images of one window.
+  /// of the transposed image gather are eight contiguous images of one window; false for a 1x1
+  /// layer's plane, whose consecutive pixels are contiguous already.
   bool images_fastest = false;
   /// Stages loaded by the copy engine instead of the threads' gather: x through an im2col tensor
   /// map, w through a tiled one, each stage a whole box of 64 channels at one filter tap (Note

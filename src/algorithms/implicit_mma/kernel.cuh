@@ -26,6 +26,16 @@
 // consecutive pixels are eight images of one window when pixels are numbered images-fastest. Element
 // (any strides): see below.
 //
+// Note [mma tf32 pixel runs]: a 1x1 layer of stride 1 and no padding whose x is in plane order
+// (NCHW: pixels contiguous, rows of the plane back to back) is a GEMM over whole planes: V = 16 /
+// element-size consecutive output pixels of one image are V contiguous elements of every channel's
+// plane, at every table row. The transposed image form then copies them as one 16-byte vector
+// (pixels numbered image by image; P*Q a multiple of V keeps a run inside one image and aligned),
+// with the filters as vectors along C (w's reduction is contiguous in KCRS when R = S = 1). 16-bit
+// fragments load with ldmatrix.trans as above; ldmatrix cannot transpose 32-bit elements, so TF32
+// fragments load one element a register from rows of BlockM floats padded by 8, where the lanes
+// (pixel g, row t) of a load fall in 32 distinct banks (8t + g).
+//
 // Note [mma vector gather]: see planner.cpp. The element form moves one element per copy (cp.async
 // of 4 bytes for fp32; a predicated load and store for 16-bit types, which cp.async cannot copy) with
 // consecutive threads on consecutive pixels, so NCHW/CNHW inputs read along their contiguous axis.
@@ -265,25 +275,29 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   constexpr int V = 16 / EB;   // rows per 16-byte vector
   constexpr int VR = Tile::kRowVectors;
   constexpr int FM = Tile::kFragsM, FN = Tile::kFragsN;
-  static_assert(kA != GatherForm::Element || kB != GatherForm::Vector, "vector filters read the images' table row");
+  static_assert(kA != GatherForm::Element || kB != GatherForm::Vector, "vector filters with element images");
   static_assert((kA != GatherForm::Element && kB != GatherForm::Element) || Tile::kElementGather,
                 "the tile has the element form");
-  static_assert((kA != GatherForm::Transposed && kB != GatherForm::Transposed) || EB == 2,
-                "ldmatrix.trans moves 16-bit elements");
+  static_assert(kB != GatherForm::Transposed || EB == 2, "ldmatrix.trans moves 16-bit elements");
+  static_assert(kA != GatherForm::Transposed || EB == 2 || !Tile::kWarpgroup,
+                "TF32 transposed images: mma.sync fragments loaded element by element (Note [mma tf32 pixel runs])");
+  static_assert(kA != GatherForm::Transposed || kB != GatherForm::Vector || !Tile::kWarpgroup,
+                "transposed images with vector filters: mma.sync tiles");
   static_assert(!kTensorMaps || (Tile::kWarpgroup && EB == 2 &&
                                  ((kA == GatherForm::Vector && kB != GatherForm::Element) ||
                                   (kA == GatherForm::Transposed && kB == GatherForm::Transposed))),
                 "tensor-map loads: warpgroup tiles, 16-bit, vector images (vector or N-major filters) or both "
                 "transposed");
   // Note [mma gather forms]: the image tile's bytes in a stage, then the filter tile's.
-  constexpr int kABytes = kA == GatherForm::Transposed && !Tile::kWarpgroup ? BK * Tile::kPitchA : BM * kPitch;
+  constexpr int kPitchA = EB == 4 ? Tile::kPitchA32 : Tile::kPitchA;  // transposed image rows
+  constexpr int kABytes = kA == GatherForm::Transposed && !Tile::kWarpgroup ? BK * kPitchA : BM * kPitch;
   extern __shared__ __align__(128) unsigned char smem[];
   // Note [wgmma shared layout]: warpgroup stages start on a 1024-byte boundary.
   const uint32_t smem_raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const uint32_t smem_base = Tile::kWarpgroup ? (smem_raw + 1023u) & ~1023u : smem_raw;
   auto image_row = [&](int stage, int pixel) { return smem_base + stage * Tile::kStageBytes + pixel * kPitch; };
   auto filter_row = [&](int stage, int f) { return smem_base + stage * Tile::kStageBytes + kABytes + f * kPitch; };
-  auto image_t_row = [&](int stage, int kk) { return smem_base + stage * Tile::kStageBytes + kk * Tile::kPitchA; };
+  auto image_t_row = [&](int stage, int kk) { return smem_base + stage * Tile::kStageBytes + kk * kPitchA; };
   auto filter_t_row = [&](int stage, int kk) {
     return smem_base + stage * Tile::kStageBytes + kABytes + kk * Tile::kPitchB;
   };
@@ -307,15 +321,16 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   const T* __restrict__ gW = static_cast<const T*>(prm.w) + group * prm.w_group;
 
   // The pixels this thread gathers: vector form, chunk c = tid + i*NT is (pixel c/VR, vector c%VR);
-  // transposed form, the 8 pixels from (tid % (BM/8)) * 8 for every row it copies (one window: their
-  // start addresses differ by their images' stride, 1); element form, pixel tid % BM.
+  // transposed form, the V pixels from (tid % (BM/V)) * V for every row it copies (one window: their
+  // start addresses differ by their images' stride, 1; or a run of a 1x1 layer's plane, Note [mma
+  // tf32 pixel runs]); element form, pixel tid % BM.
   constexpr int kPix = kA == GatherForm::Vector ? BM * VR / NT : 1;
   long long rStart[kPix];
   int rH0[kPix], rW0[kPix];
 #pragma unroll
   for (int i = 0; i < kPix; ++i) {
     const int pixel = kA == GatherForm::Vector       ? (tid + i * NT) / VR
-                      : kA == GatherForm::Transposed ? (tid % (BM / 8)) * 8
+                      : kA == GatherForm::Transposed ? (tid % (BM / V)) * V
                                                      : tid % BM;
     const long long m = block_m + pixel;
     if (m < prm.npq) {
@@ -338,12 +353,15 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   // stage ahead into registers, so that issuing a stage's copies never waits on a table load (with
   // few blocks an SM, as a cluster split has, that wait was most of a stage's time). The element
   // forms read many rows a thread and keep reading them in place.
-  constexpr int kVecsA = BM / 8, kVecsB = BN / 8;
+  constexpr int kVecsA = BM / V, kVecsB = BN / V;
   constexpr int kRowsA = kA == GatherForm::Vector ? 1 : kA == GatherForm::Transposed ? BK * kVecsA / NT : 0;
   constexpr int kRowsB = kB == GatherForm::Transposed ? BK * kVecsB / NT : 0;
+  // Vector filters under transposed images read their own row (vector images share theirs).
+  constexpr bool kOwnFilterRow = kB == GatherForm::Vector && kA != GatherForm::Vector;
   struct TableRows {
     int4 a[kRowsA > 0 ? kRowsA : 1];
     int b[kRowsB > 0 ? kRowsB : 1];
+    int filter_offset;  // kOwnFilterRow: w's offset of row k0 + (tid % VR) * V
   };
   auto fetch_rows = [&](int k0, TableRows& t) {
     if constexpr (kA == GatherForm::Vector) {
@@ -352,6 +370,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
 #pragma unroll
       for (int i = 0; i < kRowsA; ++i) t.a[i] = __ldg(prm.table + k0 + tid / kVecsA + i * (NT / kVecsA));
     }
+    if constexpr (kOwnFilterRow) t.filter_offset = __ldg(&prm.table[k0 + (tid % VR) * V].w);
     if constexpr (kB == GatherForm::Transposed) {
 #pragma unroll
       for (int i = 0; i < kRowsB; ++i) t.b[i] = __ldg(&prm.table[k0 + tid / kVecsB + i * (NT / kVecsB)].w);
@@ -398,10 +417,13 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   };
   auto load_filters = [&](int stage, int k0, const TableRows& t) {
     if constexpr (kB == GatherForm::Vector) {
-      static_assert(kA == GatherForm::Vector, "vector filters read the images' table row");
       const int vec = tid % VR;
       const bool row_ok = k0 + vec * V < prm.rows;
-      const int w_offset = t.a[0].w;
+      int w_offset;
+      if constexpr (kOwnFilterRow)
+        w_offset = t.filter_offset;
+      else
+        w_offset = t.a[0].w;
 #pragma unroll
       for (int i = 0; i < BN * VR / NT; ++i) {
         const int f = (tid + i * NT) / VR;
@@ -580,7 +602,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     const int mat = lane >> 3;
     const int at_kk = (mat >> 1) * 8 + (lane & 7), at_byte = (wm * Tile::kWarpM + (mat & 1) * 8) * 2;
     const int bt_kk = (mat & 1) * 8 + (lane & 7), bt_byte = (wn * Tile::kWarpN + (mat >> 1) * 8) * 2;
-    auto load_ahead = [&](int kt) {  // the copies of stage kt + kAhead, one commit group
+    const int g_pixel = lane >> 2, t_row = lane & 3;  // TF32 transposed images: fragment (row, column)
+    auto load_ahead = [&](int kt) {                   // the copies of stage kt + kAhead, one commit group
       const int next = kt + kAhead;
       if (next < k_tiles) {
         const int k0 = k_first + next * BK;
@@ -641,7 +664,14 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
           uint32_t a[FM][4], b[FN / 2][4];
 #pragma unroll
           for (int i = 0; i < FM; ++i) {
-            if constexpr (kA == GatherForm::Transposed)
+            if constexpr (kA == GatherForm::Transposed && EB == 4) {
+              // Note [mma tf32 pixel runs]: (pixel g, row t), (g + 8, t), (g, t + 4), (g + 8, t + 4).
+              const uint32_t base = image_t_row(st, ks * 8 + t_row) + (wm * Tile::kWarpM + i * 16 + g_pixel) * 4;
+              asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(a[i][0]) : "r"(base));
+              asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(a[i][1]) : "r"(base + 32));
+              asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(a[i][2]) : "r"(base + 4 * kPitchA));
+              asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(a[i][3]) : "r"(base + 4 * kPitchA + 32));
+            } else if constexpr (kA == GatherForm::Transposed)
               detail::ldmatrix_x4_trans(a[i], image_t_row(st, ks * 16 + at_kk) + at_byte + i * 32);
             else
               detail::ldmatrix_x4(a[i], image_row(st, a_row + i * 16) + ks * 32 + a_byte);

@@ -57,7 +57,7 @@ void visit_math(const Plan& plan, F&& f) {
 }
 
 /// Calls f(Forms<a, b>{}) where tile and element type have that instantiation (mma_tile_has_forms;
-/// the transposed forms are 16-bit only, warpgroup tiles have no element form); false where they have none.
+/// transposed filters are 16-bit only, warpgroup tiles have no element form); false where they have none.
 template <class Tile, class Math, class F>
 bool visit_forms(GatherForm a, GatherForm b, F&& f) {
   using G = GatherForm;
@@ -73,6 +73,8 @@ bool visit_forms(GatherForm a, GatherForm b, F&& f) {
   if constexpr (Tile::kElementGather) {
     if (a == G::Element && b == G::Element) return f(Forms<G::Element, G::Element>{}), true;
     if (a == G::Vector && b == G::Element) return f(Forms<G::Vector, G::Element>{}), true;
+    // Note [mma tf32 pixel runs]: every element type.
+    if (a == G::Transposed && b == G::Vector) return f(Forms<G::Transposed, G::Vector>{}), true;
     if constexpr (k16) {
       if (a == G::Transposed && b == G::Transposed) return f(Forms<G::Transposed, G::Transposed>{}), true;
       if (a == G::Element && b == G::Transposed) return f(Forms<G::Element, G::Transposed>{}), true;
@@ -223,7 +225,7 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   const int tile_index = keep ? d.tile : kElementFallbackTile;
   const MmaTileShape& t = kMmaTileCatalog[tile_index];
   const GatherForm a = keep ? d.a_gather : GatherForm::Element, b = keep ? d.b_gather : GatherForm::Element;
-  prm.images_fastest = a == GatherForm::Transposed;
+  prm.images_fastest = keep && d.images_fastest;
   // Note [wgmma tensor-map loads]: the copy engine needs 16-byte aligned tensors, which the vector
   // forms kept above already are.
   const bool tensor_maps = keep && d.tensor_maps;

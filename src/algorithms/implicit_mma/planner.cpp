@@ -40,6 +40,21 @@ std::string transposed_refusal(const TensorDesc& t, const char* name, const char
   return "";
 }
 
+// Note [mma tf32 pixel runs]: x copied as V = 16 / element-size consecutive pixels of a 1x1 layer's
+// plane (stride 1, no padding, x's planes contiguous), w as vectors along C. "" when it can.
+std::string pixel_run_refusal(const Problem& p, const TensorDesc& x, const TensorDesc& w) {
+  const int64_t v = 16 / dtype_size(x.dtype);
+  const std::string vs = std::to_string(v);
+  if (p.r != 1 || p.s != 1) return "the filter is not 1x1";
+  if (p.stride_h != 1 || p.stride_w != 1 || p.pad_h != 0 || p.pad_w != 0) return "stride above 1 or padding";
+  if (x.strides[3] != 1 || x.strides[2] != p.w) return "x's planes are not contiguous";
+  if ((p.h * p.w) % v != 0) return "H*W = " + std::to_string(p.h * p.w) + " is not a multiple of " + vs;
+  if (x.strides[0] % v != 0 || x.strides[1] % v != 0) return "an x stride is not a multiple of " + vs;
+  if (p.c_per_group() % v != 0 || w.strides[1] != 1 || w.strides[0] % v != 0)
+    return "w is not C-contiguous in whole vectors (C/G a multiple of " + vs + ")";
+  return "";
+}
+
 // Warpgroup tiles run only on sm_90 itself: the library carries wgmma in its sm_90a code, and later
 // GPUs run the portable compute_90 PTX, which has none.
 bool wgmma_device(const HardwareModel& hw) {
@@ -49,6 +64,7 @@ bool wgmma_device(const HardwareModel& hw) {
 struct GatherForms {
   GatherForm a = GatherForm::Element, b = GatherForm::Element;
   std::string why;
+  bool images_fastest = false;  // the transposed images are runs of images (else of a plane's pixels)
 };
 
 GatherForms choose_gather_forms(const Problem& p, const TensorDesc& x, const TensorDesc& w, bool rsc) {
@@ -68,14 +84,20 @@ GatherForms choose_gather_forms(const Problem& p, const TensorDesc& x, const Ten
                 (b_transposed.empty() ? "" : "; not transposed: " + b_transposed) + ")"};
   if (a_transposed.empty() && b_transposed.empty())
     return {GatherForm::Transposed, GatherForm::Transposed,
-            "gather: x and w transposed (8 images, 8 filters a vector; pixels numbered images-fastest): " + a_vector};
+            "gather: x and w transposed (8 images, 8 filters a vector; pixels numbered images-fastest): " + a_vector,
+            true};
+  const std::string a_runs = pixel_run_refusal(p, x, w);
+  if (a_runs.empty())
+    return {GatherForm::Transposed, GatherForm::Vector,
+            "gather: x as 16-byte runs of " + v +
+                " pixels of a plane, w as 16-byte vectors of channels (1x1: " + a_vector + ")"};
   if (b_transposed.empty())
     return {GatherForm::Element, GatherForm::Transposed,
             "gather: x as single elements (" + a_vector + "; not transposed: " + a_transposed +
                 "), w transposed (8 filters a vector)"};
-  return {
-      GatherForm::Element, GatherForm::Element,
-      "gather: single elements (" + a_vector + (a_transposed.empty() ? "" : "; not transposed: " + a_transposed) + ")"};
+  return {GatherForm::Element, GatherForm::Element,
+          "gather: single elements (" + a_vector + (a_transposed.empty() ? "" : "; not transposed: " + a_transposed) +
+              "; not as pixel runs: " + a_runs + ")"};
 }
 
 // Note [wgmma tensor-map loads]: why the copy engine cannot load this layer's stages ("" when it
@@ -378,8 +400,11 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   std::string no_tensor_maps = tensor_map_refusal(p, x, w, rows_order_rsc, forms);
   // Element filters and transposed images come only with tiles that have the element form.
   const bool vector_tile = forms.a == GatherForm::Vector && forms.b != GatherForm::Element;
+  // Note [mma tf32 pixel runs]: a 1x1 layer's planes, on the element tiles, unsplit.
+  const bool pixel_runs = forms.a == GatherForm::Transposed && forms.b == GatherForm::Vector;
   // Transposed operands without the vector tiles: a wgrad step (long reduction, small output).
-  const bool long_reduction = !vector_tile && (forms.a == GatherForm::Transposed || forms.b == GatherForm::Transposed);
+  const bool long_reduction =
+      !vector_tile && !pixel_runs && (forms.a == GatherForm::Transposed || forms.b == GatherForm::Transposed);
   int tile, tile_split = 0;
   // A forced "<wgmma tile>_tma" loads through tensor maps; the plain name gathers.
   std::string tile_name = forced_tile;
@@ -417,7 +442,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   d.k_tiles = static_cast<int>(ceil_div(rows, d.block_k));
   d.a_gather = forms.a;
   d.b_gather = forms.b;
-  d.images_fastest = forms.a == GatherForm::Transposed;
+  d.images_fastest = forms.images_fastest;
   why.push_back(forms.why);
   // Note [wgmma tensor-map loads]: the copy engine feeds only the warpgroup tiles.
   // A wgrad step's block must cover one tap: its columns are 64-channel runs of x at that tap.

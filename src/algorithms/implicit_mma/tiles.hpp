@@ -62,12 +62,19 @@ struct ImplicitMmaTile {
   static_assert(kWarpgroup || (kTransposedRows * kPitchA <= BlockM * kRowPitch &&
                                kTransposedRows * kPitchB <= BlockN * kRowPitch),
                 "a transposed operand fits the operand's stage bytes");
+  // Note [mma tf32 pixel runs]: TF32 transposed images, BlockM floats a row padded by 8, so that the
+  // four rows a fragment load reads start 8 banks apart.
+  static constexpr int kPitchA32 = BlockM * 4 + 32;
+  static_assert(kWarpgroup || (RowBytes / 4) * kPitchA32 <= BlockM * kRowPitch,
+                "TF32 transposed images fit the operand's stage bytes");
   static_assert(!kWarpgroup || (RowBytes == 128 && WarpsN == 1 && WarpsM * 16 == BlockM && BlockM % 64 == 0 &&
                                 (BlockN == 64 || BlockN == 128 || BlockN == 256) && !ElementGather),
                 "warpgroup tiles: 128-byte rows, a warpgroup per 64 pixels over every filter, no element form");
   static_assert(kThreads % (BlockM / 8) == 0 && kThreads % (BlockN / 8) == 0 &&
                     (kTransposedRows * BlockM / 8) % kThreads == 0 && (kTransposedRows * BlockN / 8) % kThreads == 0,
                 "transposed gather: a thread keeps one vector column and copies equal chunks");
+  static_assert(kThreads % (BlockM / 4) == 0 && ((RowBytes / 4) * BlockM / 4) % kThreads == 0,
+                "TF32 transposed gather: a thread keeps one vector column and copies equal chunks");
   static_assert(kSmemBytes <= 227 * 1024, "dynamic shared memory of one block on sm_90");
   static_assert(RowBytes / 2 <= 64, "a stage's rows stay inside the offset table's padding (kOffsetTableRowAlign)");
 };
@@ -119,15 +126,15 @@ inline constexpr auto kMmaTileCatalog = make_mma_catalog(static_cast<ImplicitMma
 
 /// Whether tile `t` has an instantiation of these gather forms (the catalog's rule, which the
 /// launcher's dispatch follows): vector images with vector or transposed filters on every tile;
-/// element filters (under vector or element images), transposed filters under element images and
-/// the both-transposed form on ElementGather tiles; warpgroup tiles have the vector forms and the
-/// both-transposed one.
+/// element filters (under vector or element images), transposed filters under element images,
+/// transposed images with vector filters (Note [mma tf32 pixel runs]) and the both-transposed form
+/// on ElementGather tiles; warpgroup tiles have the vector forms and the both-transposed one.
 inline bool mma_tile_has_forms(const MmaTileShape& t, GatherForm a, GatherForm b) {
   if (t.warpgroup)
     return (a == GatherForm::Vector && b != GatherForm::Element) ||
            (a == GatherForm::Transposed && b == GatherForm::Transposed);
   if (a == GatherForm::Vector && b != GatherForm::Element) return true;
-  if (a == GatherForm::Transposed) return t.element_gather && b == GatherForm::Transposed;
+  if (a == GatherForm::Transposed) return t.element_gather && b != GatherForm::Element;
   return t.element_gather && b != GatherForm::Vector;
 }
 
