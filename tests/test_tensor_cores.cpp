@@ -508,10 +508,14 @@ TEST_F(TensorCores, OneByOnePlanesAsPixelRuns) {
       Case{make(2, 12, 10, 10, 24, 1, 1)}, with_whole_epilogue(Case{make(2, 32, 16, 16, 48, 1, 1)})};
   Case channels_last_y = cases[1];
   channels_last_y.yl = Layout::NHWC;
+  // The element tiles (mma.sync, fragments from padded rows) and on sm_90 the wgmma tiles (TF32 A
+  // in registers, 16-bit A M-major in shared memory).
+  const bool sm90 = engine.hardware().cc_major == 9 && engine.hardware().cc_minor == 0;
   std::vector<std::string> tiles;
   for (const auto& t : detail::kMmaTileCatalog)
-    if (t.element_gather) tiles.push_back(t.name());
-  if (few()) tiles = {tiles.front(), tiles.back()};
+    if (t.element_gather || (t.warpgroup && sm90)) tiles.push_back(t.name());
+  if (few()) tiles = {tiles.front(), "mma64x64_4w_64B"};
+  if (few() && sm90) tiles.insert(tiles.end(), {"wgmma128x256_s4", "wgmma64x128_s3"});
   for (const Precision& pr : kPrecisions) {
     const int64_t run = 16 / dtype_size(pr.dtype);
     for (const std::string& tile : tiles)
@@ -532,6 +536,12 @@ TEST_F(TensorCores, OneByOnePlanesAsPixelRuns) {
     shifted.x_offset = 1;  // the launcher runs the element gather
     EXPECT_LT(run_mma(engine, shifted, g, pr), tolerance(pr.dtype, pr.math)) << pr.name << " misaligned x";
   }
+  // The planner's tile on a resnet-like layer: a wgmma one on sm_90.
+  Case layer{make(4, 128, 28, 28, 256, 1, 1)};
+  std::string division;
+  EXPECT_LT(run_mma(engine, layer, g, kPrecisions[2], "", &division), tolerance(DType::Float32, MathMode::TF32));
+  EXPECT_NE(division.find("gather transposed/vector"), std::string::npos) << division;
+  if (sm90) EXPECT_NE(division.find("wgmma"), std::string::npos) << division;
 }
 
 TEST_F(TensorCores, RandomProblems) {

@@ -279,10 +279,9 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   static_assert((kA != GatherForm::Element && kB != GatherForm::Element) || Tile::kElementGather,
                 "the tile has the element form");
   static_assert(kB != GatherForm::Transposed || EB == 2, "ldmatrix.trans moves 16-bit elements");
-  static_assert(kA != GatherForm::Transposed || EB == 2 || !Tile::kWarpgroup,
-                "TF32 transposed images: mma.sync fragments loaded element by element (Note [mma tf32 pixel runs])");
-  static_assert(kA != GatherForm::Transposed || kB != GatherForm::Vector || !Tile::kWarpgroup,
-                "transposed images with vector filters: mma.sync tiles");
+  // Note [mma tf32 pixel runs]: TF32 transposed images reach the MMA through registers.
+  constexpr bool kImageRegisters = kA == GatherForm::Transposed && EB == 4;
+  static_assert(!kImageRegisters || kB == GatherForm::Vector, "TF32 transposed images come with vector filters");
   static_assert(!kTensorMaps || (Tile::kWarpgroup && EB == 2 &&
                                  ((kA == GatherForm::Vector && kB != GatherForm::Element) ||
                                   (kA == GatherForm::Transposed && kB == GatherForm::Transposed))),
@@ -394,8 +393,13 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
         const int kk = tid / kVecsA + i * (NT / kVecsA);
         const int4 row = t.a[i];
         const bool ok = inside(0, row);
-        const uint32_t dst = Tile::kWarpgroup ? wgmma::n_major_chunk(image_row(stage, 0), BK, kk, vec)
-                                              : image_t_row(stage, kk) + vec * 16;
+        uint32_t dst;
+        if constexpr (Tile::kWarpgroup && kImageRegisters)
+          dst = image_row(stage, 0) + kk * BM * 4 + ((vec ^ ((kk & 3) << 1)) << 4);  // Note [mma tf32 pixel runs]
+        else if constexpr (Tile::kWarpgroup)
+          dst = wgmma::n_major_chunk(image_row(stage, 0), BK, kk, vec);
+        else
+          dst = image_t_row(stage, kk) + vec * 16;
         detail::cp_async_16(dst, ok ? gX + rStart[0] + row.x : gX, ok);
       }
     } else {
@@ -481,7 +485,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   const int k_first = kt_begin * BK, k_end = (kt_begin + k_tiles) * BK;
   // Stages copied ahead of the one being multiplied. Note [wgmma mainloop]: with 4 or more stages a
   // wgmma group stays in flight across the next iteration's barrier, and its stage is kept back.
-  constexpr int kMmaInFlight = Tile::kWarpgroup && S >= 4 ? 1 : 0;
+  // Registers an in-flight wgmma reads cannot be reloaded under it: image registers wait for every group.
+  constexpr int kMmaInFlight = Tile::kWarpgroup && S >= 4 && !kImageRegisters ? 1 : 0;
   const int wm = warp % Tile::kWarpsM, wn = warp / Tile::kWarpsM;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   // Note [wgmma shared layout]: warpgroup wg's wgmma steps over stage st, one commit group. A k-step
@@ -489,20 +494,44 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   // descriptor counts 16-byte units). An M-major image stage holds warpgroup wg's 64 pixels as its
   // block wg.
   auto multiply_stage = [&](auto& d, int st, int wg) {
-    constexpr bool kMMajorA = kA == GatherForm::Transposed, kNMajorB = kB == GatherForm::Transposed;
-    constexpr int kStepMN = 16 * wgmma::kRowBytes / 16;
-    constexpr int kStepA = kMMajorA ? kStepMN : 2, kStepB = kNMajorB ? kStepMN : 2;
-    constexpr uint32_t kBlockBytes = BK * wgmma::kRowBytes;  // one block of 64 pixels or filters
-    const uint64_t da = kMMajorA ? wgmma::descriptor(image_row(st, 0) + wg * kBlockBytes, kBlockBytes)
-                                 : wgmma::descriptor(image_row(st, wg * 64));
-    const uint64_t db =
-        kNMajorB ? wgmma::descriptor(filter_row(st, 0), kBlockBytes) : wgmma::descriptor(filter_row(st, 0));
-    wgmma::pin(d);
-    wgmma::fence();
+    if constexpr (kImageRegisters) {
+      // Note [mma tf32 pixel runs]: thread (g, t) of warp w loads pixels 16w + g (+ 8) of the
+      // warpgroup's 64 at rows t (+ 4) of each 8-row k-step, rounded to TF32; the rows' 16-byte chunks
+      // sit XORed with 2 (row % 4), so a load's 32 lanes meet 32 banks.
+      const int g = lane >> 2, t = lane & 3;
+      const int pixel = wg * 64 + (warp % 4) * 16 + g;
+      uint32_t a[RB / 32][4];
 #pragma unroll
-    for (int ks = 0; ks < RB / 32; ++ks)
-      wgmma::mma_async<T, BN, kMMajorA, kNMajorB>(d, da + kStepA * ks, db + kStepB * ks);
-    wgmma::commit();
+      for (int ks = 0; ks < RB / 32; ++ks)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int kk = ks * 8 + t + (e >> 1) * 4, px = pixel + (e & 1) * 8;
+          const uint32_t addr = image_row(st, 0) + kk * BM * 4 + (((px >> 2) ^ (t << 1)) << 4) + (px & 3) * 4;
+          asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(a[ks][e]) : "r"(addr));
+          Math::convert_fragment(a[ks][e]);
+        }
+      const uint64_t db = wgmma::descriptor(filter_row(st, 0));
+      wgmma::pin(d);
+      wgmma::fence();
+#pragma unroll
+      for (int ks = 0; ks < RB / 32; ++ks) wgmma::mma_async_tf32_registers<BN>(d, a[ks], db + 2 * ks);
+      wgmma::commit();
+    } else {
+      constexpr bool kMMajorA = kA == GatherForm::Transposed, kNMajorB = kB == GatherForm::Transposed;
+      constexpr int kStepMN = 16 * wgmma::kRowBytes / 16;
+      constexpr int kStepA = kMMajorA ? kStepMN : 2, kStepB = kNMajorB ? kStepMN : 2;
+      constexpr uint32_t kBlockBytes = BK * wgmma::kRowBytes;  // one block of 64 pixels or filters
+      const uint64_t da = kMMajorA ? wgmma::descriptor(image_row(st, 0) + wg * kBlockBytes, kBlockBytes)
+                                   : wgmma::descriptor(image_row(st, wg * 64));
+      const uint64_t db =
+          kNMajorB ? wgmma::descriptor(filter_row(st, 0), kBlockBytes) : wgmma::descriptor(filter_row(st, 0));
+      wgmma::pin(d);
+      wgmma::fence();
+#pragma unroll
+      for (int ks = 0; ks < RB / 32; ++ks)
+        wgmma::mma_async<T, BN, kMMajorA, kNMajorB>(d, da + kStepA * ks, db + kStepB * ks);
+      wgmma::commit();
+    }
   };
 #endif
   if constexpr (kTensorMaps) {
@@ -633,7 +662,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
         };
         const int vec = tid % VR;
 #pragma unroll
-        for (int i = 0; i < kPix; ++i) round4(image_chunk(stage, (tid + i * NT) / VR, vec));
+        for (int i = 0; i < kPix; ++i)  // transposed images round in registers (kImageRegisters)
+          if constexpr (kA == GatherForm::Vector) round4(image_chunk(stage, (tid + i * NT) / VR, vec));
 #pragma unroll
         for (int i = 0; i < BN * VR / NT; ++i) round4(filter_chunk(stage, (tid + i * NT) / VR, vec));
       };

@@ -68,6 +68,7 @@ bool visit_forms(GatherForm a, GatherForm b, F&& f) {
   if constexpr (Tile::kWarpgroup) {  // Note [wgmma mainloop]: no element forms
     if constexpr (k16)
       if (a == G::Transposed && b == G::Transposed) return f(Forms<G::Transposed, G::Transposed>{}), true;
+    if (a == G::Transposed && b == G::Vector) return f(Forms<G::Transposed, G::Vector>{}), true;
     return false;
   }
   if constexpr (Tile::kElementGather) {

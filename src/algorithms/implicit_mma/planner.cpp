@@ -252,6 +252,23 @@ int choose_element_tile(const Problem& p, const HardwareModel& hw, bool warpgrou
   return last;
 }
 
+// TF32 element gathers on sm_90 (NCHW 3x3 and strided layers): one 4-byte copy an element bounds
+// them, and a larger tile copies fewer elements per MMA; where its grid leaves SMs idle the cluster
+// split fills them. Measured on the H100 (resnet50 tf32 NCHW, every layer forced to each element
+// tile): 128x128 with K/G >= 128 beat the tiles that fill the SMs unsplit on stage 3's 3x3 (199 us
+// against 216 for 128x64) and stage 4's 3x3 and 1x1 layers (199-200 us against 279-281 for 64x64,
+// split 3 ways); 128x64 stayed best at K/G = 64 (l1_3x3 155 us against 217). -1 outside that rule,
+// and for reductions longer than the measured 4608 rows (a wgrad step's N*P*Q).
+int choose_tf32_element_tile(const Problem& p, const HardwareModel& hw, int64_t rows, std::vector<std::string>& why) {
+  const int64_t kg = p.k_per_group();
+  const char* name = kg >= 128 ? "mma128x128_8w_64B" : kg > 32 ? "mma128x64_4w_64B" : nullptr;
+  if (!name || rows > 4608) return -1;
+  why.push_back(std::string("tile ") + name + ": TF32 element gather, K/G = " + std::to_string(kg) +
+                " (measured best for such layers on the H100; " + std::to_string(hw.sm_count) +
+                " SMs filled by the cluster split where the tiles leave them idle)");
+  return find_mma_tile(name);
+}
+
 // Note [mma cluster split]: slices of a tile's rows when the tiles leave SMs idle, as many as fill
 // the SMs once (at most 16 blocks, Hopper's non-portable cluster, which the launcher lowers to 8
 // where the device cannot schedule it; at least 4 row tiles a slice). Measured on the H100 (bf16
@@ -429,7 +446,16 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     tile = vector_tile      ? choose_vector_tile(p, hw, rows, warpgroup, no_tensor_maps.empty(), tile_split, why)
            : long_reduction ? choose_split_tile(p, hw, rows, dtype_size(x.dtype), warpgroup && both_transposed,
                                                 no_tensor_maps.empty(), why)
-                            : choose_element_tile(p, hw, false, why);
+                            : -1;
+    // Note [mma tf32 pixel runs]: the wgmma tiles by the vector rule on sm_90, else the element tiles.
+    if (tile < 0 && pixel_runs && warpgroup) {
+      tile = choose_vector_tile(p, hw, rows, true, false, tile_split, why);
+      if (!kMmaTileCatalog[tile].warpgroup) why.pop_back();
+    }
+    if (tile < 0 && !pixel_runs && dtype_size(x.dtype) == 4 && warpgroup)
+      tile = choose_tf32_element_tile(p, hw, rows, why);
+    if (tile < 0 || (pixel_runs && !mma_tile_has_forms(kMmaTileCatalog[tile], forms.a, forms.b)))
+      tile = choose_element_tile(p, hw, false, why);
   }
   const MmaTileShape& t = kMmaTileCatalog[tile];
   ImplicitMmaDivision d;

@@ -128,11 +128,12 @@ inline constexpr auto kMmaTileCatalog = make_mma_catalog(static_cast<ImplicitMma
 /// launcher's dispatch follows): vector images with vector or transposed filters on every tile;
 /// element filters (under vector or element images), transposed filters under element images,
 /// transposed images with vector filters (Note [mma tf32 pixel runs]) and the both-transposed form
-/// on ElementGather tiles; warpgroup tiles have the vector forms and the both-transposed one.
+/// on ElementGather tiles; warpgroup tiles have the vector forms, transposed images with vector
+/// filters and the both-transposed form.
 inline bool mma_tile_has_forms(const MmaTileShape& t, GatherForm a, GatherForm b) {
   if (t.warpgroup)
     return (a == GatherForm::Vector && b != GatherForm::Element) ||
-           (a == GatherForm::Transposed && b == GatherForm::Transposed);
+           (a == GatherForm::Transposed && b != GatherForm::Element);
   if (a == GatherForm::Vector && b != GatherForm::Element) return true;
   if (a == GatherForm::Transposed) return t.element_gather && b != GatherForm::Element;
   return t.element_gather && b != GatherForm::Vector;

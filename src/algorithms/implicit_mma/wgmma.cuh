@@ -151,6 +151,51 @@ MCONV_WGMMA_STEP(wgmma_m64n256_f16_tt, 256, "f16.f16", "16", ", 1, 1")
 MCONV_WGMMA_STEP(wgmma_m64n64_bf16_tt, 64, "bf16.bf16", "16", ", 1, 1")
 MCONV_WGMMA_STEP(wgmma_m64n128_bf16_tt, 128, "bf16.bf16", "16", ", 1, 1")
 MCONV_WGMMA_STEP(wgmma_m64n256_bf16_tt, 256, "bf16.bf16", "16", ", 1, 1")
+MCONV_WGMMA_STEP(wgmma_m64n64_f16_ta, 64, "f16.f16", "16", ", 1, 0")
+MCONV_WGMMA_STEP(wgmma_m64n128_f16_ta, 128, "f16.f16", "16", ", 1, 0")
+MCONV_WGMMA_STEP(wgmma_m64n256_f16_ta, 256, "f16.f16", "16", ", 1, 0")
+MCONV_WGMMA_STEP(wgmma_m64n64_bf16_ta, 64, "bf16.bf16", "16", ", 1, 0")
+MCONV_WGMMA_STEP(wgmma_m64n128_bf16_ta, 128, "bf16.bf16", "16", ", 1, 0")
+MCONV_WGMMA_STEP(wgmma_m64n256_bf16_ta, 256, "bf16.bf16", "16", ", 1, 0")
+
+// TF32 with A in registers (Note [mma tf32 pixel runs]): each thread's four A elements in mma.sync's
+// m16n8k8 fragment order (warp w of the warpgroup holding rows 16w..16w+15), B from shared memory.
+#define MCONV_WGMMA_STEP_RA(NAME, N)                                                                                   \
+  __device__ __forceinline__ void NAME(float(&d)[N / 2], const uint32_t(&a)[4], uint64_t b) {                          \
+    asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 {" MCONV_WGMMA_D##N "}, {%" MCONV_WGMMA_A##N \
+                 ", %" MCONV_WGMMA_A1_##N ", %" MCONV_WGMMA_A2_##N ", %" MCONV_WGMMA_A3_##N "}, %" MCONV_WGMMA_B4_##N  \
+                 ", 1, 1, 1;\n"                                                                                        \
+                 : MCONV_WGMMA_ACC##N                                                                                  \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));                                                \
+  }
+#define MCONV_WGMMA_A1_64 "33"
+#define MCONV_WGMMA_A2_64 "34"
+#define MCONV_WGMMA_A3_64 "35"
+#define MCONV_WGMMA_B4_64 "36"
+#define MCONV_WGMMA_A1_128 "65"
+#define MCONV_WGMMA_A2_128 "66"
+#define MCONV_WGMMA_A3_128 "67"
+#define MCONV_WGMMA_B4_128 "68"
+#define MCONV_WGMMA_A1_256 "129"
+#define MCONV_WGMMA_A2_256 "130"
+#define MCONV_WGMMA_A3_256 "131"
+#define MCONV_WGMMA_B4_256 "132"
+MCONV_WGMMA_STEP_RA(wgmma_m64n64_tf32_ra, 64)
+MCONV_WGMMA_STEP_RA(wgmma_m64n128_tf32_ra, 128)
+MCONV_WGMMA_STEP_RA(wgmma_m64n256_tf32_ra, 256)
+#undef MCONV_WGMMA_STEP_RA
+#undef MCONV_WGMMA_A1_64
+#undef MCONV_WGMMA_A2_64
+#undef MCONV_WGMMA_A3_64
+#undef MCONV_WGMMA_B4_64
+#undef MCONV_WGMMA_A1_128
+#undef MCONV_WGMMA_A2_128
+#undef MCONV_WGMMA_A3_128
+#undef MCONV_WGMMA_B4_128
+#undef MCONV_WGMMA_A1_256
+#undef MCONV_WGMMA_A2_256
+#undef MCONV_WGMMA_A3_256
+#undef MCONV_WGMMA_B4_256
 
 #undef MCONV_WGMMA_STEP
 #undef MCONV_WGMMA_D64
@@ -174,14 +219,20 @@ __device__ __forceinline__ void pin(float (&d)[R]) {
 }
 
 /// One k-step D += A * B of a 64 x N warpgroup tile, in the storage type's MMA (TF32 for float); A
-/// M-major when kMMajorA (only with an N-major B), B N-major when kNMajorB (Note [wgmma shared
-/// layout]).
+/// M-major when kMMajorA, B N-major when kNMajorB (Note [wgmma shared layout]; 16-bit only).
 template <class Storage, int N, bool kMMajorA, bool kNMajorB>
 __device__ __forceinline__ void mma_async(float (&d)[N / 2], uint64_t a, uint64_t b) {
   static_assert(N == 64 || N == 128 || N == 256, "wgmma tiles of 64, 128 or 256 filters");
-  static_assert(!kNMajorB || sizeof(Storage) == 2, "an N-major B is 16-bit");
-  static_assert(!kMMajorA || kNMajorB, "an M-major A comes with an N-major B");
-  if constexpr (std::is_same_v<Storage, __half> && kMMajorA) {
+  static_assert((!kNMajorB && !kMMajorA) || sizeof(Storage) == 2, "M- or N-major operands are 16-bit");
+  if constexpr (std::is_same_v<Storage, __half> && kMMajorA && !kNMajorB) {
+    if constexpr (N == 64) wgmma_m64n64_f16_ta(d, a, b);
+    if constexpr (N == 128) wgmma_m64n128_f16_ta(d, a, b);
+    if constexpr (N == 256) wgmma_m64n256_f16_ta(d, a, b);
+  } else if constexpr (std::is_same_v<Storage, __nv_bfloat16> && kMMajorA && !kNMajorB) {
+    if constexpr (N == 64) wgmma_m64n64_bf16_ta(d, a, b);
+    if constexpr (N == 128) wgmma_m64n128_bf16_ta(d, a, b);
+    if constexpr (N == 256) wgmma_m64n256_bf16_ta(d, a, b);
+  } else if constexpr (std::is_same_v<Storage, __half> && kMMajorA) {
     if constexpr (N == 64) wgmma_m64n64_f16_tt(d, a, b);
     if constexpr (N == 128) wgmma_m64n128_f16_tt(d, a, b);
     if constexpr (N == 256) wgmma_m64n256_f16_tt(d, a, b);
@@ -211,6 +262,15 @@ __device__ __forceinline__ void mma_async(float (&d)[N / 2], uint64_t a, uint64_
     if constexpr (N == 128) wgmma_m64n128_tf32(d, a, b);
     if constexpr (N == 256) wgmma_m64n256_tf32(d, a, b);
   }
+}
+/// One TF32 k-step D += A * B with A in registers (mma.sync's m16n8k8 fragment of each warp) and B
+/// K-major in shared memory.
+template <int N>
+__device__ __forceinline__ void mma_async_tf32_registers(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t b) {
+  static_assert(N == 64 || N == 128 || N == 256, "wgmma tiles of 64, 128 or 256 filters");
+  if constexpr (N == 64) wgmma_m64n64_tf32_ra(d, a, b);
+  if constexpr (N == 128) wgmma_m64n128_tf32_ra(d, a, b);
+  if constexpr (N == 256) wgmma_m64n256_tf32_ra(d, a, b);
 }
 #else
 // Other targets (the portable compute_90 PTX) have no wgmma: the planner picks wgmma tiles only on
