@@ -18,6 +18,7 @@
 #include "cuda_check.cuh"
 #include "fast_divmod.cuh"
 #include "storage.cuh"
+#include "storage_dtype.cuh"
 
 namespace mconv::detail {
 namespace {
@@ -114,16 +115,7 @@ void fill_view(const TensorDesc& view, void* base, float beta, void* stream) {
   prm.beta = beta;
   const long long d0 = view.dims[order[0]], d1 = view.dims[order[1]], d2 = view.dims[order[2]];
   auto s = static_cast<cudaStream_t>(stream);
-  switch (view.dtype) {
-    case DType::Float32:
-      return launch<float>(prm, d0, d1, d2, s);
-    case DType::Float16:
-      return launch<__half>(prm, d0, d1, d2, s);
-    case DType::BFloat16:
-      return launch<__nv_bfloat16>(prm, d0, d1, d2, s);
-    default:
-      throw Error(Status::Internal, "fill: a dtype the GPU does not store");
-  }
+  visit_storage_dtype(view.dtype, "fill", [&](auto element) { launch<decltype(element)>(prm, d0, d1, d2, s); });
 }
 
 }  // namespace mconv::detail

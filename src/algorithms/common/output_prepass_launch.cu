@@ -3,6 +3,7 @@
 #include "../launch.hpp"
 #include "cuda_check.cuh"
 #include "output_prepass_kernel.cuh"
+#include "storage_dtype.cuh"
 
 namespace mconv::detail {
 
@@ -32,19 +33,8 @@ void output_prepass(const Plan& plan, int blocks, void* y, const Epilogue& e, vo
     MCONV_CUDA_CHECK(cudaMemsetAsync(y, 0, static_cast<size_t>(pp.total) * dtype_size(plan.dtype()), s));
     return;
   }
-  switch (plan.dtype()) {
-    case DType::Float16:
-      cuda::output_prepass_kernel<__half><<<blocks, 256, 0, s>>>(pp);
-      break;
-    case DType::BFloat16:
-      cuda::output_prepass_kernel<__nv_bfloat16><<<blocks, 256, 0, s>>>(pp);
-      break;
-    case DType::Float32:
-      cuda::output_prepass_kernel<float><<<blocks, 256, 0, s>>>(pp);
-      break;
-    case DType::Float64:
-      throw Error(Status::Internal, "output_prepass: no CUDA kernel stores fp64");
-  }
+  visit_storage_dtype(plan.dtype(), "output_prepass",
+                      [&](auto element) { cuda::output_prepass_kernel<decltype(element)><<<blocks, 256, 0, s>>>(pp); });
   MCONV_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -8,6 +8,7 @@
 #include "../common/cuda_check.cuh"
 #include "../common/filter_size_switch.cuh"
 #include "../common/host_math.hpp"
+#include "../common/storage_dtype.cuh"
 #include "../launch.hpp"
 #include "kernel.cuh"
 #include "planner.hpp"
@@ -140,17 +141,10 @@ void depthwise_wgrad_forward(const Plan& plan, const DepthwiseWgradDivision& d, 
   const int threads = d.launch.threads;
   const int smem = static_cast<int>(d.launch.smem_bytes / d.vector * v);
   const auto s = static_cast<cudaStream_t>(stream);
-  switch (plan.dtype()) {
-    case DType::Float16:
-      return launch_dtype<__half, 8>(prm, d.window, d.run_down, v, grid, threads, smem, slices, s);
-    case DType::BFloat16:
-      return launch_dtype<__nv_bfloat16, 8>(prm, d.window, d.run_down, v, grid, threads, smem, slices, s);
-    case DType::Float32:
-      return launch_dtype<float, 4>(prm, d.window, d.run_down, v, grid, threads, smem, slices, s);
-    case DType::Float64:
-      break;
-  }
-  throw Error(Status::Internal, "depthwise_wgrad: no CUDA kernel runs fp64");
+  visit_storage_dtype(plan.dtype(), "depthwise_wgrad", [&](auto element) {
+    using T = decltype(element);
+    launch_dtype<T, 16 / sizeof(T)>(prm, d.window, d.run_down, v, grid, threads, smem, slices, s);
+  });
 }
 
 }  // namespace mconv::detail

@@ -5,6 +5,7 @@
 
 #include "../common/cuda_check.cuh"
 #include "../common/filter_size_switch.cuh"
+#include "../common/storage_dtype.cuh"
 #include "../launch.hpp"
 #include "kernel.cuh"
 #include "planner.hpp"
@@ -50,14 +51,8 @@ void direct_block_forward(const Plan& plan, const DirectBlockDivision& d, const 
   const auto s = static_cast<cudaStream_t>(stream);
   const bool found = visit_direct_shape(d.shape, [&](auto shape) {
     using Thread = decltype(shape);
-    switch (plan.dtype()) {
-      case DType::Float16:
-        return launch_sized<__half, Thread>(prm, grid, smem, s);
-      case DType::BFloat16:
-        return launch_sized<__nv_bfloat16, Thread>(prm, grid, smem, s);
-      default:
-        return launch_sized<float, Thread>(prm, grid, smem, s);
-    }
+    visit_storage_dtype(plan.dtype(), "direct_block",
+                        [&](auto element) { launch_sized<decltype(element), Thread>(prm, grid, smem, s); });
   });
   if (!found) throw Error(Status::Internal, "tile: no instantiation for direct shape '" + d.shape_name + "'");
 }

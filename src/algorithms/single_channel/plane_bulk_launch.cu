@@ -2,6 +2,7 @@
 // plane order, and the (dtype, filter size, stride, segment) switch.
 #include "../common/cuda_check.cuh"
 #include "../common/filter_size_switch.cuh"
+#include "../common/storage_dtype.cuh"
 #include "../launch.hpp"
 #include "plane_bulk_kernel.cuh"
 #include "planner.hpp"
@@ -49,14 +50,9 @@ void plane_bulk_forward(const Plan& plan, const PlaneBulkDivision& d, const void
   const auto s = static_cast<cudaStream_t>(stream);
   cuda::plane_stream_switch(pr.r, pr.s, pr.stride_h, [&](auto k, auto st) {
     constexpr int K = decltype(k)::value, ST = decltype(st)::value;
-    switch (plan.dtype()) {
-      case DType::Float16:
-        return launch<__half, K, ST>(prm, d.segment, grid, smem, d.read_once, s);
-      case DType::BFloat16:
-        return launch<__nv_bfloat16, K, ST>(prm, d.segment, grid, smem, d.read_once, s);
-      default:
-        return launch<float, K, ST>(prm, d.segment, grid, smem, d.read_once, s);
-    }
+    visit_storage_dtype(plan.dtype(), "single_channel plane bulk", [&](auto element) {
+      launch<decltype(element), K, ST>(prm, d.segment, grid, smem, d.read_once, s);
+    });
   });
 }
 

@@ -6,6 +6,7 @@
 
 #include "../common/cuda_check.cuh"
 #include "../common/filter_size_switch.cuh"
+#include "../common/storage_dtype.cuh"
 #include "../launch.hpp"
 #include "plane_stream_kernel.cuh"
 #include "planner.hpp"
@@ -86,14 +87,8 @@ void plane_stream_forward(const Plan& plan, const PlaneStreamDivision& d, const 
       esz == 4 && copy_bytes == 16 && pr.stride_h == 2 && pr.stride_w == 2 && pr.pad_w % 2 == (pr.s - 1) / 2 % 2;
   cuda::plane_stream_switch(pr.r, pr.s, pr.stride_h, [&](auto k, auto st) {
     constexpr int K = decltype(k)::value, ST = decltype(st)::value;
-    switch (xd.dtype) {
-      case DType::Float16:
-        return launch<__half, K, ST>(prm, run, copy_bytes, pairs, smem, s);
-      case DType::BFloat16:
-        return launch<__nv_bfloat16, K, ST>(prm, run, copy_bytes, pairs, smem, s);
-      default:
-        return launch<float, K, ST>(prm, run, copy_bytes, pairs, smem, s);
-    }
+    visit_storage_dtype(xd.dtype, "single_channel plane stream",
+                        [&](auto element) { launch<decltype(element), K, ST>(prm, run, copy_bytes, pairs, smem, s); });
   });
 }
 

@@ -7,6 +7,7 @@
 
 #include "../common/cuda_check.cuh"
 #include "../common/filter_size_switch.cuh"
+#include "../common/storage_dtype.cuh"
 #include "../launch.hpp"
 #include "planner.hpp"
 #include "strip_kernel.cuh"
@@ -85,14 +86,9 @@ void single_channel_strip_forward(const Plan& plan, const SingleChannelDivision&
   const auto s = static_cast<cudaStream_t>(stream);
   // Note [single-channel column pairs]: stores of 2 elements also need y aligned for them.
   const bool pairs = single_channel_column_pairs(pr, plan.y_desc()) && reinterpret_cast<uintptr_t>(y) % (2 * esz) == 0;
-  switch (plan.dtype()) {
-    case DType::Float16:
-      return launch_dtype<__half>(pr, prm, d.run, pairs, grid, threads, smem, s);
-    case DType::BFloat16:
-      return launch_dtype<__nv_bfloat16>(pr, prm, d.run, pairs, grid, threads, smem, s);
-    default:
-      return launch_dtype<float>(pr, prm, d.run, pairs, grid, threads, smem, s);
-  }
+  visit_storage_dtype(plan.dtype(), "single_channel strip", [&](auto element) {
+    launch_dtype<decltype(element)>(pr, prm, d.run, pairs, grid, threads, smem, s);
+  });
 }
 
 }  // namespace mconv::detail
