@@ -106,15 +106,16 @@ void depthwise_wgrad_forward(const Plan& plan, const DepthwiseWgradDivision& d, 
   prm.kg = static_cast<int>(st.k_per_group());
   prm.H = static_cast<int>(st.h);
   prm.W = static_cast<int>(st.w);
-  prm.P = static_cast<int>(st.r);
-  prm.Q = static_cast<int>(st.s);
-  prm.R = static_cast<int>(st.p());
-  prm.S = static_cast<int>(st.q());
+  const DepthwiseWgradLayer layer(st);
+  prm.P = static_cast<int>(layer.p);
+  prm.Q = static_cast<int>(layer.q);
+  prm.R = static_cast<int>(layer.r);
+  prm.S = static_cast<int>(layer.s);
   prm.taps = prm.R * prm.S;
-  prm.stride_h = static_cast<int>(st.dil_h);
-  prm.stride_w = static_cast<int>(st.dil_w);
-  prm.dil_h = static_cast<int>(st.stride_h);
-  prm.dil_w = static_cast<int>(st.stride_w);
+  prm.stride_h = static_cast<int>(layer.stride_h);
+  prm.stride_w = static_cast<int>(layer.stride_w);
+  prm.dil_h = static_cast<int>(layer.dil_h);
+  prm.dil_w = static_cast<int>(layer.dil_w);
   prm.pad_h = static_cast<int>(st.pad_h);
   prm.pad_w = static_cast<int>(st.pad_w);
   prm.alpha = e.alpha;
@@ -128,7 +129,7 @@ void depthwise_wgrad_forward(const Plan& plan, const DepthwiseWgradDivision& d, 
   prm.chunk_vectors = d.chunk_vectors;
   prm.items = static_cast<int>(d.items);
   // Items (n, major, minor): down a column (n, run of rows, column), along a row (n, row, run).
-  const int64_t runs = ceil_div(d.run_down ? st.r : st.s, int64_t(d.run));
+  const int64_t runs = ceil_div(d.run_down ? layer.p : layer.q, int64_t(d.run));
   prm.runs_div = cuda::FastDivmod(static_cast<unsigned>(d.run_down ? prm.Q : runs));
   prm.rows_div = cuda::FastDivmod(static_cast<unsigned>(d.run_down ? runs : prm.P));
   prm.cluster_split = d.cluster_split;

@@ -22,35 +22,16 @@ constexpr int kMaxAtomicSlices = 8;        // fp32 dw; 16-bit dw rounds at every
 constexpr int kMinSectorBytes = 16;        // a block's share of a pixel's channels
 constexpr int64_t kMinItemsPerThread = 4;  // below this a split costs more in its sum than it saves
 
-// The step in the layer's terms (decompose_backward_filter): the step's channels per group are the
-// layer's images, its filter extent the layer's output pixels, its output the layer's taps, its
-// dilation the layer's stride and its stride the layer's dilation.
-struct Layer {
-  int64_t n, p, q, r, s, stride_h, stride_w, dil_h, dil_w, k, kg;
-  explicit Layer(const Problem& step)
-      : n(step.c_per_group()),
-        p(step.r),
-        q(step.s),
-        r(step.p()),
-        s(step.q()),
-        stride_h(step.dil_h),
-        stride_w(step.dil_w),
-        dil_h(step.stride_h),
-        dil_w(step.stride_w),
-        k(step.k),
-        kg(step.k_per_group()) {}
-};
-
 // Filters k and k + 1 are adjacent in dy (and, with K/G = 1, their x channels in x): the filters
 // are then the threads' fast axis (channels-last tensors), else the pixels are (plane order).
-bool filters_adjacent(const Layer& l, const TensorDesc& w, const GroupStrides& groups) {
+bool filters_adjacent(const DepthwiseWgradLayer& l, const TensorDesc& w, const GroupStrides& groups) {
   return l.kg == 1 ? groups.w == 1 : w.strides[0] == 1 && groups.w == l.kg;
 }
 
 }  // namespace
 
 int depthwise_wgrad_window(const Problem& step, bool down) {
-  const Layer l(step);
+  const DepthwiseWgradLayer l(step);
   const int64_t stride = down ? l.stride_h : l.stride_w, dil = down ? l.dil_h : l.dil_w;
   return (stride == 1 || stride == 2) && dil == 1 ? cuda::constant_filter_size(l.r, l.s) : 0;
 }
@@ -67,7 +48,7 @@ std::string depthwise_wgrad_unsupported(const Problem& step, const TensorDesc& x
   const int64_t x_image = (step.h - 1) * std::abs(x.strides[2]) + (step.w - 1) * std::abs(x.strides[3]);
   const int64_t dy_image = (step.r - 1) * std::abs(w.strides[2]) + (step.s - 1) * std::abs(w.strides[3]);
   if (std::max(x_image, dy_image) >= (int64_t(1) << 31) - 1) return "an image of x or dy spans 2^31 elements or more";
-  const Layer l(step);
+  const DepthwiseWgradLayer l(step);
   if (l.n * l.p * l.q >= (int64_t(1) << 31)) return "N * P * Q is 2^31 or more (32-bit item indices)";
   return "";
 }
@@ -75,7 +56,7 @@ std::string depthwise_wgrad_unsupported(const Problem& step, const TensorDesc& x
 DepthwiseWgradDivision plan_depthwise_wgrad(const Problem& step, const TensorDesc& x, const TensorDesc& w,
                                             const GroupStrides& groups, const HardwareModel& hw, bool deterministic,
                                             std::vector<std::string>& why) {
-  const Layer l(step);
+  const DepthwiseWgradLayer l(step);
   DepthwiseWgradDivision d;
   const bool adjacent = filters_adjacent(l, w, groups);
   // Threads along the pixels (plane order) take runs down a column, so that a warp's loads are
