@@ -34,7 +34,10 @@
 // with the filters as vectors along C (w's reduction is contiguous in KCRS when R = S = 1). 16-bit
 // fragments load with ldmatrix.trans as above; ldmatrix cannot transpose 32-bit elements, so TF32
 // fragments load one element a register from rows of BlockM floats padded by 8, where the lanes
-// (pixel g, row t) of a load fall in 32 distinct banks (8t + g).
+// (pixel g, row t) of a load fall in 32 distinct banks (8t + g). TF32 wgmma reads only K-major
+// shared memory, so on warpgroup tiles the TF32 image operand goes through registers (wgmma's
+// register-A form, mma.sync's fragment order), its rows' 16-byte chunks XORed with 2 (row % 4)
+// instead of padded; 16-bit images stay in shared memory as an M-major operand.
 //
 // Note [mma vector gather]: see planner.cpp. The element form moves one element per copy (cp.async
 // of 4 bytes for fp32; a predicated load and store for 16-bit types, which cp.async cannot copy) with
