@@ -269,6 +269,19 @@ int choose_tf32_element_tile(const Problem& p, const HardwareModel& hw, int64_t 
   return find_mma_tile(name);
 }
 
+// Note [mma tf32 pixel runs]: on sm_90 the wgmma tile the vector rule picks (the same grids and
+// reductions as a channels-last layer), else the element tiles' rule (-1).
+int choose_pixel_run_tile(const Problem& p, const HardwareModel& hw, int64_t rows, bool warpgroup,
+                          std::vector<std::string>& why) {
+  if (!warpgroup) return -1;
+  std::vector<std::string> reason;
+  int unused_split = 0;
+  const int tile = choose_vector_tile(p, hw, rows, true, false, unused_split, reason);
+  if (!kMmaTileCatalog[tile].warpgroup) return -1;
+  why.insert(why.end(), reason.begin(), reason.end());
+  return tile;
+}
+
 // Note [mma cluster split]: slices of a tile's rows when the tiles leave SMs idle, as many as fill
 // the SMs once (at most 16 blocks, Hopper's non-portable cluster, which the launcher lowers to 8
 // where the device cannot schedule it; at least 4 row tiles a slice). Measured on the H100 (bf16
@@ -417,7 +430,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   std::string no_tensor_maps = tensor_map_refusal(p, x, w, rows_order_rsc, forms);
   // Element filters and transposed images come only with tiles that have the element form.
   const bool vector_tile = forms.a == GatherForm::Vector && forms.b != GatherForm::Element;
-  // Note [mma tf32 pixel runs]: a 1x1 layer's planes, on the element tiles, unsplit.
+  // Note [mma tf32 pixel runs]: a 1x1 layer's planes.
   const bool pixel_runs = forms.a == GatherForm::Transposed && forms.b == GatherForm::Vector;
   // Transposed operands without the vector tiles: a wgrad step (long reduction, small output).
   const bool long_reduction =
@@ -446,16 +459,10 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     tile = vector_tile      ? choose_vector_tile(p, hw, rows, warpgroup, no_tensor_maps.empty(), tile_split, why)
            : long_reduction ? choose_split_tile(p, hw, rows, dtype_size(x.dtype), warpgroup && both_transposed,
                                                 no_tensor_maps.empty(), why)
-                            : -1;
-    // Note [mma tf32 pixel runs]: the wgmma tiles by the vector rule on sm_90, else the element tiles.
-    if (tile < 0 && pixel_runs && warpgroup) {
-      tile = choose_vector_tile(p, hw, rows, true, false, tile_split, why);
-      if (!kMmaTileCatalog[tile].warpgroup) why.pop_back();
-    }
-    if (tile < 0 && !pixel_runs && dtype_size(x.dtype) == 4 && warpgroup)
-      tile = choose_tf32_element_tile(p, hw, rows, why);
-    if (tile < 0 || (pixel_runs && !mma_tile_has_forms(kMmaTileCatalog[tile], forms.a, forms.b)))
-      tile = choose_element_tile(p, hw, false, why);
+           : pixel_runs     ? choose_pixel_run_tile(p, hw, rows, warpgroup, why)
+           : warpgroup && dtype_size(x.dtype) == 4 ? choose_tf32_element_tile(p, hw, rows, why)
+                                                   : -1;
+    if (tile < 0) tile = choose_element_tile(p, hw, false, why);
   }
   const MmaTileShape& t = kMmaTileCatalog[tile];
   ImplicitMmaDivision d;
