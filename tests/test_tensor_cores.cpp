@@ -243,6 +243,51 @@ TEST_F(TensorCores, TensorMapLoadsMatchTheReference) {
   EXPECT_NE(division.find("_tma"), std::string::npos) << division;
 }
 
+// Note [wgmma persistent tiles]: every tile with the persistent form on the tensor-map layers above,
+// and on 1x1 and 3x3 layers of more tiles than one wave of blocks holds (each block walks several,
+// its stages running into the next tile's) with partial pixel and filter tiles and the whole
+// epilogue (beta reading y); y in plane order runs the plain form of the tile. A persistent tile is
+// refused on a layer without tensor maps and with a split.
+TEST_F(TensorCores, PersistentTilesMatchTheReference) {
+  Engine engine(Target::Cuda);
+  if (engine.hardware().cc_major != 9 || engine.hardware().cc_minor != 0)
+    GTEST_SKIP() << "wgmma tiles run on sm_90 only";
+  std::mt19937_64 g(test_seed() + 108);
+  std::vector<Case> cases = {Case{make(2, 64, 9, 11, 72, 3, 3, 1)},      Case{make(3, 128, 7, 7, 264, 3, 3, 1)},
+                             Case{make(2, 64, 14, 13, 136, 3, 3, 1, 2)}, Case{make(4, 192, 6, 5, 128, 1, 1)},
+                             Case{make(8, 128, 28, 28, 512, 1, 1)},      Case{make(8, 64, 27, 29, 200, 3, 3, 1)}};
+  cases.push_back(with_whole_epilogue(Case{make(8, 128, 28, 28, 512, 1, 1)}));
+  cases.push_back(with_whole_epilogue(Case{make(2, 64, 8, 8, 80, 3, 3, 1)}));
+  std::vector<std::string> tiles;
+  for (const auto& t : detail::kMmaTileCatalog)
+    if (t.persistent_smem_bytes > 0) tiles.push_back(t.name() + "_tma_persistent");
+  ASSERT_GE(tiles.size(), 3u);
+  check_tiles(engine, g, cases, tiles, {kPrecisions[0], kPrecisions[1]}, 3, 0, "persistent blocks");
+  // y in plane order: the plan keeps the persistent form, the call runs the plain one.
+  Case planes{make(4, 128, 14, 14, 256, 1, 1)};
+  planes.xl = planes.wl = Layout::NHWC;
+  planes.yl = Layout::NCHW;
+  EXPECT_LT(run_mma(engine, planes, g, kPrecisions[1], tiles[0]), tolerance(DType::BFloat16, MathMode::Exact));
+  // Refusals: no tensor maps (C = 32), and a split of a persistent tile.
+  Case narrow{make(2, 32, 9, 11, 72, 3, 3, 1)};
+  narrow.xl = narrow.wl = narrow.yl = Layout::NHWC;
+  Case wide{make(2, 64, 9, 11, 72, 3, 3, 1)};
+  wide.xl = wide.wl = wide.yl = Layout::NHWC;
+  for (const auto& [c, split] : {std::pair{narrow, 0}, std::pair{wide, 2}}) {
+    DtypeTensors t(c, g, DType::BFloat16);
+    PlanOptions o;
+    o.algorithm = Algorithm::ImplicitMma;
+    o.tile = tiles[0];
+    o.split_k = split;
+    try {
+      (void)engine.plan(c.p, t.xd, t.wd, t.yd, o);
+      ADD_FAILURE() << "a persistent tile was planned for " << c.name() << " split " << split;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::Unsupported) << e.what();
+    }
+  }
+}
+
 // Note [mma cluster split]: tiles' rows split among 2 to 16 blocks of a cluster, in the vector and the
 // element forms, with the whole epilogue (alpha, beta, bias, ReLU), groups and partial tiles.
 TEST_F(TensorCores, ClusterSplitsMatchTheReference) {

@@ -64,6 +64,10 @@ struct ImplicitMmaDivision {
   /// [wgmma tensor-map loads]). Warpgroup tiles with both operands vector, fp16/bf16; a call whose
   /// pointers are not 16-byte aligned runs the gather.
   bool tensor_maps = false;
+  /// With tensor maps: at most one wave of blocks, each walking tiles b, b + grid, ..., loading the
+  /// next tile's stages while it stores this one through a tensor map of y (Note [wgmma persistent
+  /// tiles]). A call whose y is not dense channels-last runs one block a tile.
+  bool persistent = false;
   /// Row slices of one tile, one block each, summed in rank order through the thread-block
   /// cluster's distributed shared memory (Note [mma cluster split]): no workspace, no atomics.
   int cluster_split = 1;

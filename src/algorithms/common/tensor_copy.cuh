@@ -1,9 +1,8 @@
 // Hopper's tensor memory accelerator with a tensor map (cp.async.bulk.tensor): one thread copies a
-// whole box of a tensor into shared memory, the addresses, the bounds and the swizzle computed by the
-// copy engine, and the bytes are counted on an mbarrier (bulk_copy.cuh). Two modes: tiled (a box of
-// a 2-D or 4-D view) and im2col (a column of pixels of an NHWC tensor, each pixel a run of channels, walked
-// the way a convolution's output pixels walk their windows; tensor_map.hpp builds both maps).
-// sm_90 and later.
+// whole box of a tensor into shared memory (or stores one from it), the addresses, the bounds and the swizzle computed
+// by the copy engine, and the bytes are counted on an mbarrier (bulk_copy.cuh). Two modes: tiled (a box of a 2-D or 4-D
+// view) and im2col (a column of pixels of an NHWC tensor, each pixel a run of channels, walked the way a convolution's
+// output pixels walk their windows; tensor_map.hpp builds both maps). sm_90 and later.
 #pragma once
 
 #include <cuda.h>
@@ -56,6 +55,17 @@ __device__ __forceinline__ void tensor_copy_tile_4d(uint32_t smem, const CUtenso
       "%5}], [%6];\n" ::"r"(smem),
       "l"(tensor_map_address(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_address(bar))
       : "memory");
+}
+
+/// Stores the box of a 2-D map whose first element is (inner, outer) from shared memory laid out as
+/// the map's swizzle; elements outside the tensor are not written. A bulk group of this thread:
+/// fence the box's shared writes first (fence_shared_for_bulk_copy), commit, then bulk_wait_read
+/// before the box is written again.
+__device__ __forceinline__ void tensor_store_tile(const CUtensorMap& map, int inner, int outer, uint32_t smem) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                   tensor_map_address(map)),
+               "r"(inner), "r"(outer), "r"(smem)
+               : "memory");
 }
 
 }  // namespace mconv::cuda::detail

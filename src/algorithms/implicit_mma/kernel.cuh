@@ -105,6 +105,21 @@
 // reduction over dy's pixels) loads x as block_m / 64 im2col columns of the stage's 64 pixels, 64
 // channels each at the block's tap, and dy as block_n / 64 boxes of its pixels x filters, landing as
 // the M- and N-major blocks; a block's columns must then be one tap (C a multiple of block_m).
+//
+// Note [wgmma persistent tiles]: a 1x1 layer's short reduction (one to four stages) leaves a block
+// little to overlap: it loads, multiplies, then stores a tile as large as its inputs, and the next
+// block's loads start only after. The persistent form of a tensor-map tile launches at most one
+// wave of blocks; block b takes tiles b, b + grid, ... (filter tiles fastest, so that the blocks
+// resident together share their pixel tiles in L2). Thread 0 keeps one cursor over every row tile
+// of all those tiles and refills each stage as soon as it is freed, so the next tile's first stages
+// load while this tile finishes and stores. The store goes through a shared output buffer of its own
+// (block_m x block_n 16-bit values after the stages, in the 128-byte swizzle, one 64-filter block
+// per box) and leaves as tensor-map stores of y viewed as (K, N*P*Q), which the copy engine drains
+// while the warps go on; before the buffer is written again thread 0 waits for the previous store to
+// have read it. The tile's epilogue (alpha, bias, beta reading y, ReLU) runs on the fragments; the
+// copy engine clips pixels and filters past y's edges. Needs y dense channels-last (pixel m's
+// filters at m * K), K a multiple of 8 and y 16-byte aligned; the launcher runs the tile's plain form
+// otherwise.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -142,6 +157,8 @@ struct ImplicitMmaParams : ImplicitGemmGeometry {
   // wgrad step's x as an im2col map of the forward layer and dy as (K, N*P*Q), filter_r * filter_s
   // being P*Q.
   CUtensorMap image_map, filter_map;
+  // Note [wgmma persistent tiles]: y as a tiled map (K, N*P*Q), boxes of 64 filters x block_m pixels.
+  CUtensorMap output_map;
   int filter_r, filter_s, dil_h, dil_w, flip;
 };
 
@@ -266,7 +283,7 @@ __device__ __forceinline__ void red_add_run(T* dst, const float (&v)[8]) {
 
 }  // namespace detail
 
-template <class Tile, class Math, GatherForm kA, GatherForm kB, bool kTensorMaps = false>
+template <class Tile, class Math, GatherForm kA, GatherForm kB, bool kTensorMaps = false, bool kPersistent = false>
 __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     implicit_mma_kernel(const __grid_constant__ ImplicitMmaParams prm) {
   using T = typename Math::Storage;
@@ -285,6 +302,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   // Note [mma tf32 pixel runs]: TF32 transposed images reach the MMA through registers.
   constexpr bool kImageRegisters = kA == GatherForm::Transposed && EB == 4;
   static_assert(!kImageRegisters || kB == GatherForm::Vector, "TF32 transposed images come with vector filters");
+  static_assert(!kPersistent || kTensorMaps, "persistent tiles load through tensor maps");
   static_assert(!kTensorMaps || (Tile::kWarpgroup && EB == 2 &&
                                  ((kA == GatherForm::Vector && kB != GatherForm::Element) ||
                                   (kA == GatherForm::Transposed && kB == GatherForm::Transposed))),
@@ -543,20 +561,31 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     __shared__ __align__(8) uint64_t landed[S];  // one barrier a stage, one phase per fill
     float(&d)[FN * 4] = reinterpret_cast<float(&)[FN * 4]>(acc);
     const int wg = warp / 4;
-    int n0, p0, q0;  // the block's first pixel: the column's first window
-    pixel_coords(prm, block_m, n0, p0, q0);
-    const int h0 = window_origin(p0, prm.stride_h, prm.pad_h), w0 = window_origin(q0, prm.stride_w, prm.pad_w);
+    // A tile's first pixel (n0, p0, q0), its window origin (h0, w0), and its first filter.
+    struct TileOrigin {
+      int n0, p0, q0, h0, w0, block_n;
+    };
+    auto origin_of = [&](long long first_pixel, int first_filter) {
+      TileOrigin o;
+      pixel_coords(prm, first_pixel, o.n0, o.p0, o.q0);
+      o.h0 = window_origin(o.p0, prm.stride_h, prm.pad_h);
+      o.w0 = window_origin(o.q0, prm.stride_w, prm.pad_w);
+      o.block_n = first_filter;
+      return o;
+    };
     if (tid == 0) {
       detail::prefetch_tensor_map(prm.image_map);
       detail::prefetch_tensor_map(prm.filter_map);
+      if constexpr (kPersistent) detail::prefetch_tensor_map(prm.output_map);
 #pragma unroll
       for (int s = 0; s < S; ++s) detail::mbarrier_init(&landed[s]);
     }
     __syncthreads();
-    // Stage kt's two copies, issued by thread 0: the tap, channel and filter offset of its first
-    // row come from the offset table (64 rows, one tap, consecutive channels).
-    auto issue = [&](int kt) {
-      const int st = kt % S;
+    // The copies of row tile kt of the tile at `o` into stage st, issued by thread 0: the tap,
+    // channel and filter offset of its first row come from the offset table (64 rows, one tap,
+    // consecutive channels).
+    auto issue = [&](int st, int kt, const TileOrigin& o) {
+      const int n0 = o.n0, p0 = o.p0, q0 = o.q0, h0 = o.h0, w0 = o.w0, block_n = o.block_n;
       const int4 row = __ldg(prm.table + k_first + kt * BK);
       detail::mbarrier_arrive_expect_bytes(&landed[st], (BM + BN) * wgmma::kRowBytes);
       constexpr uint32_t kBlockBytes = BK * wgmma::kRowBytes;  // one M- or N-major block of 64
@@ -593,9 +622,95 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
       }
     };
     // A stage is refilled once every warpgroup has waited for the wgmma groups that read it.
+    if constexpr (kPersistent) {
+      // Note [wgmma persistent tiles].
+      static_assert(kA == GatherForm::Vector && EB == 2, "persistent tiles: forward and dgrad steps, 16-bit y");
+      const int tiles_n = (prm.kg + BN - 1) / BN;
+      const long long tiles = static_cast<long long>((prm.npq + BM - 1) / BM) * tiles_n;
+      auto tile_origin = [&](long long tile) {
+        const long long tm = tile / tiles_n;
+        return origin_of(tm * BM, static_cast<int>(tile - tm * tiles_n) * BN);
+      };
+      // Thread 0's cursor over the stages to fill: every row tile of this block's tiles in order,
+      // stage `fills % S` next, whatever tile it belongs to.
+      long long fill_tile = blockIdx.x;
+      int fill_kt = 0, fills = 0;
+      TileOrigin fill_at = tile_origin(fill_tile);
+      auto issue_next = [&] {
+        if (fill_tile >= tiles) return;
+        issue(fills % S, fill_kt, fill_at);
+        ++fills;
+        if (++fill_kt == k_tiles) {
+          fill_kt = 0;
+          fill_tile += gridDim.x;
+          if (fill_tile < tiles) fill_at = tile_origin(fill_tile);
+        }
+      };
+      if (tid == 0)
+        for (int s = 0; s < S; ++s) issue_next();
+      const uint32_t out_base = smem_base + S * Tile::kStageBytes;  // BN/64 blocks of BM rows x 128 bytes
+      T* __restrict__ gY = static_cast<T*>(prm.y);
+      const int g = lane >> 2, t4 = lane & 3;
+      int used = 0;  // stages consumed, over all of this block's tiles
+      for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+#pragma unroll
+        for (int i = 0; i < FN * 4; ++i) d[i] = 0.0f;
+        for (int kt = 0; kt < k_tiles; ++kt, ++used) {
+          const int st = used % S;
+          detail::mbarrier_wait(&landed[st], (used / S) & 1);
+          multiply_stage(d, st, wg);
+          wgmma::wait<0>();
+          wgmma::pin(d);
+          // The last stage's barrier also hands the output buffer over: the previous tile's store
+          // has read it.
+          if (tid == 0 && kt == k_tiles - 1) detail::bulk_wait_read<0>();
+          __syncthreads();  // stage st is read by no warpgroup
+          if (tid == 0) issue_next();
+        }
+        const long long tm = tile / tiles_n;
+        const long long tile_m = tm * BM;
+        const int tile_n = static_cast<int>(tile - tm * tiles_n) * BN;
+        const int row0 = warp * 16 + g;  // warp w holds pixels 16w..16w+15 (Note [wgmma mainloop])
+#pragma unroll
+        for (int j = 0; j < FN; ++j) {
+          const int col = j * 8 + t4 * 2, f = tile_n + col;
+          const float b0 = prm.bias && f < prm.kg ? __ldg(prm.bias + f) : 0.0f;
+          const float b1 = prm.bias && f + 1 < prm.kg ? __ldg(prm.bias + f + 1) : 0.0f;
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            const int row = row0 + half * 8;
+            float v0 = fmaf(prm.alpha, d[j * 4 + half * 2], b0), v1 = fmaf(prm.alpha, d[j * 4 + half * 2 + 1], b1);
+            const long long m = tile_m + row;
+            if (prm.beta != 0.0f && m < prm.npq && f < prm.kg) {  // y dense: pixel m's filters at m * y_sq
+              const T* old = gY + m * prm.y_sq + f;
+              v0 = fmaf(prm.beta, Math::to_float(old[0]), v0);
+              v1 = fmaf(prm.beta, Math::to_float(old[1]), v1);
+            }
+            if (prm.relu) v0 = fmaxf(v0, 0.0f), v1 = fmaxf(v1, 0.0f);
+            __align__(4) T out[2] = {Math::from_float(v0), Math::from_float(v1)};
+            const uint32_t addr =
+                wgmma::swizzled_chunk(out_base + (col / 64) * BM * wgmma::kRowBytes, row, (col % 64) / 8) +
+                (col % 8) * EB;
+            asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(*reinterpret_cast<const uint32_t*>(out)));
+          }
+        }
+        detail::fence_shared_for_bulk_copy();
+        __syncthreads();  // the tile is in the output buffer
+        if (tid == 0) {
+#pragma unroll
+          for (int b = 0; b < BN / 64; ++b)
+            detail::tensor_store_tile(prm.output_map, tile_n + 64 * b, static_cast<int>(tile_m),
+                                      out_base + b * BM * wgmma::kRowBytes);
+          detail::bulk_commit();
+        }
+      }
+      if (tid == 0) detail::bulk_wait_read<0>();  // the shared memory outlives the last store's reads
+      return;
+    }
+    const TileOrigin at = origin_of(block_m, block_n);
     constexpr int kAheadTma = S - kMmaInFlight;
     if (tid == 0)
-      for (int kt = 0; kt < kAheadTma && kt < k_tiles; ++kt) issue(kt);
+      for (int kt = 0; kt < kAheadTma && kt < k_tiles; ++kt) issue(kt % S, kt, at);
     for (int kt = 0; kt < k_tiles; ++kt) {
       const int st = kt % S;
       detail::mbarrier_wait(&landed[st], (kt / S) & 1);
@@ -604,7 +719,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
       wgmma::pin(d);
       if (kt + kAheadTma < k_tiles) {
         __syncthreads();  // stage kt - kMmaInFlight is read by no warpgroup
-        if (tid == 0) issue(kt + kAheadTma);
+        if (tid == 0) issue((kt + kAheadTma) % S, kt + kAheadTma, at);
       }
     }
     wgmma::wait<0>();

@@ -29,11 +29,18 @@ constexpr bool kHasTensorMaps = Tile::kWarpgroup&& Math::kBytes == 2 &&
                                 ((F::kA == GatherForm::Vector && F::kB != GatherForm::Element) ||
                                  (F::kA == GatherForm::Transposed && F::kB == GatherForm::Transposed));
 
-template <class Tile, class Math, class F, bool kTensorMaps>
+/// Whether the instance has the persistent form (Note [wgmma persistent tiles]).
+template <class Tile, class Math, class F>
+constexpr bool kHasPersistent = kHasTensorMaps<Tile, Math, F>&& F::kA == GatherForm::Vector&& Tile::kPersistentForm;
+
+template <class Tile, bool kPersistent>
+constexpr int kSmemBytesOf = kPersistent ? Tile::kPersistentSmemBytes : Tile::kSmemBytes;
+
+template <class Tile, class Math, class F, bool kTensorMaps, bool kPersistent>
 void launch(const ImplicitMmaParams& prm, dim3 grid, cudaStream_t stream) {
-  auto* kernel = cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB, kTensorMaps>;
+  auto* kernel = cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB, kTensorMaps, kPersistent>;
   if (prm.splits == 1)
-    kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(prm);
+    kernel<<<grid, Tile::kThreads, kSmemBytesOf<Tile, kPersistent>, stream>>>(prm);
   else  // Note [mma cluster split]: the slices of a tile are consecutive z blocks, one cluster.
     cuda::launch_z_clusters(kernel, grid, Tile::kThreads, Tile::kSmemBytes, stream, prm.splits, prm);
   MCONV_CUDA_CHECK(cudaGetLastError());
@@ -100,18 +107,22 @@ void visit_instance(int tile, GatherForm a, GatherForm b, F&& f) {
 /// The kernel's attributes: its dynamic shared memory, and clusters beyond the portable 8 blocks
 /// where the plan splits among more.
 template <class Math>
-void set_attributes(int tile, GatherForm a, GatherForm b, int splits, bool tensor_maps = false) {
+void set_attributes(int tile, GatherForm a, GatherForm b, int splits, bool tensor_maps = false,
+                    bool persistent = false) {
   visit_instance<Math>(tile, a, b, [&](auto t, auto forms) {
     using Tile = decltype(t);
     using F = decltype(forms);
-    auto set = [&](auto kernel) {
-      MCONV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
+    auto set = [&](auto kernel, int smem_bytes = Tile::kSmemBytes) {
+      MCONV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
       if (splits > cuda::kPortableClusterBlocks)
         MCONV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     };
     set(cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB>);
     if constexpr (kHasTensorMaps<Tile, Math, F>)
       if (tensor_maps) set(cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB, true>);
+    if constexpr (kHasPersistent<Tile, Math, F>)
+      if (tensor_maps && persistent)
+        set(cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB, true, true>, Tile::kPersistentSmemBytes);
   });
 }
 
@@ -192,7 +203,7 @@ void implicit_mma_prepare(const Plan& plan, const ImplicitMmaDivision& d) {
     // The fallback for calls whose pointers or group offsets the division's forms cannot take.
     set_attributes<Math>(kElementFallbackTile, GatherForm::Element, GatherForm::Element, d.cluster_split);
     if (mma_tile_has_forms(kMmaTileCatalog.at(d.tile), d.a_gather, d.b_gather))
-      set_attributes<Math>(d.tile, d.a_gather, d.b_gather, d.cluster_split, d.tensor_maps);
+      set_attributes<Math>(d.tile, d.a_gather, d.b_gather, d.cluster_split, d.tensor_maps, d.persistent);
   });
 }
 
@@ -230,33 +241,49 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   // Note [wgmma tensor-map loads]: the copy engine needs 16-byte aligned tensors, which the vector
   // forms kept above already are.
   const bool tensor_maps = keep && d.tensor_maps;
+  // Note [wgmma persistent tiles]: y dense channels-last, its rows whole 16-byte steps, one group.
+  const int64_t kg = plan.problem().k_per_group();
+  const bool persistent = tensor_maps && d.persistent && out.stride_k == 1 && out.stride_q == kg &&
+                          out.stride_p == plan.problem().q() * kg &&
+                          out.stride_n == plan.problem().p() * out.stride_p && kg % run == 0 &&
+                          reinterpret_cast<uintptr_t>(y) % 16 == 0 && !grouped;
   const auto s = static_cast<cudaStream_t>(stream);
   if (tensor_maps) set_tensor_maps(prm, plan, t, a, b, x, w);
+  if (persistent)
+    prm.output_map = cuda::tiled_map<2>(
+        y, plan.dtype() == DType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        {kg, prm.npq}, {out.stride_q}, {cuda::wgmma::kRowBytes / 2, t.block_m});
   const int k_tiles = static_cast<int>(ceil_div(plan.rows(), t.row_bytes / esz));
   // Note [mma atomic slices]: ReLU needs the whole sum, so the groups then run as one (the clusters
   // alone); otherwise y is set to beta*y + bias before they add into it.
   prm.atomic_slices = e.activation == Activation::ReLU ? 1 : d.atomic_slices;
   if (prm.atomic_slices > 1) output_prepass(plan, d.prepass_blocks, y, e, s);
   dim3 grid = cuda::grid_of(d.launch);
-  grid.x = static_cast<unsigned>(ceil_div(prm.npq, t.block_m));
-  grid.y = static_cast<unsigned>(ceil_div(prm.kg, t.block_n));
+  if (!persistent) {  // the planner's persistent grid is one wave; one block a tile otherwise
+    grid.x = static_cast<unsigned>(ceil_div(prm.npq, t.block_m));
+    grid.y = static_cast<unsigned>(ceil_div(prm.kg, t.block_n));
+  }
   visit_math(plan, [&](auto math) {
     using Math = decltype(math);
     visit_instance<Math>(tile_index, a, b, [&](auto tile, auto forms) {
       using Tile = decltype(tile);
       using F = decltype(forms);
-      auto run = [&](auto maps) {
-        constexpr bool kMaps = decltype(maps)::value;
-        prm.splits = cuda::schedulable_cluster_blocks<cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB, kMaps>>(
-            d.cluster_split, Tile::kThreads, Tile::kSmemBytes);
+      auto run = [&](auto maps, auto persistent_blocks) {
+        constexpr bool kMaps = decltype(maps)::value, kPersistent = decltype(persistent_blocks)::value;
+        prm.splits =
+            cuda::schedulable_cluster_blocks<cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB, kMaps, kPersistent>>(
+                d.cluster_split, Tile::kThreads, kSmemBytesOf<Tile, kPersistent>);
         prm.k_tiles_per_split = static_cast<int>(ceil_div(k_tiles, prm.splits * prm.atomic_slices));
         grid.z = static_cast<unsigned>(plan.problem().groups * prm.atomic_slices * prm.splits);
-        launch<Tile, Math, F, kMaps>(prm, grid, s);
+        launch<Tile, Math, F, kMaps, kPersistent>(prm, grid, s);
       };
+      if constexpr (kHasPersistent<Tile, Math, F>)
+        if (persistent) return run(std::true_type{}, std::true_type{});
+      if (persistent) throw Error(Status::Internal, "implicit_mma: a persistent plan on a tile without that form");
       if constexpr (kHasTensorMaps<Tile, Math, F>)
-        if (tensor_maps) return run(std::true_type{});
+        if (tensor_maps) return run(std::true_type{}, std::false_type{});
       if (tensor_maps) throw Error(Status::Internal, "implicit_mma: tensor-map loads on a tile without them");
-      run(std::false_type{});
+      run(std::false_type{}, std::false_type{});
     });
   });
 }

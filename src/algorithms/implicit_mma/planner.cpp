@@ -156,6 +156,21 @@ std::string tensor_map_refusal(const Problem& p, const TensorDesc& x, const Tens
       {p.stride_h, p.stride_w, p.dil_h * (p.r - 1), p.dil_w * (p.s - 1), p.pad_h, p.pad_w, p.p(), p.q(), p.h, p.w});
 }
 
+// Note [wgmma persistent tiles]: the blocks of one wave: as many as an SM holds of the persistent
+// form (its launch bound, fewer where the output buffer's shared memory allows fewer) on every SM.
+int64_t persistent_blocks(const MmaTileShape& t, const HardwareModel& hw) {
+  constexpr int64_t kSmBytes = 228 * 1024, kReservedBytes = 1024;  // sm_90: per SM, and per block
+  const int64_t by_smem = kSmBytes / (t.persistent_smem_bytes + kReservedBytes);
+  return std::max<int64_t>(1, std::min<int64_t>(t.min_blocks, by_smem)) * std::max(hw.sm_count, 1);
+}
+
+/// How a rule's tile runs, where the rule was measured with more than the tile: its cluster split
+/// (0: the split rule's) and the persistent form (Note [wgmma persistent tiles]).
+struct TileRunForm {
+  int split = 0;
+  bool persistent = false;
+};
+
 // Measured on the H100 (bf16, NHWC, resnet50 and vgg16 at batch 32, every layer forced to each tile,
 // one run; docs/PERFORMANCE.md has the table): 128x128 with 8 warps and 128-byte stages won 14 of
 // resnet50's 23 layers; 128x256 (warps of 64x64) won every vgg16 layer with K >= 256 and a long
@@ -173,9 +188,13 @@ std::string tensor_map_refusal(const Problem& p, const TensorDesc& x, const Tens
 // blocks: 52 us against 70 for 64x128). Two picks moved: 3x3 layers with a reduction of 2048 rows or
 // more and at most a wave of 128x128 blocks went to 64x128 in four stages (stage 3: 28 -> 24 us),
 // and single-stage reductions (C = 64 1x1) to 128x64, three blocks an SM (50 -> 47 us).
-// `split`: the cluster split the tile was measured with, where the rule sets one (0: the split rule's).
+// With tensor maps, a 1x1 layer (or one of K/G <= 64) of at least two and a half waves of 128x64
+// tiles runs them persistent: 784-3136 such tiles (resnet50's stages 1-3) ran 10-28% faster than the
+// planner's earlier picks (l1_1x1b 48.2 -> 34.7 us, l2_1x1b 27.8 -> 21.4), 392 and fewer (stage 2's
+// 1x1c, stage 4) 5-10% slower, as did every 3x3 layer of K/G >= 128.
+// `form`: the split or the persistent form the tile was measured with, where the rule sets one.
 int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, bool warpgroup, bool tensor_maps,
-                       int& split, std::vector<std::string>& why) {
+                       TileRunForm& form, std::vector<std::string>& why) {
   const int64_t cols = p.n * p.p() * p.q(), kg = p.k_per_group();
   const int sms = std::max(hw.sm_count, 1);
   auto blocks = [&](int bm, int bn) { return ceil_div(cols, bm) * ceil_div(kg, bn) * p.groups; };
@@ -185,6 +204,13 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
   };
   const std::string shape = "K/G = " + std::to_string(kg) + ", C/G*R*S = " + std::to_string(rows) + ", ";
   if (warpgroup) {  // Note [wgmma mainloop]
+    const int persistent_tile = find_mma_tile("wgmma128x64_s3");
+    const int64_t wave = persistent_blocks(kMmaTileCatalog[persistent_tile], hw);
+    if (tensor_maps && (p.r * p.s == 1 || kg <= 64) && blocks(128, 64) * 2 >= wave * 5) {
+      form.persistent = true;
+      return pick("wgmma128x64_s3", shape + std::to_string(blocks(128, 64)) + " tiles, " + std::to_string(wave) +
+                                        " persistent blocks walking them");
+    }
     if (kg >= 256 && rows >= 1152 && blocks(128, 256) >= (tensor_maps ? sms * 2 / 3 : sms * 3 / 4))
       return pick("wgmma128x256_s4", shape + std::to_string(blocks(128, 256)) + " blocks");
     if ((kg <= 64 || (tensor_maps && rows <= 64)) && blocks(128, 64) >= sms)
@@ -194,7 +220,7 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
     // 64x128 tiles, which are L2-bound there (resnet50 bf16: l4_3x3 32.9 -> 26.4 us forward, 41.8 ->
     // 27.4 dgrad; l4_3x3s2 33.0 -> 26.4). Stage 3's 3x3 layers (49 such tiles, split 2) lost 10%.
     if (tensor_maps && kg >= 256 && p.r * p.s > 1 && rows >= 2048 && blocks(128, 256) * 4 <= sms) {
-      split = 4;
+      form.split = 4;
       return pick("wgmma128x256_s4",
                   shape + std::to_string(blocks(128, 256)) + " blocks, each split 4 ways in a cluster");
     }
@@ -275,8 +301,8 @@ int choose_pixel_run_tile(const Problem& p, const HardwareModel& hw, int64_t row
                           std::vector<std::string>& why) {
   if (!warpgroup) return -1;
   std::vector<std::string> reason;
-  int unused_split = 0;
-  const int tile = choose_vector_tile(p, hw, rows, true, false, unused_split, reason);
+  TileRunForm unused;
+  const int tile = choose_vector_tile(p, hw, rows, true, false, unused, reason);
   if (!kMmaTileCatalog[tile].warpgroup) return -1;
   why.insert(why.end(), reason.begin(), reason.end());
   return tile;
@@ -411,15 +437,26 @@ std::pair<int, int> choose_atomic_slices(int64_t tiles, int k_tiles, const MmaTi
   return {c, a};
 }
 
-// The suffix of a forced tile name that asks for tensor-map loads.
+// The suffixes of a forced tile name that ask for tensor-map loads, and for the persistent form on
+// top of them ("<wgmma tile>_tma_persistent").
 constexpr std::string_view kTensorMapSuffix = "_tma";
+constexpr std::string_view kPersistentSuffix = "_persistent";
+
+// Strips `suffix` from the end of `name`; whether it was there.
+bool strip_suffix(std::string& name, std::string_view suffix) {
+  if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return false;
+  name.resize(name.size() - suffix.size());
+  return true;
+}
 
 }  // namespace
 
 std::string implicit_mma_tile_names() {
   std::string names;
   for (const auto& t : kMmaTileCatalog) names += (names.empty() ? "" : ", ") + t.name();
-  return names + " (wgmma tiles also as <name>" + std::string(kTensorMapSuffix) + ": tensor-map loads)";
+  return names + " (wgmma tiles also as <name>" + std::string(kTensorMapSuffix) + ": tensor-map loads, and <name>" +
+         std::string(kTensorMapSuffix) + std::string(kPersistentSuffix) + ": persistent blocks)";
 }
 
 ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, const TensorDesc& w, int64_t rows,
@@ -435,16 +472,16 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   // Transposed operands without the vector tiles: a wgrad step (long reduction, small output).
   const bool long_reduction =
       !vector_tile && !pixel_runs && (forms.a == GatherForm::Transposed || forms.b == GatherForm::Transposed);
-  int tile, tile_split = 0;
+  int tile;
+  TileRunForm form;
   // A forced "<wgmma tile>_tma" loads through tensor maps; the plain name gathers.
   std::string tile_name = forced_tile;
-  const bool forced_tensor_maps =
-      tile_name.size() > kTensorMapSuffix.size() &&
-      tile_name.compare(tile_name.size() - kTensorMapSuffix.size(), kTensorMapSuffix.size(), kTensorMapSuffix) == 0;
-  if (forced_tensor_maps) tile_name.resize(tile_name.size() - kTensorMapSuffix.size());
+  const bool forced_persistent = strip_suffix(tile_name, kPersistentSuffix);
+  const bool forced_tensor_maps = strip_suffix(tile_name, kTensorMapSuffix);
   if (!forced_tile.empty()) {
     tile = find_mma_tile(tile_name);
-    if (tile < 0 || (forced_tensor_maps && !kMmaTileCatalog[tile].warpgroup))
+    if (tile < 0 || (forced_tensor_maps && !kMmaTileCatalog[tile].warpgroup) ||
+        (forced_persistent && (!forced_tensor_maps || kMmaTileCatalog[tile].persistent_smem_bytes == 0)))
       throw Error(Status::BadParam,
                   "tile: unknown implicit_mma tile '" + forced_tile + "' (known: " + implicit_mma_tile_names() + ")");
     if (kMmaTileCatalog[tile].warpgroup && !wgmma_device(hw))
@@ -456,7 +493,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     // sm_90 (the sm_90a code).
     const bool warpgroup = wgmma_device(hw);
     const bool both_transposed = forms.a == GatherForm::Transposed && forms.b == GatherForm::Transposed;
-    tile = vector_tile      ? choose_vector_tile(p, hw, rows, warpgroup, no_tensor_maps.empty(), tile_split, why)
+    tile = vector_tile      ? choose_vector_tile(p, hw, rows, warpgroup, no_tensor_maps.empty(), form, why)
            : long_reduction ? choose_split_tile(p, hw, rows, dtype_size(x.dtype), warpgroup && both_transposed,
                                                 no_tensor_maps.empty(), why)
            : pixel_runs     ? choose_pixel_run_tile(p, hw, rows, warpgroup, why)
@@ -493,6 +530,20 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     why.push_back("loads: the threads' gather, no tensor maps: " + no_tensor_maps);
   else if (!t.warpgroup && forced_tile.empty() && no_tensor_maps.empty() && wgmma_device(hw))
     why.push_back("loads: the threads' gather (tile " + t.name() + " has no tensor-map form)");
+  if (form.persistent && d.tensor_maps && forced_split == 0) {
+    d.persistent = true;
+    why.push_back("blocks: persistent, one wave walking the tiles, stores through a tensor map of y");
+  }
+  if (forced_persistent) {
+    if (!d.tensor_maps || forms.a != GatherForm::Vector)
+      throw Error(Status::Unsupported, "tile: " + forced_tile +
+                                           " walks tiles of a forward or dgrad step loading through tensor maps, "
+                                           "which this layer is not");
+    if (forced_split > 1)
+      throw Error(Status::Unsupported, "split_k: a persistent tile takes each tile's whole reduction");
+    d.persistent = true;
+    why.push_back("blocks: persistent, one wave walking the tiles, stores through a tensor map of y (forced)");
+  }
   if (!mma_tile_has_forms(t, forms.a, forms.b))
     why.push_back("tile " + t.name() + " has no " + gather_form_name(forms.a) + "/" + gather_form_name(forms.b) +
                   " form: calls run the element form on " + kMmaTileCatalog[kElementFallbackTile].name());
@@ -501,9 +552,13 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   const int64_t tiles = d.launch.grid_x * d.launch.grid_y * p.groups;
   if (long_reduction && !deterministic) {
     std::tie(d.cluster_split, d.atomic_slices) = choose_atomic_slices(tiles, d.k_tiles, t, hw, forced_split, why);
-  } else if (tile_split > 0 && forced_split == 0 && d.tensor_maps) {
-    d.cluster_split = tile_split;
-    why.push_back("cluster split " + std::to_string(tile_split) +
+  } else if (d.persistent) {
+    d.cluster_split = 1;
+    d.launch.grid_x = std::min(tiles, persistent_blocks(t, hw));
+    d.launch.grid_y = 1;
+  } else if (form.split > 0 && forced_split == 0 && d.tensor_maps) {
+    d.cluster_split = form.split;
+    why.push_back("cluster split " + std::to_string(form.split) +
                   ": the tile's rule (slices summed through "
                   "distributed shared memory, in rank order)");
   } else {
@@ -513,7 +568,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   if (d.atomic_slices > 1) d.prepass_blocks = split_prepass_blocks(p.n * p.k * p.p() * p.q(), hw);
   d.launch.grid_z = p.groups * d.atomic_slices * d.cluster_split;
   d.launch.threads = t.threads;
-  d.launch.smem_bytes = t.smem_bytes;
+  d.launch.smem_bytes = d.persistent ? t.persistent_smem_bytes : t.smem_bytes;
   if (d.launch.grid_y > 65535) throw Error(Status::Unsupported, "k: too many filter tiles for one launch");
   if (d.launch.grid_z > 65535) throw Error(Status::Unsupported, "groups: too many groups for one launch");
   return d;

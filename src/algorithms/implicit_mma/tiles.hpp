@@ -76,6 +76,9 @@ struct ImplicitMmaTile {
   static_assert(kThreads % (BlockM / 4) == 0 && ((RowBytes / 4) * BlockM / 4) % kThreads == 0,
                 "TF32 transposed gather: a thread keeps one vector column and copies equal chunks");
   static_assert(kSmemBytes <= 227 * 1024, "dynamic shared memory of one block on sm_90");
+  // Note [wgmma persistent tiles]: the stages, then an output buffer of the block's 16-bit tile.
+  static constexpr int kPersistentSmemBytes = Stages * kStageBytes + BlockM * BlockN * 2 + 1024;
+  static constexpr bool kPersistentForm = kWarpgroup && kPersistentSmemBytes <= 227 * 1024;
   static_assert(RowBytes / 2 <= 64, "a stage's rows stay inside the offset table's padding (kOffsetTableRowAlign)");
 };
 
@@ -107,6 +110,7 @@ struct MmaTileShape {
   int block_m, block_n, warps_m, warps_n, row_bytes, stages, threads, smem_bytes;
   int min_blocks;  ///< blocks an SM holds at once (the kernel's launch bound)
   bool element_gather, warpgroup;
+  int persistent_smem_bytes;  ///< Note [wgmma persistent tiles]: that form's shared memory; 0 without one
   /// "mma128x64_4w_64B": block_m x block_n, warps, stage-row bytes; "wgmma128x128_s3": block_m x
   /// block_n, stages (warpgroup tiles: a warpgroup per 64 pixels, 128-byte rows).
   std::string name() const {
@@ -120,7 +124,8 @@ struct MmaTileShape {
 template <class... Tiles>
 constexpr std::array<MmaTileShape, sizeof...(Tiles)> make_mma_catalog(std::tuple<Tiles...>*) {
   return {{{Tiles::kBlockM, Tiles::kBlockN, Tiles::kWarpsM, Tiles::kWarpsN, Tiles::kStageRowBytes, Tiles::kStages,
-            Tiles::kThreads, Tiles::kSmemBytes, Tiles::kMinBlocks, Tiles::kElementGather, Tiles::kWarpgroup}...}};
+            Tiles::kThreads, Tiles::kSmemBytes, Tiles::kMinBlocks, Tiles::kElementGather, Tiles::kWarpgroup,
+            Tiles::kPersistentForm ? Tiles::kPersistentSmemBytes : 0}...}};
 }
 inline constexpr auto kMmaTileCatalog = make_mma_catalog(static_cast<ImplicitMmaTiles*>(nullptr));
 
