@@ -191,7 +191,11 @@ struct TileRunForm {
 // With tensor maps, a 1x1 layer (or one of K/G <= 64) of at least two and a half waves of 128x64
 // tiles runs them persistent: 784-3136 such tiles (resnet50's stages 1-3) ran 10-28% faster than the
 // planner's earlier picks (l1_1x1b 48.2 -> 34.7 us, l2_1x1b 27.8 -> 21.4), 392 and fewer (stage 2's
-// 1x1c, stage 4) 5-10% slower, as did every 3x3 layer of K/G >= 128.
+// 1x1c, stage 4) 5-10% slower, as did every 3x3 layer of K/G >= 128. Grids of at most one tile an SM
+// with a reduction of at most 512 rows (multi_channel's batch-1 1x1 layers, 8-98 tiles) also ran
+// 12-27% faster persistent than on cluster splits of 64x128 or on mma.sync tiles; stage 4's 1x1c
+// (104 tiles of 2048 rows) 16% slower. K/G <= 64 layers take 128x64 down to half a wave (multi_channel's
+// 112x112 3x3 and 5x5 layers: 13.3 -> 8.8 us and 28.1 -> 15.9 against mma.sync's 64x64).
 // `form`: the split or the persistent form the tile was measured with, where the rule sets one.
 int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, bool warpgroup, bool tensor_maps,
                        TileRunForm& form, std::vector<std::string>& why) {
@@ -206,20 +210,24 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
   if (warpgroup) {  // Note [wgmma mainloop]
     const int persistent_tile = find_mma_tile("wgmma128x64_s3");
     const int64_t wave = persistent_blocks(kMmaTileCatalog[persistent_tile], hw);
-    if (tensor_maps && (p.r * p.s == 1 || kg <= 64) && blocks(128, 64) * 2 >= wave * 5) {
+    const int64_t tiles = blocks(128, 64);
+    if (tensor_maps && (p.r * p.s == 1 || kg <= 64) && (tiles * 2 >= wave * 5 || (tiles <= sms && rows <= 512))) {
       form.persistent = true;
-      return pick("wgmma128x64_s3", shape + std::to_string(blocks(128, 64)) + " tiles, " + std::to_string(wave) +
+      return pick("wgmma128x64_s3", shape + std::to_string(tiles) + " tiles, " + std::to_string(std::min(tiles, wave)) +
                                         " persistent blocks walking them");
     }
     if (kg >= 256 && rows >= 1152 && blocks(128, 256) >= (tensor_maps ? sms * 2 / 3 : sms * 3 / 4))
       return pick("wgmma128x256_s4", shape + std::to_string(blocks(128, 256)) + " blocks");
-    if ((kg <= 64 || (tensor_maps && rows <= 64)) && blocks(128, 64) >= sms)
-      return pick("wgmma128x64_s3", shape + std::to_string(blocks(128, 64)) + " blocks");
+    if ((kg <= 64 || (tensor_maps && rows <= 64)) && (tiles >= sms || (tensor_maps && kg <= 64 && tiles * 2 >= sms)))
+      return pick("wgmma128x64_s3", shape + std::to_string(tiles) + " blocks");
     // Long reductions over a grid of a quarter of a wave of the largest tile (stage 4's 3x3 layers,
     // forward and dgrad): that tile split 4 ways in a cluster reads half the L2 bytes of unsplit
     // 64x128 tiles, which are L2-bound there (resnet50 bf16: l4_3x3 32.9 -> 26.4 us forward, 41.8 ->
-    // 27.4 dgrad; l4_3x3s2 33.0 -> 26.4). Stage 3's 3x3 layers (49 such tiles, split 2) lost 10%.
-    if (tensor_maps && kg >= 256 && p.r * p.s > 1 && rows >= 2048 && blocks(128, 256) * 4 <= sms) {
+    // 27.4 dgrad; l4_3x3s2 33.0 -> 26.4). Stage 3's 3x3 layers (49 such tiles, split 2) lost 10%, and
+    // batch-1 grids of fewer than an eighth of the SMs (1-5 such tiles, mostly empty: multi_channel's
+    // 7x7-28x28 maps) 1.5-2x against 64x128 in four stages.
+    if (tensor_maps && kg >= 256 && p.r * p.s > 1 && rows >= 2048 && blocks(128, 256) * 4 <= sms &&
+        blocks(128, 256) * 8 >= sms) {
       form.split = 4;
       return pick("wgmma128x256_s4",
                   shape + std::to_string(blocks(128, 256)) + " blocks, each split 4 ways in a cluster");
