@@ -301,6 +301,30 @@ TEST(PlanDtypes, TensorMapLoadsWhereTheCopyEngineCanLoadTheStages) {
   EXPECT_FALSE(maps(resnet, Layout::NHWC, DType::Float32, tf32));
 }
 
+// Note [wgmma persistent tiles]: Auto walks 128x64 tiles with persistent blocks on 1x1 (and K/G <= 64)
+// layers of many tiles or of at most one tile an SM with short reductions, never with a split; stage
+// 4's 1x1 and stage 2's 3x3 layers and a batch-1 7x7 3x3 layer keep their tiles; in plane order the
+// loads gather and nothing walks. `mconv plan` shows the persistent grid.
+TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
+  auto division = [](const Problem& p, Layout l = Layout::NHWC) {
+    return std::get<ImplicitMmaDivision>(plan_for(p, l, DType::BFloat16).division());
+  };
+  for (const Problem& p : {make(32, 64, 56, 56, 256, 1, 1), make(32, 128, 28, 28, 512, 1, 1),
+                           make(32, 64, 56, 56, 64, 3, 3, 1), make(1, 512, 7, 7, 512, 1, 1)}) {
+    const ImplicitMmaDivision d = division(p);
+    EXPECT_TRUE(d.persistent) << p.to_string();
+    EXPECT_EQ(division_name(d), "wgmma128x64_s3_tma_persistent") << p.to_string();
+    EXPECT_EQ(d.cluster_split, 1);
+    EXPECT_LE(d.launch.grid_x, 2 * 132) << p.to_string();  // one wave on the H100 model
+    EXPECT_EQ(d.launch.grid_y, 1);
+    EXPECT_GT(d.launch.smem_bytes, detail::kMmaTileCatalog[d.tile].smem_bytes);
+  }
+  for (const Problem& p : {make(32, 512, 7, 7, 2048, 1, 1), make(32, 2048, 7, 7, 512, 1, 1),
+                           make(32, 128, 28, 28, 128, 3, 3, 1), make(1, 512, 7, 7, 512, 3, 3)})
+    EXPECT_FALSE(division(p).persistent) << p.to_string();
+  EXPECT_FALSE(division(make(32, 64, 56, 56, 256, 1, 1), Layout::NCHW).persistent);
+}
+
 // Stage 4's 3x3 layers (long reductions, a quarter of a wave of 128x256 tiles) run that tile split
 // 4 ways in a cluster, forward and dgrad; stage 3's (49 such tiles) and short reductions do not.
 TEST(PlanDtypes, LongReductionsOnFewLargeTilesSplitInACluster) {
