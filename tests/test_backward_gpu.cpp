@@ -90,7 +90,8 @@ TEST_F(BackwardGpu, RandomCases) {
   }
 }
 
-// dgrad of stage 4's 3x3 layer: its one step takes the forward planner's 128x256 tile split 4 ways.
+// dgrad of stage 4's 3x3 layer at batch 8: its one step on the 128x256 tile split 4 ways that the
+// planner picks at batch 32 (PlanDtypes.LongReductionsOnFewLargeTilesSplitInACluster).
 TEST_F(BackwardGpu, DgradLongReductionSplitsTheLargestTile) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 958);
@@ -99,10 +100,13 @@ TEST_F(BackwardGpu, DgradLongReductionSplitsTheLargestTile) {
   c = backward_case(c, Pass::BackwardData);
   for (const Precision& pr : {kPrecisions[2], kPrecisions[3]}) {
     BackwardTensors bt(c, Pass::BackwardData, pr.dtype, g);
-    auto plan = engine.plan_backward_data(c.p, bt.ad, bt.bd, bt.outd);
+    PlanOptions o;
+    o.tile = "wgmma128x256_s4_tma";
+    o.split_k = 4;
+    auto plan = engine.plan_backward_data(c.p, bt.ad, bt.bd, bt.outd, o);
     ASSERT_EQ(plan->plans.size(), 1u);
     EXPECT_EQ(division_name(plan->plans[0]->division()), "wgmma128x256_s4_tma_cs4");
-    EXPECT_LT(run_gpu(engine, c, Pass::BackwardData, pr, g), pr.tolerance) << dtype_name(pr.dtype);
+    EXPECT_LT(run_gpu(engine, c, Pass::BackwardData, pr, g, o), pr.tolerance) << dtype_name(pr.dtype);
   }
 }
 

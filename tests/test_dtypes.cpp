@@ -338,6 +338,8 @@ TEST(PlanDtypes, LongReductionsOnFewLargeTilesSplitInACluster) {
     EXPECT_EQ(d.atomic_slices, 1);
     EXPECT_TRUE(d.tensor_maps);
   }
+  // A batch-1 map, one mostly empty 128x256 tile: 64x128 tiles, split by the split rule.
+  EXPECT_EQ(division(make(1, 512, 7, 7, 512, 3, 3)).tile_name, "wgmma64x128_s4");
   for (const Problem& p : {make(32, 256, 14, 14, 256, 3, 3, 1), make(32, 512, 7, 7, 2048, 1, 1)}) {
     const ImplicitMmaDivision d = division(p);
     EXPECT_NE(d.tile_name, "wgmma128x256_s4") << p.to_string();

@@ -310,8 +310,9 @@ TEST_F(TensorCores, ClusterSplitsMatchTheReference) {
           }
 }
 
-// Stage 4's 3x3 layer (a long reduction, few 128x256 tiles): the planner's own 128x256 tile split 4
-// ways in a cluster over tensor-map loads, with and without the whole epilogue.
+// Stage 4's 3x3 layer (a long reduction, few 128x256 tiles) at batch 8: the 128x256 tile the planner
+// picks at batch 32 (PlanDtypes.LongReductionsOnFewLargeTilesSplitInACluster), split 4 ways in a
+// cluster over tensor-map loads, with and without the whole epilogue.
 TEST_F(TensorCores, LongReductionsSplitTheLargestTile) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 106);
@@ -320,7 +321,9 @@ TEST_F(TensorCores, LongReductionsSplitTheLargestTile) {
   for (const Precision& pr : {kPrecisions[0], kPrecisions[1]})
     for (const Case& k : {c, with_whole_epilogue(c)}) {
       std::string division;
-      EXPECT_LT(run_mma(engine, k, g, pr, "", &division), tolerance(pr.dtype, pr.math)) << pr.name << " " << k.name();
+      EXPECT_LT(run_mma(engine, k, g, pr, "wgmma128x256_s4_tma", &division, Algorithm::ImplicitMma, 4),
+                tolerance(pr.dtype, pr.math))
+          << pr.name << " " << k.name();
       EXPECT_NE(division.find("wgmma128x256_s4_tma_cs4"), std::string::npos) << division;
     }
 }
