@@ -317,6 +317,11 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   const uint32_t smem_base = Tile::kWarpgroup ? (smem_raw + 1023u) & ~1023u : smem_raw;
   auto image_row = [&](int stage, int pixel) { return smem_base + stage * Tile::kStageBytes + pixel * kPitch; };
   auto filter_row = [&](int stage, int f) { return smem_base + stage * Tile::kStageBytes + kABytes + f * kPitch; };
+  // Note [mma tf32 pixel runs]: in a warpgroup tile's TF32 image stage, the 16-byte chunk `vec`
+  // (pixels 4 vec .. 4 vec + 3) of reduction row kk, XORed with 2 (kk % 4).
+  auto pixel_run_chunk = [&](int stage, int kk, int vec) {
+    return image_row(stage, 0) + kk * BM * 4 + ((vec ^ ((kk & 3) << 1)) << 4);
+  };
   auto image_t_row = [&](int stage, int kk) { return smem_base + stage * Tile::kStageBytes + kk * kPitchA; };
   auto filter_t_row = [&](int stage, int kk) {
     return smem_base + stage * Tile::kStageBytes + kABytes + kk * Tile::kPitchB;
@@ -416,7 +421,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
         const bool ok = inside(0, row);
         uint32_t dst;
         if constexpr (Tile::kWarpgroup && kImageRegisters)
-          dst = image_row(stage, 0) + kk * BM * 4 + ((vec ^ ((kk & 3) << 1)) << 4);  // Note [mma tf32 pixel runs]
+          dst = pixel_run_chunk(stage, kk, vec);
         else if constexpr (Tile::kWarpgroup)
           dst = wgmma::n_major_chunk(image_row(stage, 0), BK, kk, vec);
         else
@@ -527,7 +532,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int kk = ks * 8 + t + (e >> 1) * 4, px = pixel + (e & 1) * 8;
-          const uint32_t addr = image_row(st, 0) + kk * BM * 4 + (((px >> 2) ^ (t << 1)) << 4) + (px & 3) * 4;
+          const uint32_t addr = pixel_run_chunk(st, kk, px >> 2) + (px & 3) * 4;
           asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(a[ks][e]) : "r"(addr));
           Math::convert_fragment(a[ks][e]);
         }
