@@ -301,16 +301,17 @@ TEST(PlanDtypes, TensorMapLoadsWhereTheCopyEngineCanLoadTheStages) {
   EXPECT_FALSE(maps(resnet, Layout::NHWC, DType::Float32, tf32));
 }
 
-// Note [wgmma persistent tiles]: Auto walks 128x64 tiles with persistent blocks on 1x1 (and K/G <= 64)
-// layers of many tiles or of at most one tile an SM with short reductions, never with a split; stage
-// 4's 1x1 and stage 2's 3x3 layers and a batch-1 7x7 3x3 layer keep their tiles; in plane order the
-// loads gather and nothing walks. `mconv plan` shows the persistent grid.
+// Note [wgmma persistent tiles]: Auto walks 128x64 tiles with persistent blocks on 1x1 layers (and
+// those of K/G <= 64 or 576 rows) of many tiles, or of at most one tile an SM with short reductions,
+// never with a split; stage 4's 1x1 and stage 2's 3x3 layers and a batch-1 7x7 3x3 layer keep their
+// tiles; in plane order the loads gather and nothing walks. `mconv plan` shows the persistent grid.
 TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
   auto division = [](const Problem& p, Layout l = Layout::NHWC) {
     return std::get<ImplicitMmaDivision>(plan_for(p, l, DType::BFloat16).division());
   };
-  for (const Problem& p : {make(32, 64, 56, 56, 256, 1, 1), make(32, 128, 28, 28, 512, 1, 1),
-                           make(32, 64, 56, 56, 64, 3, 3, 1), make(1, 512, 7, 7, 512, 1, 1)}) {
+  for (const Problem& p :
+       {make(32, 64, 56, 56, 256, 1, 1), make(32, 128, 28, 28, 512, 1, 1), make(32, 64, 56, 56, 64, 3, 3, 1),
+        make(1, 512, 7, 7, 512, 1, 1), make(32, 64, 112, 112, 128, 3, 3, 1)}) {
     const ImplicitMmaDivision d = division(p);
     EXPECT_TRUE(d.persistent) << p.to_string();
     EXPECT_EQ(division_name(d), "wgmma128x64_s3_tma_persistent") << p.to_string();
@@ -323,6 +324,27 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
                            make(32, 128, 28, 28, 128, 3, 3, 1), make(1, 512, 7, 7, 512, 3, 3)})
     EXPECT_FALSE(division(p).persistent) << p.to_string();
   EXPECT_FALSE(division(make(32, 64, 56, 56, 256, 1, 1), Layout::NCHW).persistent);
+  // dgrad: a stride-1 1x1 layer's one step writes dense dx and walks; the phase steps of a stride-2
+  // 3x3 layer write strided views of dx, which a tensor map of y cannot store, and do not.
+  auto dgrad_steps = [](const Problem& p) {
+    const DType t = DType::BFloat16;
+    const BackwardDecomposition dg =
+        decompose_backward_data(p, p.y_desc(Layout::NHWC, t), p.w_desc(Layout::NHWC, t), p.x_desc(Layout::NHWC, t));
+    PlanOptions o;
+    o.target = Target::Cuda;
+    std::vector<ImplicitMmaDivision> v;
+    for (const ForwardStep& s : dg.steps) {
+      const Plan step = Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o);
+      v.push_back(std::get<ImplicitMmaDivision>(step.division()));
+    }
+    return v;
+  };
+  const auto one_by_one = dgrad_steps(make(32, 256, 56, 56, 64, 1, 1));
+  ASSERT_EQ(one_by_one.size(), 1u);
+  EXPECT_TRUE(one_by_one[0].persistent);
+  const auto phases = dgrad_steps(make(32, 128, 56, 56, 128, 3, 3, 1, 2));
+  EXPECT_EQ(phases.size(), 4u);
+  for (const ImplicitMmaDivision& d : phases) EXPECT_FALSE(d.persistent) << division_name(d);
 }
 
 // Stage 4's 3x3 layers (long reductions, a quarter of a wave of 128x256 tiles) run that tile split

@@ -253,7 +253,7 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
                                     ? "algorithm implicit_mma: " + what + " run on the tensor cores"
                                     : "algorithm implicit_mma: forced");
       plan.algorithm_ = Algorithm::ImplicitMma;
-      plan.division_ = detail::plan_implicit_mma(pr, x, w, plan.valid_rows_, plan.row_order_ == RowOrder::RSC, hw,
+      plan.division_ = detail::plan_implicit_mma(pr, x, w, y, plan.valid_rows_, plan.row_order_ == RowOrder::RSC, hw,
                                                  options.tile, options.split_k, options.deterministic, plan.decisions_);
       return plan;
     }

@@ -156,6 +156,13 @@ std::string tensor_map_refusal(const Problem& p, const TensorDesc& x, const Tens
       {p.stride_h, p.stride_w, p.dil_h * (p.r - 1), p.dil_w * (p.s - 1), p.pad_h, p.pad_w, p.p(), p.q(), p.h, p.w});
 }
 
+// Note [wgmma persistent tiles]: y as one dense (N*P*Q) x K matrix, which a tensor map of y stores
+// into (a dgrad phase's view of dx is not: its pixels are strided).
+bool dense_channels_last(const Problem& p, const TensorDesc& y) {
+  const auto& st = y.strides;
+  return p.groups == 1 && st[1] == 1 && st[3] == p.k && st[2] == p.q() * p.k && (p.n == 1 || st[0] == p.p() * st[2]);
+}
+
 // Note [wgmma persistent tiles]: the blocks of one wave: as many as an SM holds of the persistent
 // form (its launch bound, fewer where the output buffer's shared memory allows fewer) on every SM.
 int64_t persistent_blocks(const MmaTileShape& t, const HardwareModel& hw) {
@@ -188,17 +195,19 @@ struct TileRunForm {
 // blocks: 52 us against 70 for 64x128). Two picks moved: 3x3 layers with a reduction of 2048 rows or
 // more and at most a wave of 128x128 blocks went to 64x128 in four stages (stage 3: 28 -> 24 us),
 // and single-stage reductions (C = 64 1x1) to 128x64, three blocks an SM (50 -> 47 us).
-// With tensor maps, a 1x1 layer (or one of K/G <= 64) of at least two and a half waves of 128x64
-// tiles runs them persistent: 784-3136 such tiles (resnet50's stages 1-3) ran 10-28% faster than the
-// planner's earlier picks (l1_1x1b 48.2 -> 34.7 us, l2_1x1b 27.8 -> 21.4), 392 and fewer (stage 2's
-// 1x1c, stage 4) 5-10% slower, as did every 3x3 layer of K/G >= 128. Grids of at most one tile an SM
-// with a reduction of at most 512 rows (multi_channel's batch-1 1x1 layers, 8-98 tiles) also ran
-// 12-27% faster persistent than on cluster splits of 64x128 or on mma.sync tiles; stage 4's 1x1c
-// (104 tiles of 2048 rows) 16% slower. K/G <= 64 layers take 128x64 down to half a wave (multi_channel's
-// 112x112 3x3 and 5x5 layers: 13.3 -> 8.8 us and 28.1 -> 15.9 against mma.sync's 64x64).
+// With tensor maps, a 1x1 layer (or one of K/G <= 64, or of at most 576 rows) of at least two and a
+// half waves of 128x64 tiles runs them persistent: 784-3136 such tiles (resnet50's stages 1-3) ran
+// 10-28% faster than the planner's earlier picks (l1_1x1b 48.2 -> 34.7 us, l2_1x1b 27.8 -> 21.4),
+// 392 and fewer (stage 2's 1x1c, stage 4) 5-10% slower, as did every 3x3 layer of K/G >= 128 but
+// vgg16's 64-channel one (576 rows: 166 -> 153 us; 128 channels, 1152 rows: 265 -> 261, not taken).
+// Grids of at most one tile an SM with a reduction of at most 512 rows (multi_channel's batch-1 1x1
+// layers, 8-98 tiles) also ran 12-27% faster persistent than on cluster splits of 64x128 or on
+// mma.sync tiles; stage 4's 1x1c (104 tiles of 2048 rows) 16% slower. K/G <= 64 layers take 128x64
+// down to half a wave (multi_channel's 112x112 3x3 and 5x5 layers: 13.3 -> 8.8 us and 28.1 -> 15.9
+// against mma.sync's 64x64).
 // `form`: the split or the persistent form the tile was measured with, where the rule sets one.
 int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, bool warpgroup, bool tensor_maps,
-                       TileRunForm& form, std::vector<std::string>& why) {
+                       bool y_dense, TileRunForm& form, std::vector<std::string>& why) {
   const int64_t cols = p.n * p.p() * p.q(), kg = p.k_per_group();
   const int sms = std::max(hw.sm_count, 1);
   auto blocks = [&](int bm, int bn) { return ceil_div(cols, bm) * ceil_div(kg, bn) * p.groups; };
@@ -211,7 +220,8 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
     const int persistent_tile = find_mma_tile("wgmma128x64_s3");
     const int64_t wave = persistent_blocks(kMmaTileCatalog[persistent_tile], hw);
     const int64_t tiles = blocks(128, 64);
-    if (tensor_maps && (p.r * p.s == 1 || kg <= 64) && (tiles * 2 >= wave * 5 || (tiles <= sms && rows <= 512))) {
+    if (tensor_maps && y_dense && (p.r * p.s == 1 || kg <= 64 || rows <= 576) &&
+        (tiles * 2 >= wave * 5 || (tiles <= sms && rows <= 512))) {
       form.persistent = true;
       return pick("wgmma128x64_s3", shape + std::to_string(tiles) + " tiles, " + std::to_string(std::min(tiles, wave)) +
                                         " persistent blocks walking them");
@@ -310,7 +320,7 @@ int choose_pixel_run_tile(const Problem& p, const HardwareModel& hw, int64_t row
   if (!warpgroup) return -1;
   std::vector<std::string> reason;
   TileRunForm unused;
-  const int tile = choose_vector_tile(p, hw, rows, true, false, unused, reason);
+  const int tile = choose_vector_tile(p, hw, rows, true, false, false, unused, reason);
   if (!kMmaTileCatalog[tile].warpgroup) return -1;
   why.insert(why.end(), reason.begin(), reason.end());
   return tile;
@@ -467,9 +477,10 @@ std::string implicit_mma_tile_names() {
          std::string(kTensorMapSuffix) + std::string(kPersistentSuffix) + ": persistent blocks)";
 }
 
-ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, const TensorDesc& w, int64_t rows,
-                                      bool rows_order_rsc, const HardwareModel& hw, const std::string& forced_tile,
-                                      int forced_split, bool deterministic, std::vector<std::string>& why) {
+ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y,
+                                      int64_t rows, bool rows_order_rsc, const HardwareModel& hw,
+                                      const std::string& forced_tile, int forced_split, bool deterministic,
+                                      std::vector<std::string>& why) {
   const GatherForms forms = choose_gather_forms(p, x, w, rows_order_rsc);
   // Note [wgmma tensor-map loads]: what keeps the copy engine from loading the stages, tiles aside.
   std::string no_tensor_maps = tensor_map_refusal(p, x, w, rows_order_rsc, forms);
@@ -501,7 +512,8 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     // sm_90 (the sm_90a code).
     const bool warpgroup = wgmma_device(hw);
     const bool both_transposed = forms.a == GatherForm::Transposed && forms.b == GatherForm::Transposed;
-    tile = vector_tile      ? choose_vector_tile(p, hw, rows, warpgroup, no_tensor_maps.empty(), form, why)
+    tile = vector_tile ? choose_vector_tile(p, hw, rows, warpgroup, no_tensor_maps.empty(), dense_channels_last(p, y),
+                                            form, why)
            : long_reduction ? choose_split_tile(p, hw, rows, dtype_size(x.dtype), warpgroup && both_transposed,
                                                 no_tensor_maps.empty(), why)
            : pixel_runs     ? choose_pixel_run_tile(p, hw, rows, warpgroup, why)

@@ -11,13 +11,15 @@
 namespace mconv::detail {
 
 /// The division of the tensor-core implicit GEMM for `p` with these descriptors (their dtype fixes
-/// the rows per stage), `rows_order_rsc`: the plan's rows run channels fastest. A non-empty
-/// `forced_tile` overrides the choice, a `forced_split` > 0 the slices of a tile's rows (1: none):
-/// a cluster's blocks, and for long reductions (transposed operands, a wgrad step's) outside a
-/// `deterministic` plan also groups adding into y with atomics. Appends one line per decision to `why`.
-ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, const TensorDesc& w, int64_t rows,
-                                      bool rows_order_rsc, const HardwareModel& hw, const std::string& forced_tile,
-                                      int forced_split, bool deterministic, std::vector<std::string>& why);
+/// the rows per stage; y's strides whether Auto may pick the persistent form), `rows_order_rsc`:
+/// the plan's rows run channels fastest. A non-empty `forced_tile` overrides the choice, a
+/// `forced_split` > 0 the slices of a tile's rows (1: none): a cluster's blocks, and for long
+/// reductions (transposed operands, a wgrad step's) outside a `deterministic` plan also groups
+/// adding into y with atomics. Appends one line per decision to `why`.
+ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y,
+                                      int64_t rows, bool rows_order_rsc, const HardwareModel& hw,
+                                      const std::string& forced_tile, int forced_split, bool deterministic,
+                                      std::vector<std::string>& why);
 
 /// The tile names of the family, "a, b, c".
 std::string implicit_mma_tile_names();
