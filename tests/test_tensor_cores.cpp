@@ -40,6 +40,11 @@ struct DeviceBytes {
   ~DeviceBytes() { cudaFree(ptr); }
 };
 
+// Whether the engine's GPU runs the wgmma tiles (sm_90).
+bool wgmma_device(Engine& engine) {
+  return engine.hardware().cc_major == 9 && engine.hardware().cc_minor == 0;
+}
+
 // Runs one case in one precision (tile "" = the planner's), returns the norm-relative error.
 // `algorithm`: ImplicitMma (forced), or Auto to run the planner's choice.
 double run_mma(Engine& engine, const Case& c, std::mt19937_64& g, const Precision& pr, const std::string& tile = "",
@@ -147,8 +152,7 @@ void check_tiles(Engine& engine, std::mt19937_64& g, const std::vector<Case>& ca
 // tiles, groups, the whole epilogue, a cluster split, and Auto's choice on a layer of each tile.
 TEST_F(TensorCores, WarpgroupTilesMatchTheReference) {
   Engine engine(Target::Cuda);
-  if (engine.hardware().cc_major != 9 || engine.hardware().cc_minor != 0)
-    GTEST_SKIP() << "wgmma tiles run on sm_90 only";
+  if (!wgmma_device(engine)) GTEST_SKIP() << "wgmma tiles run on sm_90 only";
   std::mt19937_64 g(test_seed() + 106);
   std::vector<Case> cases;
   for (int64_t c : {8, 64, 264})
@@ -180,11 +184,8 @@ TEST_F(TensorCores, WarpgroupTilesMatchTheReference) {
 // filters, true convolution, one to many stages, the whole epilogue and a cluster split. A forced
 // tensor-map tile on a layer it cannot load is refused, one on an unaligned x runs the gather, and
 // Auto takes the tensor maps on a resnet-like layer.
-TEST_F(TensorCores, TensorMapLoadsMatchTheReference) {
-  Engine engine(Target::Cuda);
-  if (engine.hardware().cc_major != 9 || engine.hardware().cc_minor != 0)
-    GTEST_SKIP() << "wgmma tiles run on sm_90 only";
-  std::mt19937_64 g(test_seed() + 107);
+// Layers that stress the im2col map (the tensor-map and persistent tests below).
+std::vector<Case> tensor_map_cases() {
   std::vector<Case> cases = {Case{make(2, 64, 9, 11, 72, 3, 3, 1)},      Case{make(3, 128, 7, 7, 264, 3, 3, 1)},
                              Case{make(2, 64, 14, 13, 136, 3, 3, 1, 2)}, Case{make(2, 128, 13, 13, 64, 1, 1, 0, 2)},
                              Case{make(1, 64, 20, 18, 64, 7, 7, 3, 2)},  Case{make(2, 64, 12, 13, 80, 3, 3, 2, 1, 2)},
@@ -199,6 +200,14 @@ TEST_F(TensorCores, TensorMapLoadsMatchTheReference) {
   conv.p.mode = Mode::Convolution;
   cases.push_back(conv);
   cases.push_back(with_whole_epilogue(Case{make(2, 64, 8, 8, 80, 3, 3, 1)}));
+  return cases;
+}
+
+TEST_F(TensorCores, TensorMapLoadsMatchTheReference) {
+  Engine engine(Target::Cuda);
+  if (!wgmma_device(engine)) GTEST_SKIP() << "wgmma tiles run on sm_90 only";
+  std::mt19937_64 g(test_seed() + 107);
+  const std::vector<Case> cases = tensor_map_cases();
   std::vector<std::string> tiles;
   for (const auto& t : detail::kMmaTileCatalog)
     if (t.warpgroup) tiles.push_back(t.name() + "_tma");
@@ -243,21 +252,19 @@ TEST_F(TensorCores, TensorMapLoadsMatchTheReference) {
   EXPECT_NE(division.find("_tma"), std::string::npos) << division;
 }
 
-// Note [wgmma persistent tiles]: every tile with the persistent form on the tensor-map layers above,
-// and on 1x1 and 3x3 layers of more tiles than one wave of blocks holds (each block walks several,
+// Note [wgmma persistent tiles]: every tile with the persistent form on the tensor-map layers above
+// (tensor_map_cases), and on 1x1 and 3x3 layers of more tiles than one wave of blocks holds (each block walks several,
 // its stages running into the next tile's) with partial pixel and filter tiles and the whole
 // epilogue (beta reading y); y in plane order runs the plain form of the tile. A persistent tile is
 // refused on a layer without tensor maps and with a split.
 TEST_F(TensorCores, PersistentTilesMatchTheReference) {
   Engine engine(Target::Cuda);
-  if (engine.hardware().cc_major != 9 || engine.hardware().cc_minor != 0)
-    GTEST_SKIP() << "wgmma tiles run on sm_90 only";
+  if (!wgmma_device(engine)) GTEST_SKIP() << "wgmma tiles run on sm_90 only";
   std::mt19937_64 g(test_seed() + 108);
-  std::vector<Case> cases = {Case{make(2, 64, 9, 11, 72, 3, 3, 1)},      Case{make(3, 128, 7, 7, 264, 3, 3, 1)},
-                             Case{make(2, 64, 14, 13, 136, 3, 3, 1, 2)}, Case{make(4, 192, 6, 5, 128, 1, 1)},
-                             Case{make(8, 128, 28, 28, 512, 1, 1)},      Case{make(8, 64, 27, 29, 200, 3, 3, 1)}};
-  cases.push_back(with_whole_epilogue(Case{make(8, 128, 28, 28, 512, 1, 1)}));
-  cases.push_back(with_whole_epilogue(Case{make(2, 64, 8, 8, 80, 3, 3, 1)}));
+  std::vector<Case> cases = tensor_map_cases();
+  for (const Case& c : {Case{make(8, 128, 28, 28, 512, 1, 1)}, Case{make(8, 64, 27, 29, 200, 3, 3, 1)},
+                        with_whole_epilogue(Case{make(8, 128, 28, 28, 512, 1, 1)})})
+    cases.push_back(c);
   std::vector<std::string> tiles;
   for (const auto& t : detail::kMmaTileCatalog)
     if (t.persistent_smem_bytes > 0) tiles.push_back(t.name() + "_tma_persistent");

@@ -11,6 +11,7 @@
 #include "../common/tensor_map.hpp"
 #include "../launch.hpp"
 #include "kernel.cuh"
+#include "planner.hpp"
 #include "tiles.hpp"
 
 namespace mconv::detail {
@@ -241,12 +242,10 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   // Note [wgmma tensor-map loads]: the copy engine needs 16-byte aligned tensors, which the vector
   // forms kept above already are.
   const bool tensor_maps = keep && d.tensor_maps;
-  // Note [wgmma persistent tiles]: y dense channels-last, its rows whole 16-byte steps, one group.
+  // Note [wgmma persistent tiles]: y dense channels-last (the planner's test), its rows whole 16-byte steps.
   const int64_t kg = plan.problem().k_per_group();
-  const bool persistent = tensor_maps && d.persistent && out.stride_k == 1 && out.stride_q == kg &&
-                          out.stride_p == plan.problem().q() * kg &&
-                          out.stride_n == plan.problem().p() * out.stride_p && kg % run == 0 &&
-                          reinterpret_cast<uintptr_t>(y) % 16 == 0 && !grouped;
+  const bool persistent = tensor_maps && d.persistent && dense_channels_last(plan.problem(), plan.y_desc()) &&
+                          kg % run == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
   const auto s = static_cast<cudaStream_t>(stream);
   if (tensor_maps) set_tensor_maps(prm, plan, t, a, b, x, w);
   if (persistent)

@@ -156,13 +156,6 @@ std::string tensor_map_refusal(const Problem& p, const TensorDesc& x, const Tens
       {p.stride_h, p.stride_w, p.dil_h * (p.r - 1), p.dil_w * (p.s - 1), p.pad_h, p.pad_w, p.p(), p.q(), p.h, p.w});
 }
 
-// Note [wgmma persistent tiles]: y as one dense (N*P*Q) x K matrix, which a tensor map of y stores
-// into (a dgrad phase's view of dx is not: its pixels are strided).
-bool dense_channels_last(const Problem& p, const TensorDesc& y) {
-  const auto& st = y.strides;
-  return p.groups == 1 && st[1] == 1 && st[3] == p.k && st[2] == p.q() * p.k && (p.n == 1 || st[0] == p.p() * st[2]);
-}
-
 // Note [wgmma persistent tiles]: the blocks of one wave: as many as an SM holds of the persistent
 // form (its launch bound, fewer where the output buffer's shared memory allows fewer) on every SM.
 int64_t persistent_blocks(const MmaTileShape& t, const HardwareModel& hw) {
@@ -469,6 +462,11 @@ bool strip_suffix(std::string& name, std::string_view suffix) {
 }
 
 }  // namespace
+
+bool dense_channels_last(const Problem& p, const TensorDesc& y) {
+  const auto& st = y.strides;
+  return p.groups == 1 && st[1] == 1 && st[3] == p.k && st[2] == p.q() * p.k && (p.n == 1 || st[0] == p.p() * st[2]);
+}
 
 std::string implicit_mma_tile_names() {
   std::string names;

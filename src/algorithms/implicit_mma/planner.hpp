@@ -21,6 +21,10 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
                                       const std::string& forced_tile, int forced_split, bool deterministic,
                                       std::vector<std::string>& why);
 
+/// Note [wgmma persistent tiles]: y is one dense (N*P*Q) x K matrix, which a tensor map of y can
+/// store into (a dgrad phase's view of dx is not).
+bool dense_channels_last(const Problem& p, const TensorDesc& y);
+
 /// The tile names of the family, "a, b, c".
 std::string implicit_mma_tile_names();
 
