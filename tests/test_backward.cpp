@@ -161,9 +161,9 @@ TEST(Backward, HalfStepsGatherTransposedOperandsAndSplitWgrad) {
   EXPECT_EQ(wgrad.a_gather, GatherForm::Transposed);
   EXPECT_EQ(wgrad.b_gather, GatherForm::Transposed);
   EXPECT_TRUE(wgrad.images_fastest);
-  // 9 tiles (64x128, three an SM): one resident wave holds 44 slices of each, taken as 8 groups
-  // adding into dw of 4-block clusters (32); dw is first set to beta*dw.
-  EXPECT_EQ(wgrad.block_m, 64);
+  // 9 tiles (64x64 for its 64 filters, four an SM): one resident wave holds 58 slices of each, taken
+  // as 8 groups adding into dw of 4-block clusters (32); dw is first set to beta*dw.
+  EXPECT_EQ(wgrad.tile_name, "wgmma64x64_s3");
   EXPECT_EQ(wgrad.atomic_slices, 8);
   EXPECT_EQ(wgrad.cluster_split, 4);
   EXPECT_EQ(wgrad.launch.grid_z, 32);

@@ -234,6 +234,8 @@ TEST_F(BackwardGpu, ChannelsLastHalfStepsTransposedGathersAndClusterSplits) {
                 three && pass == Pass::BackwardData ? GatherForm::Element : GatherForm::Transposed;
             EXPECT_EQ(d.a_gather, want_a) << pass_name(pass) << " " << c.name();
             EXPECT_EQ(d.b_gather, want_b) << pass_name(pass) << " " << c.name();
+            // Note [mma narrow filter tiles]: dx's 3 channels fill a 16-wide tile.
+            if (three && pass == Pass::BackwardData) EXPECT_EQ(d.tile_name, "mma128x16_4w_128B");
           }
           EXPECT_LT(run_gpu(engine, c, pass, pr, g, o), pr.tolerance)
               << pass_name(pass) << " " << dtype_name(pr.dtype) << " split " << split
@@ -312,7 +314,11 @@ TEST_F(BackwardGpu, WgradTensorMapLoads) {
     const char* tile;
     int split;
   };
-  const Forced forced[] = {{"", 0}, {"wgmma64x128_s3_tma", 0}, {"wgmma128x128_s3_tma", 0}, {"wgmma64x128_s4_tma", 4}};
+  const Forced forced[] = {{"", 0},
+                           {"wgmma64x128_s3_tma", 0},
+                           {"wgmma64x64_s3_tma", 0},
+                           {"wgmma128x128_s3_tma", 0},
+                           {"wgmma64x128_s4_tma", 4}};
   for (const Precision& pr : {kPrecisions[2], kPrecisions[3]})
     for (Case c : cases)
       for (const Forced& f : forced) {

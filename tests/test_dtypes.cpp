@@ -347,6 +347,57 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
   for (const ImplicitMmaDivision& d : phases) EXPECT_FALSE(d.persistent) << division_name(d);
 }
 
+// Note [mma narrow filter tiles]: forward layers and dgrad steps of at most 16 filters a group take the
+// 128x16 tile, in every precision and layout: an RGB output layer, a one-channel head, 16 filters,
+// groups of 8 (on sm_90 and on an sm_80 model) and every phase of a first layer's dgrad (its filters
+// are the image's 3 channels). 17 filters, a 1x1 layer on persistent wgmma tiles, and a wgrad step
+// (its columns are the layer's C*R*S) do not.
+TEST(PlanDtypes, NarrowFilterTilesOnLayersOfFewFilters) {
+  const std::string narrow = "mma128x16_4w_128B";
+  auto division = [](const Problem& p, Layout l, DType t, PlanOptions o = {}) {
+    return std::get<ImplicitMmaDivision>(plan_for(p, l, t, o).division());
+  };
+  PlanOptions tf32;
+  tf32.math = MathMode::TF32;
+  for (const Problem& p : {make(8, 64, 64, 64, 3, 3, 3, 1), make(8, 64, 64, 64, 1, 1, 1),
+                           make(32, 256, 28, 28, 16, 1, 1), make(4, 64, 28, 28, 64, 3, 3, 1, 1, 1, 8)})
+    for (Layout l : {Layout::NHWC, Layout::NCHW}) {
+      EXPECT_EQ(division(p, l, DType::BFloat16).tile_name, narrow) << p.to_string();
+      EXPECT_EQ(division(p, l, DType::Float16).tile_name, narrow) << p.to_string();
+      EXPECT_EQ(division(p, l, DType::Float32, tf32).tile_name, narrow) << p.to_string();
+    }
+  HardwareModel ampere = HardwareModel::reference_h100();
+  ampere.cc_major = 8;
+  const Problem rgb = make(8, 64, 64, 64, 3, 3, 3, 1);
+  PlanOptions cuda;
+  cuda.target = Target::Cuda;
+  const Plan on_ampere =
+      Plan::build(rgb, rgb.x_desc(Layout::NHWC, DType::BFloat16), rgb.w_desc(Layout::NHWC, DType::BFloat16),
+                  rgb.y_desc(Layout::NHWC, DType::BFloat16), ampere, cuda);
+  EXPECT_EQ(std::get<ImplicitMmaDivision>(on_ampere.division()).tile_name, narrow);
+  EXPECT_NE(division(make(8, 64, 64, 64, 17, 3, 3, 1), Layout::NHWC, DType::BFloat16).tile_name, narrow);
+  // A 1x1 head with many tiles keeps the persistent wgmma tile channels-last, not in plane order.
+  const Problem head = make(8, 64, 256, 256, 1, 1, 1);
+  EXPECT_EQ(division_name(division(head, Layout::NHWC, DType::BFloat16)), "wgmma128x64_s3_tma_persistent");
+  EXPECT_EQ(division(head, Layout::NCHW, DType::BFloat16).tile_name, narrow);
+  EXPECT_EQ(division(make(8, 64, 256, 256, 3, 3, 3, 1), Layout::NHWC, DType::BFloat16).tile_name, narrow);
+  const Problem conv1 = make(32, 3, 224, 224, 64, 7, 7, 3, 2);
+  const DType t = DType::BFloat16;
+  const BackwardDecomposition dg = decompose_backward_data(
+      conv1, conv1.y_desc(Layout::NHWC, t), conv1.w_desc(Layout::NHWC, t), conv1.x_desc(Layout::NHWC, t));
+  ASSERT_EQ(dg.steps.size(), 4u);
+  for (const ForwardStep& s : dg.steps) {
+    const Plan step = Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), cuda);
+    EXPECT_EQ(std::get<ImplicitMmaDivision>(step.division()).tile_name, narrow) << s.problem.to_string();
+  }
+  const BackwardDecomposition wg = decompose_backward_filter(
+      conv1, conv1.x_desc(Layout::NHWC, t), conv1.y_desc(Layout::NHWC, t), conv1.w_desc(Layout::NHWC, t));
+  for (const ForwardStep& s : wg.steps) {
+    const Plan step = Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), cuda);
+    EXPECT_NE(std::get<ImplicitMmaDivision>(step.division()).tile_name, narrow) << s.problem.to_string();
+  }
+}
+
 // Stage 4's 3x3 layers (long reductions, a quarter of a wave of 128x256 tiles) run that tile split
 // 4 ways in a cluster, forward and dgrad; stage 3's (49 such tiles) and short reductions do not.
 TEST(PlanDtypes, LongReductionsOnFewLargeTilesSplitInACluster) {

@@ -111,10 +111,11 @@ std::vector<Case> mma_edge_cases() {
 TEST_F(TensorCores, EdgeCasesEveryTilePrecisionAndLayout) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 100);
-  // Every tile; under the sanitizers one with and one without its own element gather, and a wgmma one.
+  // Every tile; under the sanitizers one with and one without its own element gather, the narrow one
+  // (Note [mma narrow filter tiles]) and a wgmma one.
   std::vector<std::string> tiles;
   for (const auto& t : detail::kMmaTileCatalog) tiles.push_back(t.name());
-  if (few()) tiles = {detail::kMmaTileCatalog[0].name(), "mma64x64_4w_64B", "wgmma128x256_s4"};
+  if (few()) tiles = {detail::kMmaTileCatalog[0].name(), "mma64x64_4w_64B", "mma128x16_4w_128B", "wgmma128x256_s4"};
   for (const Precision& pr : kPrecisions)
     for (const std::string& tile : tiles)
       for (Case c : mma_edge_cases())

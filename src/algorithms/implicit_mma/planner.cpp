@@ -252,13 +252,36 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
   return pick("mma64x64_4w_128B", shape + std::to_string(blocks(64, 64)) + " blocks");
 }
 
+// Note [mma narrow filter tiles]: a layer of at most 16 filters a group leaves three quarters or more
+// of a 64-wide tile's columns empty, and the tile still multiplies and copies them: a first layer's
+// dgrad, whose filters are the image's 3 channels, spent 61 of every 64 columns' work on zeros and ran
+// at 5 TFLOP/s. Output layers of 1-16 channels (restoration and segmentation heads) are the same
+// shape. The 128x16 tile (4 warps of 32x16, every gather form) spends a quarter as much a pixel.
+// Measured on the H100 (bench/suites/narrow_output.csv and resnet50's conv1 dgrad, every layer
+// forced to each tile): conv1's dgrad 1544 -> 743 us against 128x64 (2149 on 64x64); bf16 NHWC 3x3
+// output layers 152 and 79 us against 175 and 85 for 128x64 wgmma tiles with tensor maps, persistent
+// or not, and 240 and 96 for mma.sync 128x64; TF32 NCHW 1.42x the 128x64 element tile over the suite.
+// 1x1 layers that take the persistent wgmma tile keep it: 39 us against 62 (one filter), 17 against
+// 21 (8), 24 against 28.5 (16). Forward and dgrad steps only: a wgrad step's columns are the layer's
+// C*R*S. -1 where it does not apply.
+int choose_narrow_tile(const Problem& p, bool long_reduction, std::vector<std::string>& why) {
+  const int tile = find_mma_tile("mma128x16_4w_128B");
+  const int64_t kg = p.k_per_group();
+  if (long_reduction || kg > kMmaTileCatalog[tile].block_n) return -1;
+  why.push_back("tile mma128x16_4w_128B: K/G = " + std::to_string(kg) +
+                " filters fill a 16-wide tile, a quarter or less of a 64-wide one (Note [mma narrow filter tiles])");
+  return tile;
+}
+
 // The element gather (layouts or channel counts the vector gather cannot take): the largest tile with
 // that form whose grid fills the SMs.
 // The tiles a non-vector plan can take: the element-gather tiles, or on sm_90 for the both-transposed
 // form the wgmma tiles (Note [wgmma mainloop]); the catalog lists each kind largest first. A wgmma
-// tile more than twice the layer's pixels (a wgrad step's M is its K filters) is passed over.
+// tile more than twice the layer's pixels (a wgrad step's M is its K filters) is passed over. The
+// narrow tile and wgmma 64x64 are left to their own rules (choose_narrow_tile, choose_split_tile).
 bool split_candidate(const MmaTileShape& t, bool warpgroup) {
-  return warpgroup ? t.warpgroup : t.element_gather;
+  const bool own_rule = t.block_n < 64 || (t.warpgroup && t.block_m == 64 && t.block_n == 64);
+  return !own_rule && (warpgroup ? t.warpgroup : t.element_gather);
 }
 int last_candidate(bool warpgroup) {
   int last = -1;
@@ -376,6 +399,15 @@ int choose_split_tile(const Problem& p, const HardwareModel& hw, int64_t rows, i
     const int tile = find_mma_tile("wgmma128x64_s3");
     why.push_back("tile wgmma128x64_s3: " + std::to_string(ceil_div(cols, int64_t(128)) * ceil_div(kg, int64_t(64))) +
                   " tiles, a third of a wave or more, no cluster (measured best for such wgrad steps on the H100)");
+    return tile;
+  }
+  // A wgrad step of at most 64 filters (stage 1's layers) on wgmma 64x64: the 64x128 tile the loop
+  // below ends on left half its columns empty.
+  if (warpgroup && kg <= 64) {
+    const int tile = find_mma_tile("wgmma64x64_s3");
+    why.push_back("tile wgmma64x64_s3: K/G = " + std::to_string(kg) + " filters, " +
+                  std::to_string(ceil_div(cols, int64_t(64)) * p.groups) +
+                  " tiles (measured best for such wgrad steps on the H100)");
     return tile;
   }
   const int last = last_candidate(warpgroup);
@@ -510,13 +542,22 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     // sm_90 (the sm_90a code).
     const bool warpgroup = wgmma_device(hw);
     const bool both_transposed = forms.a == GatherForm::Transposed && forms.b == GatherForm::Transposed;
+    std::vector<std::string> rule;  // the reasons of the rule that picks, appended once it is kept
     tile = vector_tile ? choose_vector_tile(p, hw, rows, warpgroup, no_tensor_maps.empty(), dense_channels_last(p, y),
-                                            form, why)
+                                            form, rule)
            : long_reduction ? choose_split_tile(p, hw, rows, dtype_size(x.dtype), warpgroup && both_transposed,
-                                                no_tensor_maps.empty(), why)
-           : pixel_runs     ? choose_pixel_run_tile(p, hw, rows, warpgroup, why)
-           : warpgroup && dtype_size(x.dtype) == 4 ? choose_tf32_element_tile(p, hw, rows, why)
+                                                no_tensor_maps.empty(), rule)
+           : pixel_runs     ? choose_pixel_run_tile(p, hw, rows, warpgroup, rule)
+           : warpgroup && dtype_size(x.dtype) == 4 ? choose_tf32_element_tile(p, hw, rows, rule)
                                                    : -1;
+    // Note [mma narrow filter tiles]: but a 1x1 layer's persistent wgmma tile.
+    const int narrow = form.persistent && p.r * p.s == 1 ? -1 : choose_narrow_tile(p, long_reduction, why);
+    if (narrow >= 0) {
+      tile = narrow;
+      form = {};
+    } else {
+      why.insert(why.end(), rule.begin(), rule.end());
+    }
     if (tile < 0) tile = choose_element_tile(p, hw, false, why);
   }
   const MmaTileShape& t = kMmaTileCatalog[tile];

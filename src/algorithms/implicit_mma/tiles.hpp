@@ -40,7 +40,15 @@ struct ImplicitMmaTile {
   // (Note [mma shared layout]).
   // Warpgroup tiles: Note [wgmma shared layout] (wgmma.cuh) swizzles instead.
   static constexpr int kRowPitch = kWarpgroup ? kStageRowBytes : kStageRowBytes + 16;
-  static constexpr int kStageBytes = (BlockM + BlockN) * kRowPitch;
+  // Note [mma gather forms]: a transposed stage holds the rows of BlockM (or BlockN) 16-bit elements,
+  // padded by 16 bytes. It fits the reduction-fastest bytes of the image operand; a narrow filter
+  // tile's transposed rows (BlockN = 16: 48-byte rows) need more than its 16 padded rows, and the
+  // filter part of a stage is the larger of the two.
+  static constexpr int kTransposedRows = RowBytes / 2;
+  static constexpr int kPitchA = BlockM * 2 + 16, kPitchB = BlockN * 2 + 16;
+  static constexpr int kFilterBytes =
+      kWarpgroup || BlockN * kRowPitch >= kTransposedRows * kPitchB ? BlockN * kRowPitch : kTransposedRows * kPitchB;
+  static constexpr int kStageBytes = BlockM * kRowPitch + kFilterBytes;
   // Note [mma staged epilogue]: the fp32 results of the block, rows padded by 4 floats; Note [mma
   // cluster split] also parks them transposed (pixels fastest, kOutPitchM).
   static constexpr int kOutPitch = BlockN + 4, kOutPitchM = BlockM + 4;
@@ -55,13 +63,8 @@ struct ImplicitMmaTile {
   static_assert(kThreads % kRowVectors == 0, "vector gather: a thread keeps one vector position");
   static_assert((BlockM * kRowVectors) % kThreads == 0 && (BlockN * kRowVectors) % kThreads == 0,
                 "vector gather: equal chunks");
-  // Note [mma gather forms]: a transposed stage holds the rows of BlockM (or BlockN) 16-bit elements,
-  // padded by 16 bytes; it never needs more than the reduction-fastest layout of the same operand.
-  static constexpr int kTransposedRows = RowBytes / 2;
-  static constexpr int kPitchA = BlockM * 2 + 16, kPitchB = BlockN * 2 + 16;
-  static_assert(kWarpgroup || (kTransposedRows * kPitchA <= BlockM * kRowPitch &&
-                               kTransposedRows * kPitchB <= BlockN * kRowPitch),
-                "a transposed operand fits the operand's stage bytes");
+  static_assert(kWarpgroup || kTransposedRows * kPitchA <= BlockM * kRowPitch,
+                "transposed images fit the image operand's stage bytes");
   // Note [mma tf32 pixel runs]: TF32 transposed images, BlockM floats a row padded by 8, so that the
   // four rows a fragment load reads start 8 banks apart.
   static constexpr int kPitchA32 = BlockM * 4 + 32;
@@ -99,7 +102,11 @@ using ImplicitMmaTiles =
                ImplicitMmaTile<128, 64, 8, 1, 128, 4, 2, false, MmaUnit::Warpgroup>,   // 11
                ImplicitMmaTile<128, 64, 8, 1, 128, 3, 3, false, MmaUnit::Warpgroup>,   // 12
                ImplicitMmaTile<64, 128, 4, 1, 128, 4, 2, false, MmaUnit::Warpgroup>,   // 13
-               ImplicitMmaTile<64, 128, 4, 1, 128, 3, 3, false, MmaUnit::Warpgroup>>;  // 14
+               ImplicitMmaTile<64, 128, 4, 1, 128, 3, 3, false, MmaUnit::Warpgroup>,   // 14
+               // Note [mma narrow filter tiles]: layers of at most 16 filters a group.
+               ImplicitMmaTile<128, 16, 4, 1, 128, 3, 3, true>,  // 15
+               // Note [mma atomic slices]: wgrad steps of at most 64 filters.
+               ImplicitMmaTile<64, 64, 4, 1, 128, 3, 4, false, MmaUnit::Warpgroup>>;  // 16
 /// The tile that runs a layer with the element gather when its plan's tile has no such form.
 inline constexpr int kElementFallbackTile = 5;
 static_assert(std::tuple_element_t<kElementFallbackTile, ImplicitMmaTiles>::kElementGather,
