@@ -350,8 +350,8 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
 // Note [mma narrow filter tiles]: forward layers and dgrad steps of at most 16 filters a group take the
 // 128x16 tile, in every precision and layout: an RGB output layer, a one-channel head, 16 filters,
 // groups of 8 (on sm_90 and on an sm_80 model) and every phase of a first layer's dgrad (its filters
-// are the image's 3 channels). 17 filters, a 1x1 layer on persistent wgmma tiles, and a wgrad step
-// (its columns are the layer's C*R*S) do not.
+// are the image's 3 channels). 17 filters, a channels-last 16-bit 1x1 layer (persistent wgmma tiles),
+// and a wgrad step (its columns are the layer's C*R*S) do not.
 TEST(PlanDtypes, NarrowFilterTilesOnLayersOfFewFilters) {
   const std::string narrow = "mma128x16_4w_128B";
   auto division = [](const Problem& p, Layout l, DType t, PlanOptions o = {}) {
@@ -359,8 +359,8 @@ TEST(PlanDtypes, NarrowFilterTilesOnLayersOfFewFilters) {
   };
   PlanOptions tf32;
   tf32.math = MathMode::TF32;
-  for (const Problem& p : {make(8, 64, 64, 64, 3, 3, 3, 1), make(8, 64, 64, 64, 1, 1, 1),
-                           make(32, 256, 28, 28, 16, 1, 1), make(4, 64, 28, 28, 64, 3, 3, 1, 1, 1, 8)})
+  for (const Problem& p : {make(8, 64, 64, 64, 3, 3, 3, 1), make(8, 64, 64, 64, 1, 3, 3, 1),
+                           make(32, 256, 28, 28, 16, 3, 3, 1), make(4, 64, 28, 28, 64, 3, 3, 1, 1, 1, 8)})
     for (Layout l : {Layout::NHWC, Layout::NCHW}) {
       EXPECT_EQ(division(p, l, DType::BFloat16).tile_name, narrow) << p.to_string();
       EXPECT_EQ(division(p, l, DType::Float16).tile_name, narrow) << p.to_string();
@@ -376,10 +376,14 @@ TEST(PlanDtypes, NarrowFilterTilesOnLayersOfFewFilters) {
                   rgb.y_desc(Layout::NHWC, DType::BFloat16), ampere, cuda);
   EXPECT_EQ(std::get<ImplicitMmaDivision>(on_ampere.division()).tile_name, narrow);
   EXPECT_NE(division(make(8, 64, 64, 64, 17, 3, 3, 1), Layout::NHWC, DType::BFloat16).tile_name, narrow);
-  // A 1x1 head with many tiles keeps the persistent wgmma tile channels-last, not in plane order.
-  const Problem head = make(8, 64, 256, 256, 1, 1, 1);
-  EXPECT_EQ(division_name(division(head, Layout::NHWC, DType::BFloat16)), "wgmma128x64_s3_tma_persistent");
-  EXPECT_EQ(division(head, Layout::NCHW, DType::BFloat16).tile_name, narrow);
+  // 1x1 heads, of many tiles or few, take the persistent wgmma tile channels-last, the narrow one in
+  // plane order (and in TF32, which has no tensor maps).
+  for (const Problem& head : {make(8, 64, 256, 256, 1, 1, 1), make(16, 256, 64, 64, 8, 1, 1)}) {
+    EXPECT_EQ(division_name(division(head, Layout::NHWC, DType::BFloat16)), "wgmma128x64_s3_tma_persistent")
+        << head.to_string();
+    EXPECT_EQ(division(head, Layout::NCHW, DType::BFloat16).tile_name, narrow) << head.to_string();
+    EXPECT_EQ(division(head, Layout::NHWC, DType::Float32, tf32).tile_name, narrow) << head.to_string();
+  }
   EXPECT_EQ(division(make(8, 64, 256, 256, 3, 3, 3, 1), Layout::NHWC, DType::BFloat16).tile_name, narrow);
   const Problem conv1 = make(32, 3, 224, 224, 64, 7, 7, 3, 2);
   const DType t = DType::BFloat16;
