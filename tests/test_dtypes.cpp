@@ -302,26 +302,34 @@ TEST(PlanDtypes, TensorMapLoadsWhereTheCopyEngineCanLoadTheStages) {
 }
 
 // Note [wgmma persistent tiles]: Auto walks 128x64 tiles with persistent blocks on 1x1 layers (and
-// those of K/G <= 64 or 576 rows) of many tiles, or of at most one tile an SM with short reductions,
-// never with a split; stage 4's 1x1 and stage 2's 3x3 layers and a batch-1 7x7 3x3 layer keep their
-// tiles; in plane order the loads gather and nothing walks. `mconv plan` shows the persistent grid.
+// those of K/G <= 64 or 576 rows) of many tiles, and 64x64 tiles on 1x1 layers of fewer (K/G 64-256,
+// or at most one 128x64 tile an SM with short reductions), never with a split; stage 4's 1x1 and
+// stage 2's 3x3 layers and a batch-1 7x7 3x3 layer keep their tiles; in plane order the loads gather
+// and nothing walks. `mconv plan` shows the persistent grid.
 TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
   auto division = [](const Problem& p, Layout l = Layout::NHWC) {
     return std::get<ImplicitMmaDivision>(plan_for(p, l, DType::BFloat16).division());
   };
-  for (const Problem& p :
-       {make(32, 64, 56, 56, 256, 1, 1), make(32, 128, 28, 28, 512, 1, 1), make(32, 64, 56, 56, 64, 3, 3, 1),
-        make(1, 512, 7, 7, 512, 1, 1), make(32, 64, 112, 112, 128, 3, 3, 1)}) {
+  // 128x64 on many tiles (and 3x3 layers of K/G <= 64), 64x64 on 1x1 layers of fewer: K/G of
+  // 64-256, or at most one 128x64 tile an SM with a short reduction.
+  auto expect_persistent = [&](const Problem& p, const char* name, int64_t wave) {
     const ImplicitMmaDivision d = division(p);
     EXPECT_TRUE(d.persistent) << p.to_string();
-    EXPECT_EQ(division_name(d), "wgmma128x64_s3_tma_persistent") << p.to_string();
+    EXPECT_EQ(division_name(d), name) << p.to_string();
     EXPECT_EQ(d.cluster_split, 1);
-    EXPECT_LE(d.launch.grid_x, 2 * 132) << p.to_string();  // one wave on the H100 model
+    EXPECT_LE(d.launch.grid_x, wave) << p.to_string();  // one wave on the H100 model
     EXPECT_EQ(d.launch.grid_y, 1);
     EXPECT_GT(d.launch.smem_bytes, detail::kMmaTileCatalog[d.tile].smem_bytes);
-  }
-  for (const Problem& p : {make(32, 512, 7, 7, 2048, 1, 1), make(32, 2048, 7, 7, 512, 1, 1),
-                           make(32, 128, 28, 28, 128, 3, 3, 1), make(1, 512, 7, 7, 512, 3, 3)})
+  };
+  for (const Problem& p : {make(32, 64, 56, 56, 256, 1, 1), make(32, 128, 28, 28, 512, 1, 1),
+                           make(32, 64, 56, 56, 64, 3, 3, 1), make(32, 64, 112, 112, 128, 3, 3, 1)})
+    expect_persistent(p, "wgmma128x64_s3_tma_persistent", 2 * 132);
+  for (const Problem& p : {make(1, 512, 7, 7, 512, 1, 1), make(1, 64, 224, 224, 64, 1, 1),
+                           make(32, 1024, 14, 14, 256, 1, 1), make(32, 512, 28, 28, 128, 1, 1)})
+    expect_persistent(p, "wgmma64x64_s3_tma_persistent", 3 * 132);
+  for (const Problem& p :
+       {make(32, 512, 7, 7, 2048, 1, 1), make(32, 2048, 7, 7, 512, 1, 1), make(32, 1024, 14, 14, 512, 1, 1),
+        make(32, 128, 28, 28, 128, 3, 3, 1), make(1, 512, 7, 7, 512, 3, 3)})
     EXPECT_FALSE(division(p).persistent) << p.to_string();
   EXPECT_FALSE(division(make(32, 64, 56, 56, 256, 1, 1), Layout::NCHW).persistent);
   // dgrad: a stride-1 1x1 layer's one step writes dense dx and walks; the phase steps of a stride-2

@@ -199,6 +199,13 @@ struct TileRunForm {
 // down to half a wave (multi_channel's 112x112 3x3 and 5x5 layers: 13.3 -> 8.8 us and 28.1 -> 15.9
 // against mma.sync's 64x64). 1x1 layers of at most 16 filters take it at any number of tiles (Note
 // [mma narrow filter tiles]: 512 tiles of 8 filters, 17.0 us against 21.4 on the 128x16 tile).
+// Where a 1x1 layer's 128x64 tiles make less than 2.5 waves, 64x64 tiles persistent ran faster for
+// K/G of 64-256, and for larger K/G on grids of at most one such tile an SM with a reduction of at
+// most 512 rows (bf16, every layer forced to each tile, one call): multi_channel's batch-1 1x1
+// layers 4-10% (h7_c512 7.39 -> 6.84 us, h28_c256 5.70 -> 5.20, h224_c64 9.60 -> 8.70), resnet50's
+// l3_1x1c 16.09 -> 14.51 (196 tiles of 1024 rows, K = 256), l2_1x1c 18.44 -> 18.08; stage 4's 1x1
+// layers (K/G >= 512, reductions of 1024-2048 rows) ran 10-50% slower on them, and 2.5 waves and
+// more of 128x64 tiles (resnet50's stages 1-3) up to 14% slower.
 // `form`: the split or the persistent form the tile was measured with, where the rule sets one.
 int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, bool warpgroup, bool tensor_maps,
                        bool y_dense, TileRunForm& form, std::vector<std::string>& why) {
@@ -214,8 +221,14 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
     const int persistent_tile = find_mma_tile("wgmma128x64_s3");
     const int64_t wave = persistent_blocks(kMmaTileCatalog[persistent_tile], hw);
     const int64_t tiles = blocks(128, 64);
+    const bool few_short_tiles = tiles <= sms && rows <= 512;
+    if (tensor_maps && y_dense && p.r * p.s == 1 && kg >= 64 && tiles * 2 < wave * 5 &&
+        (few_short_tiles || kg <= 256)) {
+      form.persistent = true;
+      return pick("wgmma64x64_s3", shape + std::to_string(blocks(64, 64)) + " tiles of 64x64, persistent blocks");
+    }
     if (tensor_maps && y_dense && (p.r * p.s == 1 || kg <= 64 || rows <= 576) &&
-        (tiles * 2 >= wave * 5 || (tiles <= sms && rows <= 512) || (p.r * p.s == 1 && kg <= 16))) {
+        (tiles * 2 >= wave * 5 || few_short_tiles || (p.r * p.s == 1 && kg <= 16))) {
       form.persistent = true;
       return pick("wgmma128x64_s3", shape + std::to_string(tiles) + " tiles, " + std::to_string(std::min(tiles, wave)) +
                                         " persistent blocks walking them");
