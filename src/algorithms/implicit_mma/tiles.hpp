@@ -105,7 +105,7 @@ using ImplicitMmaTiles =
                ImplicitMmaTile<64, 128, 4, 1, 128, 3, 3, false, MmaUnit::Warpgroup>,   // 14
                // Note [mma narrow filter tiles]: layers of at most 16 filters a group.
                ImplicitMmaTile<128, 16, 4, 1, 128, 3, 3, true>,  // 15
-               // Note [mma atomic slices]: wgrad steps of at most 64 filters.
+               // Wgrad steps of at most 64 filters, and persistent 1x1 layers of few tiles (planner.cpp).
                ImplicitMmaTile<64, 64, 4, 1, 128, 3, 4, false, MmaUnit::Warpgroup>>;  // 16
 /// The tile that runs a layer with the element gather when its plan's tile has no such form.
 inline constexpr int kElementFallbackTile = 5;
