@@ -275,8 +275,9 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
 // forced to each tile): conv1's dgrad 1544 -> 743 us against 128x64 (2149 on 64x64); bf16 NHWC 3x3
 // output layers 152 and 79 us against 175 and 85 for 128x64 wgmma tiles with tensor maps, persistent
 // or not, and 240 and 96 for mma.sync 128x64; TF32 NCHW 1.42x the 128x64 element tile over the suite.
-// 1x1 layers that take the persistent wgmma tile keep it: 39 us against 62 (one filter), 17 against
-// 21 (8), 24 against 28.5 (16). Forward and dgrad steps only: a wgrad step's columns are the layer's
+// 1x1 layers that take the persistent wgmma tile's rule keep it: 17 us against 21 (8 filters), 24
+// against 28.5 (16); with one filter, not whole 16-byte runs, that tile runs its plain form, 39 us
+// against 62. Forward and dgrad steps only: a wgrad step's columns are the layer's
 // C*R*S. -1 where it does not apply.
 int choose_narrow_tile(const Problem& p, bool long_reduction, std::vector<std::string>& why) {
   const int tile = find_mma_tile("mma128x16_4w_128B");
@@ -603,9 +604,15 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     why.push_back("loads: the threads' gather, no tensor maps: " + no_tensor_maps);
   else if (!t.warpgroup && forced_tile.empty() && no_tensor_maps.empty() && wgmma_device(hw))
     why.push_back("loads: the threads' gather (tile " + t.name() + " has no tensor-map form)");
-  if (form.persistent && d.tensor_maps && forced_split == 0) {
+  // The store's boxes step in 16-byte runs of filters (the launcher's test, made here so that the
+  // plan says which form runs): with K/G not a multiple of 8 the tile runs its plain form.
+  const bool rule_persistent = form.persistent && d.tensor_maps && forced_split == 0;
+  if (rule_persistent && p.k_per_group() % (16 / dtype_size(y.dtype)) == 0) {
     d.persistent = true;
     why.push_back("blocks: persistent, one wave walking the tiles, stores through a tensor map of y");
+  } else if (rule_persistent) {
+    why.push_back("blocks: one a tile, unsplit; the persistent form stores 16-byte runs of filters, and K/G = " +
+                  std::to_string(p.k_per_group()) + " is not whole runs");
   }
   if (forced_persistent) {
     if (!d.tensor_maps || forms.a != GatherForm::Vector)
@@ -629,6 +636,8 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     d.cluster_split = 1;
     d.launch.grid_x = std::min(tiles, persistent_blocks(t, hw));
     d.launch.grid_y = 1;
+  } else if (rule_persistent) {
+    d.cluster_split = 1;
   } else if (form.split > 0 && forced_split == 0 && d.tensor_maps) {
     d.cluster_split = form.split;
     why.push_back("cluster split " + std::to_string(form.split) +
