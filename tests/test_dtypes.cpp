@@ -301,35 +301,43 @@ TEST(PlanDtypes, TensorMapLoadsWhereTheCopyEngineCanLoadTheStages) {
   EXPECT_FALSE(maps(resnet, Layout::NHWC, DType::Float32, tf32));
 }
 
-// Note [wgmma persistent tiles]: Auto walks 128x64 tiles with persistent blocks on 1x1 layers (and
-// those of K/G <= 64 or 576 rows) of many tiles, and 64x64 tiles on 1x1 layers of fewer (K/G 64-256,
-// or at most one 128x64 tile an SM with short reductions), never with a split; stage 4's 1x1 and
-// stage 2's 3x3 layers and a batch-1 7x7 3x3 layer keep their tiles; in plane order the loads gather
-// and nothing walks. `mconv plan` shows the persistent grid.
+// Note [wgmma persistent tiles]: Auto walks 128x64 tiles with persistent blocks on 1x1 layers of
+// few channels and many tiles, and 64x64 tiles on 1x1 layers of few channels and fewer tiles, never
+// with a split. Note [wgmma ping-pong tiles]: forward layers of more channels or larger filters take
+// the ping-pong form (64x64 on few tiles, 64x128 on 1x1 layers of 512 and more channels, 128x64 for
+// K/G <= 64, 128x128 or 64x128 by the rounds of tiles on the SMs); stage 4's 1x1 layer of 2048
+// filters, the largest tile's 3x3 layers (vgg16's c512) and stage 4's split 3x3 layers keep their
+// tiles, as do batch-1 7x7 3x3 layers; in plane order the loads gather and nothing walks. `mconv
+// plan` shows the persistent grid.
 TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
   auto division = [](const Problem& p, Layout l = Layout::NHWC) {
     return std::get<ImplicitMmaDivision>(plan_for(p, l, DType::BFloat16).division());
   };
-  // 128x64 on many tiles (and 3x3 layers of K/G <= 64), 64x64 on 1x1 layers of fewer: K/G of
-  // 64-256, or at most one 128x64 tile an SM with a short reduction.
-  auto expect_persistent = [&](const Problem& p, const char* name, int64_t wave) {
+  auto expect_persistent = [&](const Problem& p, const char* name, int64_t wave, int threads) {
     const ImplicitMmaDivision d = division(p);
     EXPECT_TRUE(d.persistent) << p.to_string();
     EXPECT_EQ(division_name(d), name) << p.to_string();
     EXPECT_EQ(d.cluster_split, 1);
     EXPECT_LE(d.launch.grid_x, wave) << p.to_string();  // one wave on the H100 model
     EXPECT_EQ(d.launch.grid_y, 1);
+    EXPECT_EQ(d.launch.threads, threads) << p.to_string();
     EXPECT_GT(d.launch.smem_bytes, detail::kMmaTileCatalog[d.tile].smem_bytes);
   };
-  for (const Problem& p : {make(32, 64, 56, 56, 256, 1, 1), make(32, 128, 28, 28, 512, 1, 1),
-                           make(32, 64, 56, 56, 64, 3, 3, 1), make(32, 64, 112, 112, 128, 3, 3, 1)})
-    expect_persistent(p, "wgmma128x64_s3_tma_persistent", 2 * 132);
-  for (const Problem& p : {make(1, 512, 7, 7, 512, 1, 1), make(1, 64, 224, 224, 64, 1, 1),
-                           make(32, 1024, 14, 14, 256, 1, 1), make(32, 512, 28, 28, 128, 1, 1)})
-    expect_persistent(p, "wgmma64x64_s3_tma_persistent", 3 * 132);
+  for (const Problem& p : {make(32, 64, 56, 56, 256, 1, 1), make(32, 128, 28, 28, 512, 1, 1)})
+    expect_persistent(p, "wgmma128x64_s3_tma_persistent", 2 * 132, 256);
+  for (const Problem& p : {make(1, 128, 56, 56, 128, 1, 1), make(1, 64, 224, 224, 64, 1, 1)})
+    expect_persistent(p, "wgmma64x64_s3_tma_persistent", 3 * 132, 128);
+  const int pingpong_threads = 2 * 128 + 32;
+  expect_persistent(make(1, 512, 7, 7, 512, 1, 1), "wgmma64x64_s3_tma_pingpong", 132, pingpong_threads);
   for (const Problem& p :
-       {make(32, 512, 7, 7, 2048, 1, 1), make(32, 2048, 7, 7, 512, 1, 1), make(32, 1024, 14, 14, 512, 1, 1),
-        make(32, 128, 28, 28, 128, 3, 3, 1), make(1, 512, 7, 7, 512, 3, 3)})
+       {make(32, 1024, 14, 14, 256, 1, 1), make(32, 512, 28, 28, 128, 1, 1), make(32, 2048, 7, 7, 512, 1, 1),
+        make(32, 1024, 14, 14, 512, 1, 1), make(32, 128, 28, 28, 128, 3, 3, 1)})
+    expect_persistent(p, "wgmma64x128_s4_tma_pingpong", 132, pingpong_threads);
+  expect_persistent(make(32, 64, 56, 56, 64, 3, 3, 1), "wgmma128x64_s3_tma_pingpong", 132, pingpong_threads);
+  for (const Problem& p : {make(32, 64, 112, 112, 128, 3, 3, 1), make(32, 256, 14, 14, 256, 3, 3, 1)})
+    expect_persistent(p, "wgmma128x128_s3_tma_pingpong", 132, pingpong_threads);
+  for (const Problem& p : {make(32, 512, 7, 7, 2048, 1, 1), make(1, 512, 7, 7, 512, 3, 3),
+                           make(32, 512, 28, 28, 512, 3, 3, 1), make(32, 512, 7, 7, 512, 3, 3, 1)})
     EXPECT_FALSE(division(p).persistent) << p.to_string();
   EXPECT_FALSE(division(make(32, 64, 56, 56, 256, 1, 1), Layout::NCHW).persistent);
   // dgrad: a stride-1 1x1 layer's one step writes dense dx and walks; the phase steps of a stride-2
@@ -350,9 +358,53 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
   const auto one_by_one = dgrad_steps(make(32, 256, 56, 56, 64, 1, 1));
   ASSERT_EQ(one_by_one.size(), 1u);
   EXPECT_TRUE(one_by_one[0].persistent);
+  EXPECT_FALSE(one_by_one[0].pingpong);  // dgrad steps keep their tiles
   const auto phases = dgrad_steps(make(32, 128, 56, 56, 128, 3, 3, 1, 2));
   EXPECT_EQ(phases.size(), 4u);
   for (const ImplicitMmaDivision& d : phases) EXPECT_FALSE(d.persistent) << division_name(d);
+}
+
+// Note [wgmma ping-pong tiles]: a forced "<wgmma tile>_tma_pingpong" plans one block an SM
+// of a producer warp and two consumer warpgroups, as many stages as fit, walking every tile; other
+// tiles, the name without "_tma", a layer without tensor maps and a split are refused.
+TEST(PlanDtypes, ForcedPingPongTiles) {
+  auto status_of = [](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.status();
+    }
+    return Status::Success;
+  };
+  const Problem p = make(32, 64, 56, 56, 256, 1, 1);
+  PlanOptions o;
+  o.tile = "wgmma64x128_s4_tma_pingpong";
+  const auto d = std::get<ImplicitMmaDivision>(plan_for(p, Layout::NHWC, DType::BFloat16, o).division());
+  EXPECT_TRUE(d.pingpong);
+  EXPECT_TRUE(d.persistent);
+  EXPECT_EQ(division_name(d), "wgmma64x128_s4_tma_pingpong");
+  EXPECT_EQ(d.launch.grid_x, 132);  // one block an SM of the H100 model, 3136 tiles
+  EXPECT_EQ(d.launch.grid_y, 1);
+  EXPECT_EQ(d.launch.threads, 2 * 128 + 32);
+  EXPECT_EQ(d.stages, 8);
+  EXPECT_EQ(d.launch.smem_bytes, 8 * (64 + 128) * 128 + 2 * 64 * 128 * 2 + 1024);
+  EXPECT_EQ(d.cluster_split, 1);
+  // A layer of fewer tiles than SMs: a block a tile.
+  o.tile = "wgmma64x64_s3_tma_pingpong";
+  const auto small = std::get<ImplicitMmaDivision>(
+      plan_for(make(1, 64, 14, 14, 64, 1, 1), Layout::NHWC, DType::BFloat16, o).division());
+  EXPECT_TRUE(small.pingpong);
+  EXPECT_EQ(small.launch.grid_x, 4);
+  for (const char* bad :
+       {"wgmma128x256_s4_tma_pingpong", "wgmma64x128_s4_pingpong", "mma128x16_4w_128B_tma_pingpong"}) {
+    o.tile = bad;
+    EXPECT_EQ(status_of([&] { plan_for(p, Layout::NHWC, DType::BFloat16, o); }), Status::BadParam) << bad;
+  }
+  o.tile = "wgmma64x128_s4_tma_pingpong";
+  EXPECT_EQ(status_of([&] { plan_for(make(32, 32, 56, 56, 256, 1, 1), Layout::NHWC, DType::BFloat16, o); }),
+            Status::Unsupported);
+  o.split_k = 2;
+  EXPECT_EQ(status_of([&] { plan_for(p, Layout::NHWC, DType::BFloat16, o); }), Status::Unsupported);
 }
 
 // Note [mma narrow filter tiles]: forward layers and dgrad steps of at most 16 filters a group take the

@@ -253,11 +253,12 @@ TEST_F(TensorCores, TensorMapLoadsMatchTheReference) {
   EXPECT_NE(division.find("_tma"), std::string::npos) << division;
 }
 
-// Note [wgmma persistent tiles]: every tile with the persistent form on the tensor-map layers above
-// (tensor_map_cases), and on 1x1 and 3x3 layers of more tiles than one wave of blocks holds (each block walks several,
-// its stages running into the next tile's) with partial pixel and filter tiles and the whole
-// epilogue (beta reading y); y in plane order runs the plain form of the tile. A persistent tile is
-// refused on a layer without tensor maps and with a split.
+// Note [wgmma persistent tiles], [wgmma ping-pong tiles]: every tile with the persistent or the
+// ping-pong form on the tensor-map layers above (tensor_map_cases), and on 1x1 and 3x3 layers of
+// more tiles than one wave of blocks holds (each block walks several, its stages running into the
+// next tile's) with partial pixel and filter tiles and the whole epilogue (beta reading y); y in
+// plane order runs the plain form of the tile. A persistent tile is refused on a layer without
+// tensor maps and with a split.
 TEST_F(TensorCores, PersistentTilesMatchTheReference) {
   Engine engine(Target::Cuda);
   if (!wgmma_device(engine)) GTEST_SKIP() << "wgmma tiles run on sm_90 only";
@@ -270,7 +271,12 @@ TEST_F(TensorCores, PersistentTilesMatchTheReference) {
   for (const auto& t : detail::kMmaTileCatalog)
     if (t.persistent_smem_bytes > 0) tiles.push_back(t.name() + "_tma_persistent");
   ASSERT_GE(tiles.size(), 3u);
-  check_tiles(engine, g, cases, tiles, {kPrecisions[0], kPrecisions[1]}, 3, 0, "persistent blocks");
+  // Note [wgmma ping-pong tiles]: the same layers, two consumer warpgroups on alternate tiles (one
+  // tile a block on the small layers, several a warpgroup on the large ones).
+  for (const auto& t : detail::kMmaTileCatalog)
+    if (t.pingpong_smem_bytes > 0) tiles.push_back(t.name() + "_tma_pingpong");
+  ASSERT_GE(tiles.size(), 7u);
+  check_tiles(engine, g, cases, tiles, {kPrecisions[0], kPrecisions[1]}, 3, 0, "through a tensor map of y");
   // y in plane order: the plan keeps the persistent form, the call runs the plain one.
   Case planes{make(4, 128, 14, 14, 256, 1, 1)};
   planes.xl = planes.wl = Layout::NHWC;

@@ -68,6 +68,10 @@ struct ImplicitMmaDivision {
   /// next tile's stages while it stores this one through a tensor map of y (Note [wgmma persistent
   /// tiles]). A call whose y is not dense channels-last runs one block a tile.
   bool persistent = false;
+  /// With the persistent form: one block an SM whose producer warp loads the stages of every tile of
+  /// the block while two consumer warpgroups multiply and store alternate tiles (Note [wgmma
+  /// ping-pong tiles]).
+  bool pingpong = false;
   /// Row slices of one tile, one block each, summed in rank order through the thread-block
   /// cluster's distributed shared memory (Note [mma cluster split]): no workspace, no atomics.
   int cluster_split = 1;

@@ -19,7 +19,10 @@ struct NameOf {
     return d.tile_name + (d.ordered_split ? "_os" + std::to_string(d.split_k) : "");
   }
   std::string operator()(const ImplicitMmaDivision& d) const {
-    return d.tile_name + (d.tensor_maps ? "_tma" : "") + (d.persistent ? "_persistent" : "") +
+    return d.tile_name + (d.tensor_maps ? "_tma" : "") +
+           (d.pingpong     ? "_pingpong"
+            : d.persistent ? "_persistent"
+                           : "") +
            (d.cluster_split > 1 ? "_cs" + std::to_string(d.cluster_split) : "") +
            (d.atomic_slices > 1 ? "_as" + std::to_string(d.atomic_slices) : "");
   }
@@ -63,7 +66,10 @@ struct TextOf {
                ? std::string("loads x M-major im2col tensor map, w N-major tiled tensor map")
            : d.b_gather == GatherForm::Transposed ? std::string("loads x im2col tensor map, w N-major tiled tensor map")
                                                   : std::string("loads x im2col tensor map, w tiled tensor map"))
-       << (d.persistent ? ", persistent blocks storing through a tensor map of y" : "")
+       << (d.pingpong     ? ", one block an SM: a producer warp, two consumer warpgroups on alternate tiles storing "
+                            "through a tensor map of y"
+           : d.persistent ? ", persistent blocks storing through a tensor map of y"
+                          : "")
        << (d.images_fastest ? ", images fastest" : "") << ", cluster split " << d.cluster_split;
     if (d.atomic_slices > 1)
       os << ", " << d.atomic_slices << " atomic slices (y pre-pass on " << d.prepass_blocks << " blocks)";

@@ -12,11 +12,16 @@ __device__ __forceinline__ unsigned smem_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
-/// Initialises a barrier that one arrival (the thread that starts the copy) completes, with the
-/// copies' bytes. Make it visible with __syncthreads() before anyone waits on it.
-__device__ __forceinline__ void mbarrier_init(uint64_t* bar) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_address(bar)));
+/// Initialises a barrier that `arrivals` arrivals complete: one (the thread that starts the copy,
+/// with the copies' bytes) by default. Make it visible with __syncthreads() before anyone waits on it.
+__device__ __forceinline__ void mbarrier_init(uint64_t* bar, unsigned arrivals = 1) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_address(bar)), "r"(arrivals));
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::);
+}
+
+/// One arrival on the barrier, releasing this thread's earlier shared-memory accesses to whoever waits.
+__device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" ::"r"(smem_address(bar)) : "memory");
 }
 
 /// The arrival of the copying thread: the phase completes once `bytes` more bytes have landed.

@@ -283,6 +283,112 @@ __device__ __forceinline__ void red_add_run(T* dst, const float (&v)[8]) {
 
 }  // namespace detail
 
+/// Note [wgmma tensor-map loads]: a tile's first output pixel (n0, p0, q0), the window origin (h0,
+/// w0) of that pixel, and its first filter: where each stage's copies start.
+struct TensorMapTileOrigin {
+  int n0, p0, q0, h0, w0, block_n;
+};
+__device__ __forceinline__ TensorMapTileOrigin tensor_map_tile_origin(const ImplicitMmaParams& prm,
+                                                                      long long first_pixel, int first_filter) {
+  TensorMapTileOrigin o;
+  pixel_coords(prm, first_pixel, o.n0, o.p0, o.q0);
+  o.h0 = window_origin(o.p0, prm.stride_h, prm.pad_h);
+  o.w0 = window_origin(o.q0, prm.stride_w, prm.pad_w);
+  o.block_n = first_filter;
+  return o;
+}
+
+/// Note [wgmma tensor-map loads]: the copies of the stage of BM pixels x BN filters whose first
+/// reduction row is k0, for the tile at `o`, into image_dst and filter_dst (1024-byte aligned),
+/// counted on `landed`; one thread issues them. The tap, channel and filter offset of the stage's
+/// first row come from the offset table (64 rows, one tap, consecutive channels).
+template <int BM, int BN, GatherForm kA, GatherForm kB>
+__device__ __forceinline__ void issue_tensor_map_stage(const ImplicitMmaParams& prm, int k0,
+                                                       const TensorMapTileOrigin& o, uint32_t image_dst,
+                                                       uint32_t filter_dst, uint64_t* landed) {
+  const int4 row = __ldg(prm.table + k0);
+  detail::mbarrier_arrive_expect_bytes(landed, (BM + BN) * wgmma::kRowBytes);
+  constexpr uint32_t kBlockBytes = 64 * wgmma::kRowBytes;  // one M- or N-major block of 64
+  if constexpr (kA == GatherForm::Transposed) {
+    // A wgrad step: the stage's rows are 64 consecutive dy pixels (n, p, q); the block's columns
+    // are 64-channel runs of x at one tap (r, s), the block's first output pixel (n0 = the
+    // channel, p0 = r, q0 = s). x is an im2col column over those pixels' windows (their origin
+    // from the row's tap displacement, less the padding), dy a plain 2-D box of them.
+    const int image = k0 / (prm.filter_r * prm.filter_s);
+    const auto tap_h = static_cast<uint16_t>(o.p0 * prm.stride_h), tap_w = static_cast<uint16_t>(o.q0 * prm.stride_w);
+#pragma unroll
+    for (int b = 0; b < BM / 64; ++b)
+      detail::tensor_copy_im2col(image_dst + b * kBlockBytes, prm.image_map, o.n0 + 64 * b, row.z - prm.pad_w,
+                                 row.y - prm.pad_h, image, tap_w, tap_h, landed);
+#pragma unroll
+    for (int b = 0; b < BN / 64; ++b)
+      detail::tensor_copy_tile(filter_dst + b * kBlockBytes, prm.filter_map, o.block_n + 64 * b, k0, landed);
+    return;
+  }
+  const int c0 = row.x - static_cast<int>(row.y * prm.x_sh + row.z * prm.x_sw);
+  detail::tensor_copy_im2col(image_dst, prm.image_map, c0, o.w0, o.h0, o.n0, static_cast<uint16_t>(row.z),
+                             static_cast<uint16_t>(row.y), landed);
+  if constexpr (kB == GatherForm::Transposed) {
+    const int tap_r = row.y / prm.dil_h, tap_s = row.z / prm.dil_w;
+    const int fr = prm.flip ? prm.filter_r - 1 - tap_r : tap_r, fs = prm.flip ? prm.filter_s - 1 - tap_s : tap_s;
+#pragma unroll
+    for (int b = 0; b < BN / 64; ++b)
+      detail::tensor_copy_tile_4d(filter_dst + b * kBlockBytes, prm.filter_map, o.block_n + 64 * b, c0, fs, fr, landed);
+  } else {
+    detail::tensor_copy_tile(filter_dst, prm.filter_map, row.w, o.block_n, landed);
+  }
+}
+
+/// Note [wgmma persistent tiles]: one warp's accumulators (pixels row0..row0+15 of the tile at
+/// (tile_m, tile_n) x BN filters, in mma.sync's fragment layout) through the epilogue (alpha, bias,
+/// beta reading y, ReLU), rounded to 16 bits into the output buffer: BN / 64 blocks of `rows` pixels
+/// x 128 bytes in the 128-byte swizzle, so that a warp's 32 stores meet 32 banks. y is dense: pixel
+/// m's filters at m * y_sq.
+template <class Math, int BN>
+__device__ __forceinline__ void write_output_buffer(const ImplicitMmaParams& prm, const float (&d)[BN / 2],
+                                                    uint32_t out_base, int rows, int row0, long long tile_m, int tile_n,
+                                                    int lane) {
+  using T = typename Math::Storage;
+  const T* __restrict__ gY = static_cast<const T*>(prm.y);
+  const int g = lane >> 2, t4 = lane & 3;
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const int col = j * 8 + t4 * 2, f = tile_n + col;
+    const float b0 = prm.bias && f < prm.kg ? __ldg(prm.bias + f) : 0.0f;
+    const float b1 = prm.bias && f + 1 < prm.kg ? __ldg(prm.bias + f + 1) : 0.0f;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = row0 + g + half * 8;
+      float v0 = fmaf(prm.alpha, d[j * 4 + half * 2], b0), v1 = fmaf(prm.alpha, d[j * 4 + half * 2 + 1], b1);
+      const long long m = tile_m + row;
+      if (prm.beta != 0.0f && m < prm.npq && f < prm.kg) {
+        const T* old = gY + m * prm.y_sq + f;
+        v0 = fmaf(prm.beta, Math::to_float(old[0]), v0);
+        v1 = fmaf(prm.beta, Math::to_float(old[1]), v1);
+      }
+      if (prm.relu) v0 = fmaxf(v0, 0.0f), v1 = fmaxf(v1, 0.0f);
+      __align__(4) T out[2] = {Math::from_float(v0), Math::from_float(v1)};
+      const uint32_t addr =
+          wgmma::swizzled_chunk(out_base + (col / 64) * rows * wgmma::kRowBytes, row, (col % 64) / 8) +
+          (col % 8) * static_cast<int>(sizeof(T));
+      asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(*reinterpret_cast<const uint32_t*>(out)));
+    }
+  }
+}
+
+/// Note [wgmma persistent tiles]: the output buffer of the tile at (tile_m, tile_n) (BM pixels x BN
+/// filters, written by write_output_buffer and fenced) out to y as BN / 64 tensor-map boxes, one
+/// bulk group of the calling thread; the copy engine clips what lies past y's edges.
+template <int BM, int BN>
+__device__ __forceinline__ void store_output_buffer(const ImplicitMmaParams& prm, uint32_t out_base, long long tile_m,
+                                                    int tile_n) {
+#pragma unroll
+  for (int b = 0; b < BN / 64; ++b)
+    detail::tensor_store_tile(prm.output_map, tile_n + 64 * b, static_cast<int>(tile_m),
+                              out_base + b * BM * wgmma::kRowBytes);
+  detail::bulk_commit();
+}
+
 template <class Tile, class Math, GatherForm kA, GatherForm kB, bool kTensorMaps = false, bool kPersistent = false>
 __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     implicit_mma_kernel(const __grid_constant__ ImplicitMmaParams prm) {
@@ -566,17 +672,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     __shared__ __align__(8) uint64_t landed[S];  // one barrier a stage, one phase per fill
     float(&d)[FN * 4] = reinterpret_cast<float(&)[FN * 4]>(acc);
     const int wg = warp / 4;
-    // A tile's first pixel (n0, p0, q0), its window origin (h0, w0), and its first filter.
-    struct TileOrigin {
-      int n0, p0, q0, h0, w0, block_n;
-    };
     auto origin_of = [&](long long first_pixel, int first_filter) {
-      TileOrigin o;
-      pixel_coords(prm, first_pixel, o.n0, o.p0, o.q0);
-      o.h0 = window_origin(o.p0, prm.stride_h, prm.pad_h);
-      o.w0 = window_origin(o.q0, prm.stride_w, prm.pad_w);
-      o.block_n = first_filter;
-      return o;
+      return tensor_map_tile_origin(prm, first_pixel, first_filter);
     };
     if (tid == 0) {
       detail::prefetch_tensor_map(prm.image_map);
@@ -586,45 +683,10 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
       for (int s = 0; s < S; ++s) detail::mbarrier_init(&landed[s]);
     }
     __syncthreads();
-    // The copies of row tile kt of the tile at `o` into stage st, issued by thread 0: the tap,
-    // channel and filter offset of its first row come from the offset table (64 rows, one tap,
-    // consecutive channels).
+    using TileOrigin = TensorMapTileOrigin;
     auto issue = [&](int st, int kt, const TileOrigin& o) {
-      const int n0 = o.n0, p0 = o.p0, q0 = o.q0, h0 = o.h0, w0 = o.w0, block_n = o.block_n;
-      const int4 row = __ldg(prm.table + k_first + kt * BK);
-      detail::mbarrier_arrive_expect_bytes(&landed[st], (BM + BN) * wgmma::kRowBytes);
-      constexpr uint32_t kBlockBytes = BK * wgmma::kRowBytes;  // one M- or N-major block of 64
-      if constexpr (kA == GatherForm::Transposed) {
-        // A wgrad step: the stage's rows are 64 consecutive dy pixels (n, p, q); the block's columns
-        // are 64-channel runs of x at one tap (r, s), the block's first output pixel (n0 = the
-        // channel, p0 = r, q0 = s). x is an im2col column over those pixels' windows (their origin
-        // from the row's tap displacement, less the padding), dy a plain 2-D box of them.
-        const int k0 = k_first + kt * BK;
-        const int image = k0 / (prm.filter_r * prm.filter_s);
-        const auto tap_h = static_cast<uint16_t>(p0 * prm.stride_h), tap_w = static_cast<uint16_t>(q0 * prm.stride_w);
-#pragma unroll
-        for (int b = 0; b < BM / 64; ++b)
-          detail::tensor_copy_im2col(image_row(st, 0) + b * kBlockBytes, prm.image_map, n0 + 64 * b, row.z - prm.pad_w,
-                                     row.y - prm.pad_h, image, tap_w, tap_h, &landed[st]);
-#pragma unroll
-        for (int b = 0; b < BN / 64; ++b)
-          detail::tensor_copy_tile(filter_row(st, 0) + b * kBlockBytes, prm.filter_map, block_n + 64 * b, k0,
-                                   &landed[st]);
-        return;
-      }
-      const int c0 = row.x - static_cast<int>(row.y * prm.x_sh + row.z * prm.x_sw);
-      detail::tensor_copy_im2col(image_row(st, 0), prm.image_map, c0, w0, h0, n0, static_cast<uint16_t>(row.z),
-                                 static_cast<uint16_t>(row.y), &landed[st]);
-      if constexpr (kB == GatherForm::Transposed) {
-        const int tap_r = row.y / prm.dil_h, tap_s = row.z / prm.dil_w;
-        const int fr = prm.flip ? prm.filter_r - 1 - tap_r : tap_r, fs = prm.flip ? prm.filter_s - 1 - tap_s : tap_s;
-#pragma unroll
-        for (int b = 0; b < BN / 64; ++b)
-          detail::tensor_copy_tile_4d(filter_row(st, 0) + b * kBlockBytes, prm.filter_map, block_n + 64 * b, c0, fs, fr,
-                                      &landed[st]);
-      } else {
-        detail::tensor_copy_tile(filter_row(st, 0), prm.filter_map, row.w, block_n, &landed[st]);
-      }
+      issue_tensor_map_stage<BM, BN, kA, kB>(prm, k_first + kt * BK, o, image_row(st, 0), filter_row(st, 0),
+                                             &landed[st]);
     };
     // A stage is refilled once every warpgroup has waited for the wgmma groups that read it.
     if constexpr (kPersistent) {
@@ -654,9 +716,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
       if (tid == 0)
         for (int s = 0; s < S; ++s) issue_next();
       const uint32_t out_base = smem_base + S * Tile::kStageBytes;  // BN/64 blocks of BM rows x 128 bytes
-      T* __restrict__ gY = static_cast<T*>(prm.y);
-      const int g = lane >> 2, t4 = lane & 3;
-      int used = 0;  // stages consumed, over all of this block's tiles
+      int used = 0;                                                 // stages consumed, over all of this block's tiles
       for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
 #pragma unroll
         for (int i = 0; i < FN * 4; ++i) d[i] = 0.0f;
@@ -675,39 +735,11 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
         const long long tm = tile / tiles_n;
         const long long tile_m = tm * BM;
         const int tile_n = static_cast<int>(tile - tm * tiles_n) * BN;
-        const int row0 = warp * 16 + g;  // warp w holds pixels 16w..16w+15 (Note [wgmma mainloop])
-#pragma unroll
-        for (int j = 0; j < FN; ++j) {
-          const int col = j * 8 + t4 * 2, f = tile_n + col;
-          const float b0 = prm.bias && f < prm.kg ? __ldg(prm.bias + f) : 0.0f;
-          const float b1 = prm.bias && f + 1 < prm.kg ? __ldg(prm.bias + f + 1) : 0.0f;
-#pragma unroll
-          for (int half = 0; half < 2; ++half) {
-            const int row = row0 + half * 8;
-            float v0 = fmaf(prm.alpha, d[j * 4 + half * 2], b0), v1 = fmaf(prm.alpha, d[j * 4 + half * 2 + 1], b1);
-            const long long m = tile_m + row;
-            if (prm.beta != 0.0f && m < prm.npq && f < prm.kg) {  // y dense: pixel m's filters at m * y_sq
-              const T* old = gY + m * prm.y_sq + f;
-              v0 = fmaf(prm.beta, Math::to_float(old[0]), v0);
-              v1 = fmaf(prm.beta, Math::to_float(old[1]), v1);
-            }
-            if (prm.relu) v0 = fmaxf(v0, 0.0f), v1 = fmaxf(v1, 0.0f);
-            __align__(4) T out[2] = {Math::from_float(v0), Math::from_float(v1)};
-            const uint32_t addr =
-                wgmma::swizzled_chunk(out_base + (col / 64) * BM * wgmma::kRowBytes, row, (col % 64) / 8) +
-                (col % 8) * EB;
-            asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(*reinterpret_cast<const uint32_t*>(out)));
-          }
-        }
+        // Warp w holds pixels 16w..16w+15 (Note [wgmma mainloop]).
+        write_output_buffer<Math, BN>(prm, d, out_base, BM, warp * 16, tile_m, tile_n, lane);
         detail::fence_shared_for_bulk_copy();
         __syncthreads();  // the tile is in the output buffer
-        if (tid == 0) {
-#pragma unroll
-          for (int b = 0; b < BN / 64; ++b)
-            detail::tensor_store_tile(prm.output_map, tile_n + 64 * b, static_cast<int>(tile_m),
-                                      out_base + b * BM * wgmma::kRowBytes);
-          detail::bulk_commit();
-        }
+        if (tid == 0) store_output_buffer<BM, BN>(prm, out_base, tile_m, tile_n);
       }
       if (tid == 0) detail::bulk_wait_read<0>();  // the shared memory outlives the last store's reads
       return;

@@ -11,6 +11,7 @@
 #include "../common/tensor_map.hpp"
 #include "../launch.hpp"
 #include "kernel.cuh"
+#include "pingpong.cuh"
 #include "planner.hpp"
 #include "tiles.hpp"
 
@@ -33,6 +34,10 @@ constexpr bool kHasTensorMaps = Tile::kWarpgroup&& Math::kBytes == 2 &&
 /// Whether the instance has the persistent form (Note [wgmma persistent tiles]).
 template <class Tile, class Math, class F>
 constexpr bool kHasPersistent = kHasTensorMaps<Tile, Math, F>&& F::kA == GatherForm::Vector&& Tile::kPersistentForm;
+
+/// Whether the instance has the ping-pong form (Note [wgmma ping-pong tiles]).
+template <class Tile, class Math, class F>
+constexpr bool kHasPingPong = kHasTensorMaps<Tile, Math, F>&& F::kA == GatherForm::Vector&& Tile::kPingPongForm;
 
 template <class Tile, bool kPersistent>
 constexpr int kSmemBytesOf = kPersistent ? Tile::kPersistentSmemBytes : Tile::kSmemBytes;
@@ -108,8 +113,8 @@ void visit_instance(int tile, GatherForm a, GatherForm b, F&& f) {
 /// The kernel's attributes: its dynamic shared memory, and clusters beyond the portable 8 blocks
 /// where the plan splits among more.
 template <class Math>
-void set_attributes(int tile, GatherForm a, GatherForm b, int splits, bool tensor_maps = false,
-                    bool persistent = false) {
+void set_attributes(int tile, GatherForm a, GatherForm b, int splits, bool tensor_maps = false, bool persistent = false,
+                    bool pingpong = false) {
   visit_instance<Math>(tile, a, b, [&](auto t, auto forms) {
     using Tile = decltype(t);
     using F = decltype(forms);
@@ -124,6 +129,8 @@ void set_attributes(int tile, GatherForm a, GatherForm b, int splits, bool tenso
     if constexpr (kHasPersistent<Tile, Math, F>)
       if (tensor_maps && persistent)
         set(cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB, true, true>, Tile::kPersistentSmemBytes);
+    if constexpr (kHasPingPong<Tile, Math, F>)
+      if (tensor_maps && pingpong) set(cuda::implicit_mma_pingpong_kernel<Tile, Math, F::kB>, Tile::kPingPongSmemBytes);
   });
 }
 
@@ -204,7 +211,7 @@ void implicit_mma_prepare(const Plan& plan, const ImplicitMmaDivision& d) {
     // The fallback for calls whose pointers or group offsets the division's forms cannot take.
     set_attributes<Math>(kElementFallbackTile, GatherForm::Element, GatherForm::Element, d.cluster_split);
     if (mma_tile_has_forms(kMmaTileCatalog.at(d.tile), d.a_gather, d.b_gather))
-      set_attributes<Math>(d.tile, d.a_gather, d.b_gather, d.cluster_split, d.tensor_maps, d.persistent);
+      set_attributes<Math>(d.tile, d.a_gather, d.b_gather, d.cluster_split, d.tensor_maps, d.persistent, d.pingpong);
   });
 }
 
@@ -246,6 +253,9 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   const int64_t kg = plan.problem().k_per_group();
   const bool persistent = tensor_maps && d.persistent && dense_channels_last(plan.problem(), plan.y_desc()) &&
                           kg % run == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
+  // Note [wgmma ping-pong tiles]: the persistent form's conditions, the block's tiles split between
+  // two consumer warpgroups.
+  const bool pingpong = persistent && d.pingpong;
   const auto s = static_cast<cudaStream_t>(stream);
   if (tensor_maps) set_tensor_maps(prm, plan, t, a, b, x, w);
   if (persistent)
@@ -276,6 +286,15 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
         grid.z = static_cast<unsigned>(plan.problem().groups * prm.atomic_slices * prm.splits);
         launch<Tile, Math, F, kMaps, kPersistent>(prm, grid, s);
       };
+      if constexpr (kHasPingPong<Tile, Math, F>)
+        if (pingpong) {
+          prm.splits = prm.atomic_slices = 1;
+          grid.z = 1;
+          cuda::implicit_mma_pingpong_kernel<Tile, Math, F::kB>
+              <<<grid, Tile::kPingPongThreads, Tile::kPingPongSmemBytes, s>>>(prm);
+          return MCONV_CUDA_CHECK(cudaGetLastError());
+        }
+      if (pingpong) throw Error(Status::Internal, "implicit_mma: a ping-pong plan on a tile without that form");
       if constexpr (kHasPersistent<Tile, Math, F>)
         if (persistent) return run(std::true_type{}, std::true_type{});
       if (persistent) throw Error(Status::Internal, "implicit_mma: a persistent plan on a tile without that form");

@@ -165,10 +165,12 @@ int64_t persistent_blocks(const MmaTileShape& t, const HardwareModel& hw) {
 }
 
 /// How a rule's tile runs, where the rule was measured with more than the tile: its cluster split
-/// (0: the split rule's) and the persistent form (Note [wgmma persistent tiles]).
+/// (0: the split rule's), the persistent form (Note [wgmma persistent tiles]) and, with it, the
+/// ping-pong form (Note [wgmma ping-pong tiles]).
 struct TileRunForm {
   int split = 0;
   bool persistent = false;
+  bool pingpong = false;
 };
 
 // Measured on the H100 (bf16, NHWC, resnet50 and vgg16 at batch 32, every layer forced to each tile,
@@ -206,9 +208,27 @@ struct TileRunForm {
 // l3_1x1c 16.09 -> 14.51 (196 tiles of 1024 rows, K = 256), l2_1x1c 18.44 -> 18.08; stage 4's 1x1
 // layers (K/G >= 512, reductions of 1024-2048 rows) ran 10-50% slower on them, and 2.5 waves and
 // more of 128x64 tiles (resnet50's stages 1-3) up to 14% slower.
-// `form`: the split or the persistent form the tile was measured with, where the rule sets one.
+// Ping-pong blocks (Note [wgmma ping-pong tiles]), measured the same way (bf16 NHWC, resnet50, vgg16
+// and multi_channel, every layer forced onto each tile's ping-pong form, one call;
+// docs/PERFORMANCE.md has the table), forward layers only:
+// - 1x1 layers of at least 256 channels and at most one 64x64 tile an SM (multi_channel's batch-1
+//   7x7-28x28 layers) on 64x64: 6.73 -> 5.50 us (h7_c512), 7.05 -> 5.76, 5.12 -> 4.64;
+// - 1x1 layers of at least 512 channels and 128-1024 filters on 64x128: resnet50's l4_1x1c 18.5 ->
+//   14.4 us, l4_1x1a 21.2 -> 18.2, l3_ds 21.9 -> 19.5, l3_1x1a 23.8 -> 21.8, l2_1x1c 17.2 -> 16.7;
+//   2048 filters lost (l4_ds 20.1 -> 24.5), and fewer channels lost 3-13% (l1_1x1b, l2_1x1b);
+// - layers of a larger filter and K/G <= 64 on 128x64, down to half a wave: l1_3x3 28.4 -> 26.1,
+//   vgg16's first 3x3 313 -> 283, multi_channel's 112x112-512x512 3x3 and 5x5 layers 7-17%;
+// - layers of a larger filter and K/G >= 128 with more than half a wave of 128x128 tiles, but those
+//   the 128x256 rule takes, on 128x128 (vgg16's c128 layers 263 -> 203 and 127 -> 105 us, stage 3's
+//   3x3 layers 23.8 -> 21.6-21.9) or, where its tiles take as many rounds of the SMs, 64x128 (stage
+//   2's 28x28 3x3 layers 26.6 -> 23.4, 23.6 -> 20.8: 196 tiles of 128x128 take two rounds, 392 of
+//   64x128 three); a 128x128 tile costs about 1.7 times a 64x128 one.
+// dgrad steps (N-major filters) won on some layers and lost up to 19% on others (l3_1x1b's step),
+// and keep their tiles; 1x1 layers of 64 channels, of 128-256 with many tiles, and stage 4's 3x3
+// layers (the split rule) kept theirs.
+// `form`: the split, persistent or ping-pong form the tile was measured with, where the rule sets one.
 int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, bool warpgroup, bool tensor_maps,
-                       bool y_dense, TileRunForm& form, std::vector<std::string>& why) {
+                       bool y_dense, bool filters_k_major, TileRunForm& form, std::vector<std::string>& why) {
   const int64_t cols = p.n * p.p() * p.q(), kg = p.k_per_group();
   const int sms = std::max(hw.sm_count, 1);
   auto blocks = [&](int bm, int bn) { return ceil_div(cols, bm) * ceil_div(kg, bn) * p.groups; };
@@ -222,6 +242,24 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
     const int64_t wave = persistent_blocks(kMmaTileCatalog[persistent_tile], hw);
     const int64_t tiles = blocks(128, 64);
     const bool few_short_tiles = tiles <= sms && rows <= 512;
+    const bool fills_128x256 =
+        kg >= 256 && rows >= 1152 && blocks(128, 256) >= (tensor_maps ? sms * 2 / 3 : sms * 3 / 4);
+    // Note [wgmma ping-pong tiles]: forward layers loading through tensor maps and storing dense y.
+    if (tensor_maps && y_dense && filters_k_major) {
+      auto pingpong = [&](const char* name, int bm, int bn) {
+        form.persistent = form.pingpong = true;
+        return pick(name, shape + std::to_string(blocks(bm, bn)) + " tiles of " + std::to_string(bm) + "x" +
+                              std::to_string(bn) + ", ping-pong blocks");
+      };
+      if (p.r * p.s == 1 && rows >= 256 && kg >= 64 && blocks(64, 64) <= sms) return pingpong("wgmma64x64_s3", 64, 64);
+      if (p.r * p.s == 1 && rows >= 512 && kg >= 128 && kg <= 1024) return pingpong("wgmma64x128_s4", 64, 128);
+      if (p.r * p.s > 1 && kg <= 64 && tiles * 2 >= sms) return pingpong("wgmma128x64_s3", 128, 64);
+      if (p.r * p.s > 1 && kg >= 128 && !fills_128x256 && blocks(128, 128) * 2 > sms) {
+        const int64_t rounds_128 = ceil_div(blocks(128, 128), sms), rounds_64 = ceil_div(blocks(64, 128), sms);
+        return rounds_128 * 17 <= rounds_64 * 10 ? pingpong("wgmma128x128_s3", 128, 128)
+                                                 : pingpong("wgmma64x128_s4", 64, 128);
+      }
+    }
     if (tensor_maps && y_dense && p.r * p.s == 1 && kg >= 64 && tiles * 2 < wave * 5 &&
         (few_short_tiles || kg <= 256)) {
       form.persistent = true;
@@ -233,8 +271,7 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
       return pick("wgmma128x64_s3", shape + std::to_string(tiles) + " tiles, " + std::to_string(std::min(tiles, wave)) +
                                         " persistent blocks walking them");
     }
-    if (kg >= 256 && rows >= 1152 && blocks(128, 256) >= (tensor_maps ? sms * 2 / 3 : sms * 3 / 4))
-      return pick("wgmma128x256_s4", shape + std::to_string(blocks(128, 256)) + " blocks");
+    if (fills_128x256) return pick("wgmma128x256_s4", shape + std::to_string(blocks(128, 256)) + " blocks");
     if ((kg <= 64 || (tensor_maps && rows <= 64)) && (tiles >= sms || (tensor_maps && kg <= 64 && tiles * 2 >= sms)))
       return pick("wgmma128x64_s3", shape + std::to_string(tiles) + " blocks");
     // Long reductions over a grid of a quarter of a wave of the largest tile (stage 4's 3x3 layers,
@@ -351,7 +388,7 @@ int choose_pixel_run_tile(const Problem& p, const HardwareModel& hw, int64_t row
   if (!warpgroup) return -1;
   std::vector<std::string> reason;
   TileRunForm unused;
-  const int tile = choose_vector_tile(p, hw, rows, true, false, false, unused, reason);
+  const int tile = choose_vector_tile(p, hw, rows, true, false, false, false, unused, reason);
   if (!kMmaTileCatalog[tile].warpgroup) return -1;
   why.insert(why.end(), reason.begin(), reason.end());
   return tile;
@@ -495,10 +532,11 @@ std::pair<int, int> choose_atomic_slices(int64_t tiles, int k_tiles, const MmaTi
   return {c, a};
 }
 
-// The suffixes of a forced tile name that ask for tensor-map loads, and for the persistent form on
-// top of them ("<wgmma tile>_tma_persistent").
+// The suffixes of a forced tile name that ask for tensor-map loads, and for the persistent or the
+// ping-pong form on top of them ("<wgmma tile>_tma_persistent", "<wgmma tile>_tma_pingpong").
 constexpr std::string_view kTensorMapSuffix = "_tma";
 constexpr std::string_view kPersistentSuffix = "_persistent";
+constexpr std::string_view kPingPongSuffix = "_pingpong";
 
 // Strips `suffix` from the end of `name`; whether it was there.
 bool strip_suffix(std::string& name, std::string_view suffix) {
@@ -518,8 +556,10 @@ bool dense_channels_last(const Problem& p, const TensorDesc& y) {
 std::string implicit_mma_tile_names() {
   std::string names;
   for (const auto& t : kMmaTileCatalog) names += (names.empty() ? "" : ", ") + t.name();
-  return names + " (wgmma tiles also as <name>" + std::string(kTensorMapSuffix) + ": tensor-map loads, and <name>" +
-         std::string(kTensorMapSuffix) + std::string(kPersistentSuffix) + ": persistent blocks)";
+  return names + " (wgmma tiles also as <name>" + std::string(kTensorMapSuffix) + ": tensor-map loads, <name>" +
+         std::string(kTensorMapSuffix) + std::string(kPersistentSuffix) + ": persistent blocks, and <name>" +
+         std::string(kTensorMapSuffix) + std::string(kPingPongSuffix) +
+         " on tiles with that form: a producer warp and two consumer warpgroups)";
 }
 
 ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y,
@@ -540,12 +580,15 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   TileRunForm form;
   // A forced "<wgmma tile>_tma" loads through tensor maps; the plain name gathers.
   std::string tile_name = forced_tile;
-  const bool forced_persistent = strip_suffix(tile_name, kPersistentSuffix);
+  const bool forced_pingpong = strip_suffix(tile_name, kPingPongSuffix);
+  const bool forced_persistent = forced_pingpong || strip_suffix(tile_name, kPersistentSuffix);
   const bool forced_tensor_maps = strip_suffix(tile_name, kTensorMapSuffix);
   if (!forced_tile.empty()) {
     tile = find_mma_tile(tile_name);
     if (tile < 0 || (forced_tensor_maps && !kMmaTileCatalog[tile].warpgroup) ||
-        (forced_persistent && (!forced_tensor_maps || kMmaTileCatalog[tile].persistent_smem_bytes == 0)))
+        (forced_persistent && !forced_tensor_maps) ||
+        (forced_persistent && !forced_pingpong && kMmaTileCatalog[tile].persistent_smem_bytes == 0) ||
+        (forced_pingpong && kMmaTileCatalog[tile].pingpong_smem_bytes == 0))
       throw Error(Status::BadParam,
                   "tile: unknown implicit_mma tile '" + forced_tile + "' (known: " + implicit_mma_tile_names() + ")");
     if (kMmaTileCatalog[tile].warpgroup && !wgmma_device(hw))
@@ -559,7 +602,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     const bool both_transposed = forms.a == GatherForm::Transposed && forms.b == GatherForm::Transposed;
     std::vector<std::string> rule;  // the reasons of the rule that picks, appended once it is kept
     tile = vector_tile ? choose_vector_tile(p, hw, rows, warpgroup, no_tensor_maps.empty(), dense_channels_last(p, y),
-                                            form, rule)
+                                            forms.b == GatherForm::Vector, form, rule)
            : long_reduction ? choose_split_tile(p, hw, rows, dtype_size(x.dtype), warpgroup && both_transposed,
                                                 no_tensor_maps.empty(), rule)
            : pixel_runs     ? choose_pixel_run_tile(p, hw, rows, warpgroup, rule)
@@ -609,7 +652,10 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   const bool rule_persistent = form.persistent && d.tensor_maps && forced_split == 0;
   if (rule_persistent && p.k_per_group() % (16 / dtype_size(y.dtype)) == 0) {
     d.persistent = true;
-    why.push_back("blocks: persistent, one wave walking the tiles, stores through a tensor map of y");
+    d.pingpong = form.pingpong;
+    why.push_back(form.pingpong ? "blocks: one an SM, a producer warp and two consumer warpgroups on alternate tiles, "
+                                  "stores through a tensor map of y"
+                                : "blocks: persistent, one wave walking the tiles, stores through a tensor map of y");
   } else if (rule_persistent) {
     why.push_back("blocks: one a tile, unsplit; the persistent form stores 16-byte runs of filters, and K/G = " +
                   std::to_string(p.k_per_group()) + " is not whole runs");
@@ -622,7 +668,11 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     if (forced_split > 1)
       throw Error(Status::Unsupported, "split_k: a persistent tile takes each tile's whole reduction");
     d.persistent = true;
-    why.push_back("blocks: persistent, one wave walking the tiles, stores through a tensor map of y (forced)");
+    d.pingpong = forced_pingpong;
+    why.push_back(forced_pingpong ? "blocks: one an SM, a producer warp and two consumer warpgroups on alternate "
+                                    "tiles, stores through a tensor map of y (forced)"
+                                  : "blocks: persistent, one wave walking the tiles, stores through a tensor map of y "
+                                    "(forced)");
   }
   if (!mma_tile_has_forms(t, forms.a, forms.b))
     why.push_back("tile " + t.name() + " has no " + gather_form_name(forms.a) + "/" + gather_form_name(forms.b) +
@@ -634,7 +684,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     std::tie(d.cluster_split, d.atomic_slices) = choose_atomic_slices(tiles, d.k_tiles, t, hw, forced_split, why);
   } else if (d.persistent) {
     d.cluster_split = 1;
-    d.launch.grid_x = std::min(tiles, persistent_blocks(t, hw));
+    d.launch.grid_x = std::min(tiles, d.pingpong ? std::max<int64_t>(hw.sm_count, 1) : persistent_blocks(t, hw));
     d.launch.grid_y = 1;
   } else if (rule_persistent) {
     d.cluster_split = 1;
@@ -649,8 +699,9 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   }
   if (d.atomic_slices > 1) d.prepass_blocks = split_prepass_blocks(p.n * p.k * p.p() * p.q(), hw);
   d.launch.grid_z = p.groups * d.atomic_slices * d.cluster_split;
-  d.launch.threads = t.threads;
-  d.launch.smem_bytes = d.persistent ? t.persistent_smem_bytes : t.smem_bytes;
+  d.launch.threads = d.pingpong ? t.pingpong_threads : t.threads;
+  d.launch.smem_bytes = d.pingpong ? t.pingpong_smem_bytes : d.persistent ? t.persistent_smem_bytes : t.smem_bytes;
+  if (d.pingpong) d.stages = t.pingpong_stages;
   if (d.launch.grid_y > 65535) throw Error(Status::Unsupported, "k: too many filter tiles for one launch");
   if (d.launch.grid_z > 65535) throw Error(Status::Unsupported, "groups: too many groups for one launch");
   return d;

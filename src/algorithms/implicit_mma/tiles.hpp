@@ -25,7 +25,7 @@ enum class MmaUnit { Warp, Warpgroup };
 /// kElementFallbackTile. Warpgroup tiles: WarpsM warps of 16 pixels (a warpgroup per 64), each
 /// warpgroup one 64 x BlockN wgmma tile; their stage rows are 128 swizzled bytes, no element forms.
 template <int BlockM, int BlockN, int WarpsM, int WarpsN, int RowBytes, int Stages, int MinBlocks, bool ElementGather,
-          MmaUnit Unit = MmaUnit::Warp>
+          MmaUnit Unit = MmaUnit::Warp, bool PingPong = false>
 struct ImplicitMmaTile {
   static constexpr int kBlockM = BlockM, kBlockN = BlockN, kWarpsM = WarpsM, kWarpsN = WarpsN;
   static constexpr int kStages = Stages, kMinBlocks = MinBlocks;
@@ -82,6 +82,17 @@ struct ImplicitMmaTile {
   // Note [wgmma persistent tiles]: the stages, then an output buffer of the block's 16-bit tile.
   static constexpr int kPersistentSmemBytes = Stages * kStageBytes + BlockM * BlockN * 2 + 1024;
   static constexpr bool kPersistentForm = kWarpgroup && kPersistentSmemBytes <= 227 * 1024;
+  // Note [wgmma ping-pong tiles] (pingpong.cuh): one block an SM, two consumer warpgroups each on
+  // whole tiles of this shape of its own and a producer warp; as many stages as fit beside the two
+  // output buffers, at most 8.
+  static constexpr bool kPingPongForm = PingPong;
+  static constexpr int kPingPongThreads = 2 * 128 + 32;
+  static constexpr int kPingPongOutBytes = 2 * BlockM * BlockN * 2;
+  static constexpr int kPingPongStagesFit = (227 * 1024 - 1024 - kPingPongOutBytes) / kStageBytes;
+  static constexpr int kPingPongStages = kPingPongStagesFit < 8 ? kPingPongStagesFit : 8;
+  static constexpr int kPingPongSmemBytes = kPingPongStages * kStageBytes + kPingPongOutBytes + 1024;
+  static_assert(!PingPong || (kWarpgroup && (BlockM == 64 || BlockM == 128) && kPingPongStages >= 4),
+                "ping-pong tiles: 64 or 128 pixels, at least four stages");
   static_assert(RowBytes / 2 <= 64, "a stage's rows stay inside the offset table's padding (kOffsetTableRowAlign)");
 };
 
@@ -97,16 +108,16 @@ using ImplicitMmaTiles =
                ImplicitMmaTile<64, 64, 2, 2, 128, 3, 3, false>,    // 7
                ImplicitMmaTile<64, 64, 2, 2, 64, 4, 4, true>,      // 8: small problems
                // Note [wgmma mainloop]: sm_90a only.
-               ImplicitMmaTile<128, 256, 8, 1, 128, 4, 1, false, MmaUnit::Warpgroup>,  // 9
-               ImplicitMmaTile<128, 128, 8, 1, 128, 3, 2, false, MmaUnit::Warpgroup>,  // 10
-               ImplicitMmaTile<128, 64, 8, 1, 128, 4, 2, false, MmaUnit::Warpgroup>,   // 11
-               ImplicitMmaTile<128, 64, 8, 1, 128, 3, 3, false, MmaUnit::Warpgroup>,   // 12
-               ImplicitMmaTile<64, 128, 4, 1, 128, 4, 2, false, MmaUnit::Warpgroup>,   // 13
-               ImplicitMmaTile<64, 128, 4, 1, 128, 3, 3, false, MmaUnit::Warpgroup>,   // 14
+               ImplicitMmaTile<128, 256, 8, 1, 128, 4, 1, false, MmaUnit::Warpgroup>,        // 9
+               ImplicitMmaTile<128, 128, 8, 1, 128, 3, 2, false, MmaUnit::Warpgroup, true>,  // 10
+               ImplicitMmaTile<128, 64, 8, 1, 128, 4, 2, false, MmaUnit::Warpgroup>,         // 11
+               ImplicitMmaTile<128, 64, 8, 1, 128, 3, 3, false, MmaUnit::Warpgroup, true>,   // 12
+               ImplicitMmaTile<64, 128, 4, 1, 128, 4, 2, false, MmaUnit::Warpgroup, true>,   // 13
+               ImplicitMmaTile<64, 128, 4, 1, 128, 3, 3, false, MmaUnit::Warpgroup>,         // 14
                // Note [mma narrow filter tiles]: layers of at most 16 filters a group.
                ImplicitMmaTile<128, 16, 4, 1, 128, 3, 3, true>,  // 15
                // Wgrad steps of at most 64 filters, and persistent 1x1 layers of few tiles (planner.cpp).
-               ImplicitMmaTile<64, 64, 4, 1, 128, 3, 4, false, MmaUnit::Warpgroup>>;  // 16
+               ImplicitMmaTile<64, 64, 4, 1, 128, 3, 4, false, MmaUnit::Warpgroup, true>>;  // 16
 /// The tile that runs a layer with the element gather when its plan's tile has no such form.
 inline constexpr int kElementFallbackTile = 5;
 static_assert(std::tuple_element_t<kElementFallbackTile, ImplicitMmaTiles>::kElementGather,
@@ -118,6 +129,8 @@ struct MmaTileShape {
   int min_blocks;  ///< blocks an SM holds at once (the kernel's launch bound)
   bool element_gather, warpgroup;
   int persistent_smem_bytes;  ///< Note [wgmma persistent tiles]: that form's shared memory; 0 without one
+  /// Note [wgmma ping-pong tiles]: that form's shared memory (0 without one), stages and threads.
+  int pingpong_smem_bytes, pingpong_stages, pingpong_threads;
   /// "mma128x64_4w_64B": block_m x block_n, warps, stage-row bytes; "wgmma128x128_s3": block_m x
   /// block_n, stages (warpgroup tiles: a warpgroup per 64 pixels, 128-byte rows).
   std::string name() const {
@@ -132,7 +145,8 @@ template <class... Tiles>
 constexpr std::array<MmaTileShape, sizeof...(Tiles)> make_mma_catalog(std::tuple<Tiles...>*) {
   return {{{Tiles::kBlockM, Tiles::kBlockN, Tiles::kWarpsM, Tiles::kWarpsN, Tiles::kStageRowBytes, Tiles::kStages,
             Tiles::kThreads, Tiles::kSmemBytes, Tiles::kMinBlocks, Tiles::kElementGather, Tiles::kWarpgroup,
-            Tiles::kPersistentForm ? Tiles::kPersistentSmemBytes : 0}...}};
+            Tiles::kPersistentForm ? Tiles::kPersistentSmemBytes : 0,
+            Tiles::kPingPongForm ? Tiles::kPingPongSmemBytes : 0, Tiles::kPingPongStages, Tiles::kPingPongThreads}...}};
 }
 inline constexpr auto kMmaTileCatalog = make_mma_catalog(static_cast<ImplicitMmaTiles*>(nullptr));
 
