@@ -305,10 +305,10 @@ TEST(PlanDtypes, TensorMapLoadsWhereTheCopyEngineCanLoadTheStages) {
 // few channels and many tiles, and 64x64 tiles on 1x1 layers of few channels and fewer tiles, never
 // with a split. Note [wgmma ping-pong tiles]: forward layers of more channels or larger filters take
 // the ping-pong form (64x64 on few tiles, 64x128 on 1x1 layers of 512 and more channels, 128x64 for
-// K/G <= 64, 128x128 or 64x128 by the rounds of tiles on the SMs); stage 4's 1x1 layer of 2048
-// filters, the largest tile's 3x3 layers (vgg16's c512) and stage 4's split 3x3 layers keep their
-// tiles, as do batch-1 7x7 3x3 layers; in plane order the loads gather and nothing walks. `mconv
-// plan` shows the persistent grid.
+// K/G <= 64, 128x128 or 64x128 by the rounds of tiles on the SMs, 128x128 also on vgg16's c128 and
+// c256 layers); stage 4's 1x1 layer of 2048 filters, the largest tile's 3x3 layers of more than
+// 2304 rows (vgg16's c512) and stage 4's split 3x3 layers keep their tiles, as do batch-1 7x7 3x3
+// layers; in plane order the loads gather and nothing walks. `mconv plan` shows the persistent grid.
 TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
   auto division = [](const Problem& p, Layout l = Layout::NHWC) {
     return std::get<ImplicitMmaDivision>(plan_for(p, l, DType::BFloat16).division());
@@ -334,7 +334,8 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
         make(32, 1024, 14, 14, 512, 1, 1), make(32, 128, 28, 28, 128, 3, 3, 1)})
     expect_persistent(p, "wgmma64x128_s4_tma_pingpong", 132, pingpong_threads);
   expect_persistent(make(32, 64, 56, 56, 64, 3, 3, 1), "wgmma128x64_s3_tma_pingpong", 132, pingpong_threads);
-  for (const Problem& p : {make(32, 64, 112, 112, 128, 3, 3, 1), make(32, 256, 14, 14, 256, 3, 3, 1)})
+  for (const Problem& p : {make(32, 64, 112, 112, 128, 3, 3, 1), make(32, 256, 14, 14, 256, 3, 3, 1),
+                           make(32, 128, 56, 56, 256, 3, 3, 1), make(32, 256, 28, 28, 512, 3, 3, 1)})
     expect_persistent(p, "wgmma128x128_s3_tma_pingpong", 132, pingpong_threads);
   for (const Problem& p : {make(32, 512, 7, 7, 2048, 1, 1), make(1, 512, 7, 7, 512, 3, 3),
                            make(32, 512, 28, 28, 512, 3, 3, 1), make(32, 512, 7, 7, 512, 3, 3, 1)})

@@ -118,8 +118,8 @@ __global__ void __launch_bounds__(Tile::kPingPongThreads, 1)
       const int u = u0 + kt, st = u % S;
       detail::mbarrier_wait(&landed[st], (u / S) & 1);
       const uint64_t da = wgmma::descriptor(image_stage(st));
-      const uint64_t db = kNMajorB ? wgmma::descriptor(filter_stage(st), BK * wgmma::kRowBytes)
-                                   : wgmma::descriptor(filter_stage(st));
+      const uint64_t db =
+          kNMajorB ? wgmma::descriptor(filter_stage(st), BK * wgmma::kRowBytes) : wgmma::descriptor(filter_stage(st));
 #pragma unroll
       for (int mb = 0; mb < MB; ++mb) wgmma::pin(d[mb]);
       wgmma::fence();

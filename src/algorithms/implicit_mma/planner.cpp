@@ -218,11 +218,13 @@ struct TileRunForm {
 //   2048 filters lost (l4_ds 20.1 -> 24.5), and fewer channels lost 3-13% (l1_1x1b, l2_1x1b);
 // - layers of a larger filter and K/G <= 64 on 128x64, down to half a wave: l1_3x3 28.4 -> 26.1,
 //   vgg16's first 3x3 313 -> 283, multi_channel's 112x112-512x512 3x3 and 5x5 layers 7-17%;
-// - layers of a larger filter and K/G >= 128 with more than half a wave of 128x128 tiles, but those
-//   the 128x256 rule takes, on 128x128 (vgg16's c128 layers 263 -> 203 and 127 -> 105 us, stage 3's
-//   3x3 layers 23.8 -> 21.6-21.9) or, where its tiles take as many rounds of the SMs, 64x128 (stage
-//   2's 28x28 3x3 layers 26.6 -> 23.4, 23.6 -> 20.8: 196 tiles of 128x128 take two rounds, 392 of
-//   64x128 three); a 128x128 tile costs about 1.7 times a 64x128 one.
+// - layers of a larger filter and K/G >= 128 with more than half a wave of 128x128 tiles on 128x128
+//   (vgg16's c128 layers 263 -> 203 and 127 -> 105 us, its c256 ones 195 -> 188 and 98.7 -> 96.5
+//   against 128x256, stage 3's 3x3 layers 23.8 -> 21.6-21.9) or, where its tiles take as many rounds
+//   of the SMs, 64x128 (stage 2's 28x28 3x3 layers 26.6 -> 23.4, 23.6 -> 20.8: 196 tiles of 128x128
+//   take two rounds, 392 of 64x128 three); a 128x128 tile costs about 1.7 times a 64x128 one. The
+//   128x256 tile keeps the reductions of more than 2304 rows it takes (vgg16's c512 layers: 169 and
+//   53 us against 212 and 72).
 // dgrad steps (N-major filters) won on some layers and lost up to 19% on others (l3_1x1b's step),
 // and keep their tiles; 1x1 layers of 64 channels, of 128-256 with many tiles, and stage 4's 3x3
 // layers (the split rule) kept theirs.
@@ -254,7 +256,7 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
       if (p.r * p.s == 1 && rows >= 256 && kg >= 64 && blocks(64, 64) <= sms) return pingpong("wgmma64x64_s3", 64, 64);
       if (p.r * p.s == 1 && rows >= 512 && kg >= 128 && kg <= 1024) return pingpong("wgmma64x128_s4", 64, 128);
       if (p.r * p.s > 1 && kg <= 64 && tiles * 2 >= sms) return pingpong("wgmma128x64_s3", 128, 64);
-      if (p.r * p.s > 1 && kg >= 128 && !fills_128x256 && blocks(128, 128) * 2 > sms) {
+      if (p.r * p.s > 1 && kg >= 128 && (!fills_128x256 || rows <= 2304) && blocks(128, 128) * 2 > sms) {
         const int64_t rounds_128 = ceil_div(blocks(128, 128), sms), rounds_64 = ceil_div(blocks(64, 128), sms);
         return rounds_128 * 17 <= rounds_64 * 10 ? pingpong("wgmma128x128_s3", 128, 128)
                                                  : pingpong("wgmma64x128_s4", 64, 128);
