@@ -367,7 +367,8 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
 
 // Note [wgmma ping-pong tiles]: a forced "<wgmma tile>_tma_pingpong" plans one block an SM
 // of a producer warp and two consumer warpgroups, as many stages as fit, walking every tile; other
-// tiles, the name without "_tma", a layer without tensor maps and a split are refused.
+// tiles, the name without "_tma", a layer without tensor maps and a split are refused, and a y the
+// store cannot take gets the tile's plain form, named as such.
 TEST(PlanDtypes, ForcedPingPongTiles) {
   auto status_of = [](auto&& f) {
     try {
@@ -402,6 +403,20 @@ TEST(PlanDtypes, ForcedPingPongTiles) {
     EXPECT_EQ(status_of([&] { plan_for(p, Layout::NHWC, DType::BFloat16, o); }), Status::BadParam) << bad;
   }
   o.tile = "wgmma64x128_s4_tma_pingpong";
+  // y in plane order cannot take the tensor-map store: the plan names the plain form that runs,
+  // one block a tile, unsplit.
+  const Problem planes = make(32, 64, 56, 56, 256, 1, 1);
+  o.target = Target::Cuda;
+  const Plan plain =
+      Plan::build(planes, planes.x_desc(Layout::NHWC, DType::BFloat16), planes.w_desc(Layout::NHWC, DType::BFloat16),
+                  planes.y_desc(Layout::NCHW, DType::BFloat16), HardwareModel::reference_h100(), o);
+  const auto& dp = std::get<ImplicitMmaDivision>(plain.division());
+  EXPECT_FALSE(dp.persistent);
+  EXPECT_FALSE(dp.pingpong);
+  EXPECT_EQ(division_name(dp), "wgmma64x128_s4_tma");
+  EXPECT_EQ(dp.launch.grid_x, 32 * 56 * 56 / 64);  // one block a 64-pixel tile
+  EXPECT_EQ(dp.launch.threads, 128);
+  EXPECT_NE(plain.to_text(0).find("which this y is not"), std::string::npos);
   EXPECT_EQ(status_of([&] { plan_for(make(32, 32, 56, 56, 256, 1, 1), Layout::NHWC, DType::BFloat16, o); }),
             Status::Unsupported);
   o.split_k = 2;

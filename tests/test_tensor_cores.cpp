@@ -277,7 +277,7 @@ TEST_F(TensorCores, PersistentTilesMatchTheReference) {
     if (t.pingpong_smem_bytes > 0) tiles.push_back(t.name() + "_tma_pingpong");
   ASSERT_GE(tiles.size(), 7u);
   check_tiles(engine, g, cases, tiles, {kPrecisions[0], kPrecisions[1]}, 3, 0, "through a tensor map of y");
-  // y in plane order: the plan keeps the persistent form, the call runs the plain one.
+  // y in plane order: the plan and the call run the plain form.
   Case planes{make(4, 128, 14, 14, 256, 1, 1)};
   planes.xl = planes.wl = Layout::NHWC;
   planes.yl = Layout::NCHW;

@@ -669,12 +669,21 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
                                            "which this layer is not");
     if (forced_split > 1)
       throw Error(Status::Unsupported, "split_k: a persistent tile takes each tile's whole reduction");
-    d.persistent = true;
-    d.pingpong = forced_pingpong;
-    why.push_back(forced_pingpong ? "blocks: one an SM, a producer warp and two consumer warpgroups on alternate "
-                                    "tiles, stores through a tensor map of y (forced)"
-                                  : "blocks: persistent, one wave walking the tiles, stores through a tensor map of y "
-                                    "(forced)");
+    // The launcher runs the plain form where y cannot take the store (a dgrad phase's strided dx, y
+    // in plane order): the plan says so rather than name a form that never runs.
+    if (dense_channels_last(p, y) && p.k_per_group() % (16 / dtype_size(y.dtype)) == 0) {
+      d.persistent = true;
+      d.pingpong = forced_pingpong;
+      why.push_back(forced_pingpong ? "blocks: one an SM, a producer warp and two consumer warpgroups on alternate "
+                                      "tiles, stores through a tensor map of y (forced)"
+                                    : "blocks: persistent, one wave walking the tiles, stores through a tensor map of "
+                                      "y (forced)");
+    } else {
+      why.push_back(std::string("blocks: one a tile, unsplit; the forced ") +
+                    (forced_pingpong ? "ping-pong" : "persistent") +
+                    " form stores whole 16-byte runs of filters through a tensor map of a dense channels-last y, "
+                    "which this y is not");
+    }
   }
   if (!mma_tile_has_forms(t, forms.a, forms.b))
     why.push_back("tile " + t.name() + " has no " + gather_form_name(forms.a) + "/" + gather_form_name(forms.b) +
@@ -688,7 +697,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     d.cluster_split = 1;
     d.launch.grid_x = std::min(tiles, d.pingpong ? std::max<int64_t>(hw.sm_count, 1) : persistent_blocks(t, hw));
     d.launch.grid_y = 1;
-  } else if (rule_persistent) {
+  } else if (rule_persistent || forced_persistent) {
     d.cluster_split = 1;
   } else if (form.split > 0 && forced_split == 0 && d.tensor_maps) {
     d.cluster_split = form.split;
