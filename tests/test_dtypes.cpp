@@ -342,7 +342,8 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
     EXPECT_FALSE(division(p).persistent) << p.to_string();
   EXPECT_FALSE(division(make(32, 64, 56, 56, 256, 1, 1), Layout::NCHW).persistent);
   // dgrad: a stride-1 1x1 layer's one step writes dense dx and walks; the phase steps of a stride-2
-  // 3x3 layer write strided views of dx, which a tensor map of y cannot store, and do not.
+  // 3x3 layer (and a stride-2 1x1 layer's one step) write strided views of dx, which a tensor map of y
+  // cannot store, and do not.
   auto dgrad_steps = [](const Problem& p) {
     const DType t = DType::BFloat16;
     const BackwardDecomposition dg =
@@ -360,9 +361,16 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
   ASSERT_EQ(one_by_one.size(), 1u);
   EXPECT_TRUE(one_by_one[0].persistent);
   EXPECT_FALSE(one_by_one[0].pingpong);  // dgrad steps keep their tiles
-  const auto phases = dgrad_steps(make(32, 128, 56, 56, 128, 3, 3, 1, 2));
-  EXPECT_EQ(phases.size(), 4u);
-  for (const ImplicitMmaDivision& d : phases) EXPECT_FALSE(d.persistent) << division_name(d);
+  // The phases run 128x128 unsplit (stage 4's too, where the forward layer's rules would split).
+  for (const Problem& p : {make(32, 128, 56, 56, 128, 3, 3, 1, 2), make(32, 512, 14, 14, 512, 3, 3, 1, 2),
+                           make(32, 1024, 14, 14, 2048, 1, 1, 0, 2)}) {
+    const auto phases = dgrad_steps(p);
+    EXPECT_EQ(phases.size(), p.r == 3 ? 4u : 1u);
+    for (const ImplicitMmaDivision& d : phases) {
+      EXPECT_FALSE(d.persistent) << division_name(d);
+      EXPECT_EQ(division_name(d), "wgmma128x128_s3_tma") << p.to_string();
+    }
+  }
 }
 
 // Note [wgmma ping-pong tiles]: a forced "<wgmma tile>_tma_pingpong" plans one block an SM

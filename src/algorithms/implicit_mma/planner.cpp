@@ -246,6 +246,16 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
     const bool few_short_tiles = tiles <= sms && rows <= 512;
     const bool fills_128x256 =
         kg >= 256 && rows >= 1152 && blocks(128, 256) >= (tensor_maps ? sms * 2 / 3 : sms * 3 / 4);
+    // The phase steps of a strided layer's dgrad (N-major filters, writing every stride-th pixel of
+    // dx): 128x128 unsplit (bf16, resnet50's dgrad, every step forced onto each tile unsplit, one
+    // call): l4_3x3s2 42.8 -> 32.9 us against 64x128 and a 4-way split 128x256, l2_3x3s2 41.9 ->
+    // 36.6 against 64x128 on one phase, l2_ds 54.5 -> 51.9; no such layer slower (l3_3x3s2, l3_ds,
+    // l4_ds within 1%).
+    if (tensor_maps && !y_dense && !filters_k_major && kg >= 128) {
+      form.split = 1;
+      return pick("wgmma128x128_s3",
+                  shape + std::to_string(blocks(128, 128)) + " blocks, unsplit (N-major filters, a strided y)");
+    }
     // Note [wgmma ping-pong tiles]: forward layers loading through tensor maps and storing dense y.
     if (tensor_maps && y_dense && filters_k_major) {
       auto pingpong = [&](const char* name, int bm, int bn) {
@@ -701,9 +711,10 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     d.cluster_split = 1;
   } else if (form.split > 0 && forced_split == 0 && d.tensor_maps) {
     d.cluster_split = form.split;
-    why.push_back("cluster split " + std::to_string(form.split) +
-                  ": the tile's rule (slices summed through "
-                  "distributed shared memory, in rank order)");
+    why.push_back(form.split == 1 ? std::string("unsplit: the tile's rule")
+                                  : "cluster split " + std::to_string(form.split) +
+                                        ": the tile's rule (slices summed through distributed shared memory, in "
+                                        "rank order)");
   } else {
     d.cluster_split = choose_cluster_split(tiles, d.k_tiles, d.tensor_maps && d.a_gather == GatherForm::Transposed, hw,
                                            forced_split, why);
