@@ -327,7 +327,7 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
     expect_persistent(p, "wgmma128x64_s3_tma_persistent", 2 * 132, 256);
   for (const Problem& p : {make(1, 128, 56, 56, 128, 1, 1), make(1, 64, 224, 224, 64, 1, 1)})
     expect_persistent(p, "wgmma64x64_s3_tma_persistent", 3 * 132, 128);
-  const int pingpong_threads = 2 * 128 + 32;
+  const int pingpong_threads = 3 * 128;
   expect_persistent(make(1, 512, 7, 7, 512, 1, 1), "wgmma64x64_s3_tma_pingpong", 132, pingpong_threads);
   for (const Problem& p :
        {make(32, 1024, 14, 14, 256, 1, 1), make(32, 512, 28, 28, 128, 1, 1), make(32, 2048, 7, 7, 512, 1, 1),
@@ -374,7 +374,7 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
 }
 
 // Note [wgmma ping-pong tiles]: a forced "<wgmma tile>_tma_pingpong" plans one block an SM
-// of a producer warp and two consumer warpgroups, as many stages as fit, walking every tile; other
+// of a producer warpgroup and two consumer warpgroups, as many stages as fit, walking every tile; other
 // tiles, the name without "_tma", a layer without tensor maps and a split are refused, and a y the
 // store cannot take gets the tile's plain form, named as such.
 TEST(PlanDtypes, ForcedPingPongTiles) {
@@ -395,7 +395,7 @@ TEST(PlanDtypes, ForcedPingPongTiles) {
   EXPECT_EQ(division_name(d), "wgmma64x128_s4_tma_pingpong");
   EXPECT_EQ(d.launch.grid_x, 132);  // one block an SM of the H100 model, 3136 tiles
   EXPECT_EQ(d.launch.grid_y, 1);
-  EXPECT_EQ(d.launch.threads, 2 * 128 + 32);
+  EXPECT_EQ(d.launch.threads, 3 * 128);
   EXPECT_EQ(d.stages, 8);
   EXPECT_EQ(d.launch.smem_bytes, 8 * (64 + 128) * 128 + 2 * 64 * 128 * 2 + 1024);
   EXPECT_EQ(d.cluster_split, 1);

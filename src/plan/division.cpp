@@ -66,8 +66,8 @@ struct TextOf {
                ? std::string("loads x M-major im2col tensor map, w N-major tiled tensor map")
            : d.b_gather == GatherForm::Transposed ? std::string("loads x im2col tensor map, w N-major tiled tensor map")
                                                   : std::string("loads x im2col tensor map, w tiled tensor map"))
-       << (d.pingpong     ? ", one block an SM: a producer warp, two consumer warpgroups on alternate tiles storing "
-                            "through a tensor map of y"
+       << (d.pingpong ? ", one block an SM: a producer warpgroup, two consumer warpgroups on alternate tiles storing "
+                        "through a tensor map of y"
            : d.persistent ? ", persistent blocks storing through a tensor map of y"
                           : "")
        << (d.images_fastest ? ", images fastest" : "") << ", cluster split " << d.cluster_split;

@@ -1,20 +1,25 @@
-// The ping-pong form of the one-warpgroup wgmma tiles (sm_90a): a producer warp loading stages
-// through tensor maps and two consumer warpgroups on tiles of their own.
+// The ping-pong form of the wgmma tiles (sm_90a): a producer warpgroup loading stages through
+// tensor maps and two consumer warpgroups on tiles of their own.
 //
 // Note [wgmma ping-pong tiles]: in the other tensor-map forms (Note [wgmma tensor-map loads],
 // [wgmma persistent tiles]) the thread that refills the stages is also a consumer, and a stage is
 // refilled only after a block barrier that every warp reaches once its wgmma groups are done, so a
 // block multiplies, waits and stores in turn; ncu put a third of the stall cycles at that barrier.
-// Here the roles are split, as CUTLASS's Hopper "ping-pong" GEMMs split them. One block an SM:
-// - a producer warp (one thread) walks every row tile of the block's tiles (b, b + grid, ...,
+// Here the roles are split, as CUTLASS's Hopper "ping-pong" GEMMs split them. One block an SM of
+// three warpgroups. The register file is split among an SM's four sub-partitions, so a warp beside
+// eight others would cap every thread at 168 registers (a 128x128 tile's 128 accumulators spilled);
+// a whole producer warpgroup instead hands its registers to the consumers (setmaxnreg: 40 for it,
+// 232 for them):
+// - one thread of the producer warpgroup walks every row tile of the block's tiles (b, b + grid, ...,
 //   filter tiles fastest) and issues each stage's copies as soon as the stage is free: it waits on
 //   the stage's `freed` barrier, never on the consumers' progress otherwise, so it runs as far ahead
 //   as the stages allow (as many as fit beside the output buffers, at most 8), across tiles;
 // - two consumer warpgroups take the block's tiles in turn (warpgroup 0 the even ones, 1 the odd
 //   ones), each a whole tile of the tile's shape (64 or 128 pixels: one or two wgmma row blocks a
-//   k-step, where the tile's plain form splits its pixels among its warpgroups). A consumer waits for a stage's copies,
-//   issues its wgmma k-steps, and keeps one wgmma group in flight: once the previous stage's group
-//   is done, each of its four warps arrives on that stage's `freed` barrier (count 4). After its last
+//   k-step, where the tile's plain form splits its pixels among its warpgroups). A consumer waits
+//   for a stage's copies, issues its wgmma k-steps, and keeps one wgmma group in flight: once the
+//   previous stage's group is done, each of its four warps arrives on that stage's `freed` barrier
+//   (count 4). After its last
 //   stage it waits for every group and runs the epilogue (alpha, bias, beta, ReLU) into its own
 //   output buffer, which leaves as tensor-map stores of y, as in the persistent form; meanwhile the
 //   other warpgroup's wgmma keep the tensor cores busy.
@@ -26,9 +31,9 @@
 // while the phase before it has completed, which the turn guarantees for the other warpgroup's
 // stages. The fill of stage u + S waits for phase (u / S) & 1 of `freed[u % S]`. Otherwise the
 // warpgroups synchronise only through their own named barriers (1 and 2), never a block barrier
-// after the start. Forward and stride-1 dgrad
-// steps (vector or N-major filters), 16-bit, y dense channels-last with K/G whole 16-byte runs and
-// 16-byte aligned, as for the persistent form (the launcher runs the plain form otherwise).
+// after the start. Forward and stride-1 dgrad steps (vector or N-major filters), 16-bit, y dense
+// channels-last with K/G whole 16-byte runs and 16-byte aligned, as for the persistent form (the
+// launcher runs the plain form otherwise).
 #pragma once
 
 #include "kernel.cuh"
@@ -39,6 +44,16 @@ namespace detail {
 /// Waits until the `threads` threads of named barrier `id` (1-15; 0 is __syncthreads) arrive.
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+/// Sets this warpgroup's registers a thread to N (every warp of the warpgroup executes it): fewer
+/// gives them back to the SM, more waits until they are free.
+template <int N>
+__device__ __forceinline__ void release_registers() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void claim_registers() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
 }
 }  // namespace detail
 
@@ -77,8 +92,9 @@ __global__ void __launch_bounds__(Tile::kPingPongThreads, 1)
   }
   __syncthreads();
 
-  if (warp == 2 * kConsumerThreads / 32) {  // the producer warp
-    if (lane == 0) {
+  if (warp >= 2 * kConsumerThreads / 32) {  // the producer warpgroup: one thread issues the copies
+    detail::release_registers<40>();
+    if (warp == 2 * kConsumerThreads / 32 && lane == 0) {
       int fills = 0;
       for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         const long long tm = tile / tiles_n;
@@ -94,6 +110,7 @@ __global__ void __launch_bounds__(Tile::kPingPongThreads, 1)
     return;
   }
 
+  detail::claim_registers<232>();  // the producer's share: 2 x 232 + 40 of an SM sub-partition's 512
   const int wg = warp / 4, wg_tid = tid % kConsumerThreads;
   const uint32_t out_base = base + S * Tile::kStageBytes + wg * kOutBytes;  // BN/64 blocks of BM rows x 128 bytes
   constexpr bool kNMajorB = kB == GatherForm::Transposed;

@@ -571,7 +571,7 @@ std::string implicit_mma_tile_names() {
   return names + " (wgmma tiles also as <name>" + std::string(kTensorMapSuffix) + ": tensor-map loads, <name>" +
          std::string(kTensorMapSuffix) + std::string(kPersistentSuffix) + ": persistent blocks, and <name>" +
          std::string(kTensorMapSuffix) + std::string(kPingPongSuffix) +
-         " on tiles with that form: a producer warp and two consumer warpgroups)";
+         " on tiles with that form: a producer warpgroup and two consumer warpgroups)";
 }
 
 ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y,
@@ -665,9 +665,10 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   if (rule_persistent && p.k_per_group() % (16 / dtype_size(y.dtype)) == 0) {
     d.persistent = true;
     d.pingpong = form.pingpong;
-    why.push_back(form.pingpong ? "blocks: one an SM, a producer warp and two consumer warpgroups on alternate tiles, "
-                                  "stores through a tensor map of y"
-                                : "blocks: persistent, one wave walking the tiles, stores through a tensor map of y");
+    why.push_back(form.pingpong
+                      ? "blocks: one an SM, a producer warpgroup and two consumer warpgroups on alternate tiles, "
+                        "stores through a tensor map of y"
+                      : "blocks: persistent, one wave walking the tiles, stores through a tensor map of y");
   } else if (rule_persistent) {
     why.push_back("blocks: one a tile, unsplit; the persistent form stores 16-byte runs of filters, and K/G = " +
                   std::to_string(p.k_per_group()) + " is not whole runs");
@@ -684,10 +685,11 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     if (dense_channels_last(p, y) && p.k_per_group() % (16 / dtype_size(y.dtype)) == 0) {
       d.persistent = true;
       d.pingpong = forced_pingpong;
-      why.push_back(forced_pingpong ? "blocks: one an SM, a producer warp and two consumer warpgroups on alternate "
-                                      "tiles, stores through a tensor map of y (forced)"
-                                    : "blocks: persistent, one wave walking the tiles, stores through a tensor map of "
-                                      "y (forced)");
+      why.push_back(forced_pingpong
+                        ? "blocks: one an SM, a producer warpgroup and two consumer warpgroups on alternate "
+                          "tiles, stores through a tensor map of y (forced)"
+                        : "blocks: persistent, one wave walking the tiles, stores through a tensor map of "
+                          "y (forced)");
     } else {
       why.push_back(std::string("blocks: one a tile, unsplit; the forced ") +
                     (forced_pingpong ? "ping-pong" : "persistent") +

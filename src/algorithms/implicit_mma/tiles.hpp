@@ -83,10 +83,10 @@ struct ImplicitMmaTile {
   static constexpr int kPersistentSmemBytes = Stages * kStageBytes + BlockM * BlockN * 2 + 1024;
   static constexpr bool kPersistentForm = kWarpgroup && kPersistentSmemBytes <= 227 * 1024;
   // Note [wgmma ping-pong tiles] (pingpong.cuh): one block an SM, two consumer warpgroups each on
-  // whole tiles of this shape of its own and a producer warp; as many stages as fit beside the two
-  // output buffers, at most 8.
+  // whole tiles of this shape of its own and a producer warpgroup; as many stages as fit beside the
+  // two output buffers, at most 8.
   static constexpr bool kPingPongForm = PingPong;
-  static constexpr int kPingPongThreads = 2 * 128 + 32;
+  static constexpr int kPingPongThreads = 3 * 128;
   static constexpr int kPingPongOutBytes = 2 * BlockM * BlockN * 2;
   static constexpr int kPingPongStagesFit = (227 * 1024 - 1024 - kPingPongOutBytes) / kStageBytes;
   static constexpr int kPingPongStages = kPingPongStagesFit < 8 ? kPingPongStagesFit : 8;
