@@ -247,9 +247,9 @@ TEST_F(BackwardGpu, ChannelsLastHalfStepsTransposedGathersAndClusterSplits) {
 // channels load dy through an im2col map and w as N-major boxes (filters, C, S, R) at each stage's
 // tap: stride 1 and the phases of stride 2, dilation, a 1x1 stride-2 layer (one step and three fills),
 // 7x7 with 16 filters in a 64-wide box, a partial second box (96), late-stage reductions, true
-// convolution (flipped taps) and alpha/beta, also on persistent and ping-pong tiles (Note [wgmma
-// persistent tiles], [wgmma ping-pong tiles]; the phases' dx is not dense, so they run the plain
-// form). Every warpgroup step must take the maps; each case against the double reference.
+// convolution (flipped taps) and alpha/beta, also on persistent and warp-specialized tiles (Note
+// [wgmma persistent tiles], [wgmma warp-specialized tiles]; the phases' dx is not dense, so they run
+// the plain form). Every warpgroup step must take the maps; each case against the double reference.
 TEST_F(BackwardGpu, DgradTensorMapLoads) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 956);
@@ -273,7 +273,8 @@ TEST_F(BackwardGpu, DgradTensorMapLoads) {
                          "wgmma128x128_s3_tma_persistent",
                          "wgmma64x128_s4_tma_persistent",
                          "wgmma64x128_s4_tma_pingpong",
-                         "wgmma128x128_s3_tma_pingpong"};
+                         "wgmma128x128_s3_tma_pingpong",
+                         "wgmma128x64_s3_tma_cooperative"};
   for (const Precision& pr : {kPrecisions[2], kPrecisions[3]})
     for (Case c : cases)
       for (const char* tile : tiles) {

@@ -303,7 +303,7 @@ TEST(PlanDtypes, TensorMapLoadsWhereTheCopyEngineCanLoadTheStages) {
 
 // Note [wgmma persistent tiles]: Auto walks 128x64 tiles with persistent blocks on 1x1 layers of
 // few channels and many tiles, and 64x64 tiles on 1x1 layers of few channels and fewer tiles, never
-// with a split. Note [wgmma ping-pong tiles]: forward layers of more channels or larger filters take
+// with a split. Note [wgmma warp-specialized tiles]: forward layers of more channels or larger filters take
 // the ping-pong form (64x64 on few tiles, 64x128 on 1x1 layers of 512 and more channels, 128x64 for
 // K/G <= 64, 128x128 or 64x128 by the rounds of tiles on the SMs, 128x128 also on vgg16's c128 and
 // c256 layers); stage 4's 1x1 layer of 2048 filters, the largest tile's 3x3 layers of more than
@@ -329,14 +329,19 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
     expect_persistent(p, "wgmma64x64_s3_tma_persistent", 3 * 132, 128);
   const int pingpong_threads = 3 * 128;
   expect_persistent(make(1, 512, 7, 7, 512, 1, 1), "wgmma64x64_s3_tma_pingpong", 132, pingpong_threads);
-  for (const Problem& p :
-       {make(32, 1024, 14, 14, 256, 1, 1), make(32, 512, 28, 28, 128, 1, 1), make(32, 2048, 7, 7, 512, 1, 1),
-        make(32, 1024, 14, 14, 512, 1, 1), make(32, 128, 28, 28, 128, 3, 3, 1)})
+  for (const Problem& p : {make(32, 512, 28, 28, 128, 1, 1), make(32, 2048, 7, 7, 512, 1, 1),
+                           make(32, 1024, 14, 14, 512, 1, 1), make(32, 128, 28, 28, 128, 3, 3, 1)})
     expect_persistent(p, "wgmma64x128_s4_tma_pingpong", 132, pingpong_threads);
   expect_persistent(make(32, 64, 56, 56, 64, 3, 3, 1), "wgmma128x64_s3_tma_pingpong", 132, pingpong_threads);
-  for (const Problem& p : {make(32, 64, 112, 112, 128, 3, 3, 1), make(32, 256, 14, 14, 256, 3, 3, 1),
-                           make(32, 128, 56, 56, 256, 3, 3, 1), make(32, 256, 28, 28, 512, 3, 3, 1)})
+  for (const Problem& p :
+       {make(32, 64, 112, 112, 128, 3, 3, 1), make(32, 128, 56, 56, 256, 3, 3, 1), make(32, 256, 28, 28, 512, 3, 3, 1)})
     expect_persistent(p, "wgmma128x128_s3_tma_pingpong", 132, pingpong_threads);
+  // Cooperative where a ping-pong block would have one tile: 98 tiles of 128x128 (stage 3's 3x3 and
+  // 1x1c), and up to three waves of 128x64 tiles of K/G <= 64 (batch-1 112x112 and 224x224 maps).
+  for (const Problem& p : {make(32, 256, 14, 14, 256, 3, 3, 1), make(32, 1024, 14, 14, 256, 1, 1)})
+    expect_persistent(p, "wgmma128x128_s3_tma_cooperative", 98, pingpong_threads);
+  for (const Problem& p : {make(1, 64, 112, 112, 64, 3, 3, 1), make(1, 64, 224, 224, 64, 5, 5, 2)})
+    expect_persistent(p, "wgmma128x64_s3_tma_cooperative", 132, pingpong_threads);
   for (const Problem& p : {make(32, 512, 7, 7, 2048, 1, 1), make(1, 512, 7, 7, 512, 3, 3),
                            make(32, 512, 28, 28, 512, 3, 3, 1), make(32, 512, 7, 7, 512, 3, 3, 1)})
     EXPECT_FALSE(division(p).persistent) << p.to_string();
@@ -360,7 +365,23 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
   const auto one_by_one = dgrad_steps(make(32, 256, 56, 56, 64, 1, 1));
   ASSERT_EQ(one_by_one.size(), 1u);
   EXPECT_TRUE(one_by_one[0].persistent);
-  EXPECT_FALSE(one_by_one[0].pingpong);  // dgrad steps keep their tiles
+  EXPECT_EQ(one_by_one[0].consumers, ConsumerSchedule::None);  // a reduction of 64 rows
+  // Stride-1 steps of 256-2304 rows: cooperative 128x128 over more than half a wave of its tiles
+  // where K/G >= 256 or the reduction is 1024 rows and more, 128x64 otherwise; shorter and longer
+  // reductions keep their tiles.
+  for (const auto& [p, name] : {std::pair{make(32, 256, 14, 14, 256, 3, 3, 1), "wgmma128x128_s3_tma_cooperative"},
+                                std::pair{make(32, 1024, 14, 14, 512, 1, 1), "wgmma128x128_s3_tma_cooperative"},
+                                std::pair{make(32, 512, 7, 7, 2048, 1, 1), "wgmma128x64_s3_tma_cooperative"},
+                                std::pair{make(32, 128, 28, 28, 512, 1, 1), "wgmma128x64_s3_tma_cooperative"},
+                                std::pair{make(32, 64, 56, 56, 64, 3, 3, 1), "wgmma128x64_s3_tma_cooperative"}}) {
+    const auto steps = dgrad_steps(p);
+    ASSERT_EQ(steps.size(), 1u);
+    EXPECT_EQ(division_name(steps[0]), name) << p.to_string();
+    EXPECT_EQ(steps[0].launch.threads, pingpong_threads);
+  }
+  for (const Problem& p :
+       {make(32, 512, 28, 28, 128, 1, 1), make(32, 64, 56, 56, 256, 1, 1), make(32, 512, 7, 7, 512, 3, 3, 1)})
+    EXPECT_EQ(dgrad_steps(p)[0].consumers, ConsumerSchedule::None) << p.to_string();
   // The phases run 128x128 unsplit (stage 4's too, where the forward layer's rules would split).
   for (const Problem& p : {make(32, 128, 56, 56, 128, 3, 3, 1, 2), make(32, 512, 14, 14, 512, 3, 3, 1, 2),
                            make(32, 1024, 14, 14, 2048, 1, 1, 0, 2)}) {
@@ -373,11 +394,12 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
   }
 }
 
-// Note [wgmma ping-pong tiles]: a forced "<wgmma tile>_tma_pingpong" plans one block an SM
-// of a producer warpgroup and two consumer warpgroups, as many stages as fit, walking every tile; other
-// tiles, the name without "_tma", a layer without tensor maps and a split are refused, and a y the
-// store cannot take gets the tile's plain form, named as such.
-TEST(PlanDtypes, ForcedPingPongTiles) {
+// Note [wgmma warp-specialized tiles]: a forced "<wgmma tile>_tma_pingpong" or "_tma_cooperative"
+// plans one block an SM of a producer warpgroup and two consumer warpgroups, as many stages as fit,
+// walking every tile; other tiles (and a cooperative 64-pixel tile), the name without "_tma", a layer
+// without tensor maps and a split are refused, and a y the store cannot take gets the tile's plain
+// form, named as such.
+TEST(PlanDtypes, ForcedWarpSpecializedTiles) {
   auto status_of = [](auto&& f) {
     try {
       f();
@@ -390,7 +412,7 @@ TEST(PlanDtypes, ForcedPingPongTiles) {
   PlanOptions o;
   o.tile = "wgmma64x128_s4_tma_pingpong";
   const auto d = std::get<ImplicitMmaDivision>(plan_for(p, Layout::NHWC, DType::BFloat16, o).division());
-  EXPECT_TRUE(d.pingpong);
+  EXPECT_EQ(d.consumers, ConsumerSchedule::PingPong);
   EXPECT_TRUE(d.persistent);
   EXPECT_EQ(division_name(d), "wgmma64x128_s4_tma_pingpong");
   EXPECT_EQ(d.launch.grid_x, 132);  // one block an SM of the H100 model, 3136 tiles
@@ -403,10 +425,19 @@ TEST(PlanDtypes, ForcedPingPongTiles) {
   o.tile = "wgmma64x64_s3_tma_pingpong";
   const auto small = std::get<ImplicitMmaDivision>(
       plan_for(make(1, 64, 14, 14, 64, 1, 1), Layout::NHWC, DType::BFloat16, o).division());
-  EXPECT_TRUE(small.pingpong);
+  EXPECT_EQ(small.consumers, ConsumerSchedule::PingPong);
   EXPECT_EQ(small.launch.grid_x, 4);
-  for (const char* bad :
-       {"wgmma128x256_s4_tma_pingpong", "wgmma64x128_s4_pingpong", "mma128x16_4w_128B_tma_pingpong"}) {
+  // Cooperative: both consumer warpgroups on each 128-pixel tile, the same blocks and shared memory.
+  o.tile = "wgmma128x64_s3_tma_cooperative";
+  const auto coop = std::get<ImplicitMmaDivision>(plan_for(p, Layout::NHWC, DType::BFloat16, o).division());
+  EXPECT_EQ(coop.consumers, ConsumerSchedule::Cooperative);
+  EXPECT_EQ(division_name(coop), "wgmma128x64_s3_tma_cooperative");
+  EXPECT_EQ(coop.launch.grid_x, 132);
+  EXPECT_EQ(coop.launch.threads, 3 * 128);
+  EXPECT_EQ(coop.stages, 8);
+  EXPECT_EQ(coop.launch.smem_bytes, 8 * (128 + 64) * 128 + 2 * 128 * 64 * 2 + 1024);
+  for (const char* bad : {"wgmma128x256_s4_tma_pingpong", "wgmma64x128_s4_pingpong", "mma128x16_4w_128B_tma_pingpong",
+                          "wgmma64x128_s4_tma_cooperative", "wgmma128x256_s4_tma_cooperative"}) {
     o.tile = bad;
     EXPECT_EQ(status_of([&] { plan_for(p, Layout::NHWC, DType::BFloat16, o); }), Status::BadParam) << bad;
   }
@@ -420,7 +451,7 @@ TEST(PlanDtypes, ForcedPingPongTiles) {
                   planes.y_desc(Layout::NCHW, DType::BFloat16), HardwareModel::reference_h100(), o);
   const auto& dp = std::get<ImplicitMmaDivision>(plain.division());
   EXPECT_FALSE(dp.persistent);
-  EXPECT_FALSE(dp.pingpong);
+  EXPECT_EQ(dp.consumers, ConsumerSchedule::None);
   EXPECT_EQ(division_name(dp), "wgmma64x128_s4_tma");
   EXPECT_EQ(dp.launch.grid_x, 32 * 56 * 56 / 64);  // one block a 64-pixel tile
   EXPECT_EQ(dp.launch.threads, 128);

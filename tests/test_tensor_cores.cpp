@@ -253,8 +253,8 @@ TEST_F(TensorCores, TensorMapLoadsMatchTheReference) {
   EXPECT_NE(division.find("_tma"), std::string::npos) << division;
 }
 
-// Note [wgmma persistent tiles], [wgmma ping-pong tiles]: every tile with the persistent or the
-// ping-pong form on the tensor-map layers above (tensor_map_cases), and on 1x1 and 3x3 layers of
+// Note [wgmma persistent tiles], [wgmma warp-specialized tiles]: every tile with the persistent or a
+// warp-specialized form on the tensor-map layers above (tensor_map_cases), and on 1x1 and 3x3 layers of
 // more tiles than one wave of blocks holds (each block walks several, its stages running into the
 // next tile's) with partial pixel and filter tiles and the whole epilogue (beta reading y); y in
 // plane order runs the plain form of the tile. A persistent tile is refused on a layer without
@@ -271,11 +271,14 @@ TEST_F(TensorCores, PersistentTilesMatchTheReference) {
   for (const auto& t : detail::kMmaTileCatalog)
     if (t.persistent_smem_bytes > 0) tiles.push_back(t.name() + "_tma_persistent");
   ASSERT_GE(tiles.size(), 3u);
-  // Note [wgmma ping-pong tiles]: the same layers, two consumer warpgroups on alternate tiles (one
-  // tile a block on the small layers, several a warpgroup on the large ones).
-  for (const auto& t : detail::kMmaTileCatalog)
-    if (t.pingpong_smem_bytes > 0) tiles.push_back(t.name() + "_tma_pingpong");
-  ASSERT_GE(tiles.size(), 7u);
+  // Note [wgmma warp-specialized tiles]: the same layers, two consumer warpgroups on alternate tiles
+  // (one tile a block on the small layers, several a warpgroup on the large ones) or on both halves
+  // of every 128-pixel tile (a second half past the last pixel on the partial tiles).
+  for (const auto& t : detail::kMmaTileCatalog) {
+    if (t.specialized_smem_bytes > 0) tiles.push_back(t.name() + "_tma_pingpong");
+    if (t.cooperative) tiles.push_back(t.name() + "_tma_cooperative");
+  }
+  ASSERT_GE(tiles.size(), 9u);
   check_tiles(engine, g, cases, tiles, {kPrecisions[0], kPrecisions[1]}, 3, 0, "through a tensor map of y");
   // y in plane order: the plan and the call run the plain form.
   Case planes{make(4, 128, 14, 14, 256, 1, 1)};

@@ -44,6 +44,14 @@ enum class GatherForm {
   Element,  ///< single elements, any strides
 };
 
+/// How the two consumer warpgroups of implicit_mma's warp-specialized blocks share the block's
+/// tiles (Note [wgmma warp-specialized tiles]).
+enum class ConsumerSchedule {
+  None,         ///< not warp-specialized
+  PingPong,     ///< alternate tiles: one warpgroup multiplies while the other stores
+  Cooperative,  ///< every tile, 64 of its 128 pixels each
+};
+
 /// implicit_mma (src/algorithms/implicit_mma): one tile of its tile table on tensor cores.
 struct ImplicitMmaDivision {
   int tile = 0;           ///< index into the family's tile table
@@ -68,10 +76,10 @@ struct ImplicitMmaDivision {
   /// next tile's stages while it stores this one through a tensor map of y (Note [wgmma persistent
   /// tiles]). A call whose y is not dense channels-last runs one block a tile.
   bool persistent = false;
-  /// With the persistent form: one block an SM whose producer warp loads the stages of every tile of
-  /// the block while two consumer warpgroups multiply and store alternate tiles (Note [wgmma
-  /// ping-pong tiles]).
-  bool pingpong = false;
+  /// With the persistent form: warp-specialized blocks, one an SM, whose producer warpgroup loads
+  /// the stages of every tile of the block while two consumer warpgroups multiply and store, on
+  /// alternate tiles or sharing each (Note [wgmma warp-specialized tiles]).
+  ConsumerSchedule consumers = ConsumerSchedule::None;
   /// Row slices of one tile, one block each, summed in rank order through the thread-block
   /// cluster's distributed shared memory (Note [mma cluster split]): no workspace, no atomics.
   int cluster_split = 1;

@@ -20,9 +20,10 @@ struct NameOf {
   }
   std::string operator()(const ImplicitMmaDivision& d) const {
     return d.tile_name + (d.tensor_maps ? "_tma" : "") +
-           (d.pingpong     ? "_pingpong"
-            : d.persistent ? "_persistent"
-                           : "") +
+           (d.consumers == ConsumerSchedule::PingPong      ? "_pingpong"
+            : d.consumers == ConsumerSchedule::Cooperative ? "_cooperative"
+            : d.persistent                                 ? "_persistent"
+                                                           : "") +
            (d.cluster_split > 1 ? "_cs" + std::to_string(d.cluster_split) : "") +
            (d.atomic_slices > 1 ? "_as" + std::to_string(d.atomic_slices) : "");
   }
@@ -66,8 +67,12 @@ struct TextOf {
                ? std::string("loads x M-major im2col tensor map, w N-major tiled tensor map")
            : d.b_gather == GatherForm::Transposed ? std::string("loads x im2col tensor map, w N-major tiled tensor map")
                                                   : std::string("loads x im2col tensor map, w tiled tensor map"))
-       << (d.pingpong ? ", one block an SM: a producer warpgroup, two consumer warpgroups on alternate tiles storing "
-                        "through a tensor map of y"
+       << (d.consumers == ConsumerSchedule::PingPong
+               ? ", one block an SM: a producer warpgroup, two consumer warpgroups on alternate tiles storing "
+                 "through a tensor map of y"
+           : d.consumers == ConsumerSchedule::Cooperative
+               ? ", one block an SM: a producer warpgroup, two consumer warpgroups on 64 pixels each of every "
+                 "tile storing through a tensor map of y"
            : d.persistent ? ", persistent blocks storing through a tensor map of y"
                           : "")
        << (d.images_fastest ? ", images fastest" : "") << ", cluster split " << d.cluster_split;

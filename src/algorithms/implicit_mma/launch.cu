@@ -11,9 +11,9 @@
 #include "../common/tensor_map.hpp"
 #include "../launch.hpp"
 #include "kernel.cuh"
-#include "pingpong.cuh"
 #include "planner.hpp"
 #include "tiles.hpp"
+#include "warp_specialized.cuh"
 
 namespace mconv::detail {
 namespace {
@@ -35,9 +35,10 @@ constexpr bool kHasTensorMaps = Tile::kWarpgroup&& Math::kBytes == 2 &&
 template <class Tile, class Math, class F>
 constexpr bool kHasPersistent = kHasTensorMaps<Tile, Math, F>&& F::kA == GatherForm::Vector&& Tile::kPersistentForm;
 
-/// Whether the instance has the ping-pong form (Note [wgmma ping-pong tiles]).
+/// Whether the instance has the warp-specialized form (Note [wgmma warp-specialized tiles]).
 template <class Tile, class Math, class F>
-constexpr bool kHasPingPong = kHasTensorMaps<Tile, Math, F>&& F::kA == GatherForm::Vector&& Tile::kPingPongForm;
+constexpr bool kHasWarpSpecialized =
+    kHasTensorMaps<Tile, Math, F>&& F::kA == GatherForm::Vector&& Tile::kWarpSpecializedForm;
 
 template <class Tile, bool kPersistent>
 constexpr int kSmemBytesOf = kPersistent ? Tile::kPersistentSmemBytes : Tile::kSmemBytes;
@@ -114,7 +115,7 @@ void visit_instance(int tile, GatherForm a, GatherForm b, F&& f) {
 /// where the plan splits among more.
 template <class Math>
 void set_attributes(int tile, GatherForm a, GatherForm b, int splits, bool tensor_maps = false, bool persistent = false,
-                    bool pingpong = false) {
+                    ConsumerSchedule consumers = ConsumerSchedule::None) {
   visit_instance<Math>(tile, a, b, [&](auto t, auto forms) {
     using Tile = decltype(t);
     using F = decltype(forms);
@@ -129,8 +130,13 @@ void set_attributes(int tile, GatherForm a, GatherForm b, int splits, bool tenso
     if constexpr (kHasPersistent<Tile, Math, F>)
       if (tensor_maps && persistent)
         set(cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB, true, true>, Tile::kPersistentSmemBytes);
-    if constexpr (kHasPingPong<Tile, Math, F>)
-      if (tensor_maps && pingpong) set(cuda::implicit_mma_pingpong_kernel<Tile, Math, F::kB>, Tile::kPingPongSmemBytes);
+    if constexpr (kHasWarpSpecialized<Tile, Math, F>) {
+      if (tensor_maps && consumers == ConsumerSchedule::PingPong)
+        set(cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kB, false>, Tile::kWarpSpecializedSmemBytes);
+      if constexpr (Tile::kCooperativeForm)
+        if (tensor_maps && consumers == ConsumerSchedule::Cooperative)
+          set(cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kB, true>, Tile::kWarpSpecializedSmemBytes);
+    }
   });
 }
 
@@ -211,7 +217,7 @@ void implicit_mma_prepare(const Plan& plan, const ImplicitMmaDivision& d) {
     // The fallback for calls whose pointers or group offsets the division's forms cannot take.
     set_attributes<Math>(kElementFallbackTile, GatherForm::Element, GatherForm::Element, d.cluster_split);
     if (mma_tile_has_forms(kMmaTileCatalog.at(d.tile), d.a_gather, d.b_gather))
-      set_attributes<Math>(d.tile, d.a_gather, d.b_gather, d.cluster_split, d.tensor_maps, d.persistent, d.pingpong);
+      set_attributes<Math>(d.tile, d.a_gather, d.b_gather, d.cluster_split, d.tensor_maps, d.persistent, d.consumers);
   });
 }
 
@@ -253,15 +259,16 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   const int64_t kg = plan.problem().k_per_group();
   const bool persistent = tensor_maps && d.persistent && dense_channels_last(plan.problem(), plan.y_desc()) &&
                           kg % run == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
-  // Note [wgmma ping-pong tiles]: the persistent form's conditions, the block's tiles split between
+  // Note [wgmma warp-specialized tiles]: the persistent form's conditions, the block's tiles shared by
   // two consumer warpgroups.
-  const bool pingpong = persistent && d.pingpong;
+  const ConsumerSchedule consumers = persistent ? d.consumers : ConsumerSchedule::None;
   const auto s = static_cast<cudaStream_t>(stream);
   if (tensor_maps) set_tensor_maps(prm, plan, t, a, b, x, w);
-  if (persistent)
+  if (persistent)  // a cooperative warpgroup stores its 64 pixels of a tile
     prm.output_map = cuda::tiled_map<2>(
         y, plan.dtype() == DType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-        {kg, prm.npq}, {out.stride_q}, {cuda::wgmma::kRowBytes / 2, t.block_m});
+        {kg, prm.npq}, {out.stride_q},
+        {cuda::wgmma::kRowBytes / 2, consumers == ConsumerSchedule::Cooperative ? 64 : t.block_m});
   const int k_tiles = static_cast<int>(ceil_div(plan.rows(), t.row_bytes / esz));
   // Note [mma atomic slices]: ReLU needs the whole sum, so the groups then run as one (the clusters
   // alone); otherwise y is set to beta*y + bias before they add into it.
@@ -286,15 +293,21 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
         grid.z = static_cast<unsigned>(plan.problem().groups * prm.atomic_slices * prm.splits);
         launch<Tile, Math, F, kMaps, kPersistent>(prm, grid, s);
       };
-      if constexpr (kHasPingPong<Tile, Math, F>)
-        if (pingpong) {
-          prm.splits = prm.atomic_slices = 1;
-          grid.z = 1;
-          cuda::implicit_mma_pingpong_kernel<Tile, Math, F::kB>
-              <<<grid, Tile::kPingPongThreads, Tile::kPingPongSmemBytes, s>>>(prm);
-          return MCONV_CUDA_CHECK(cudaGetLastError());
-        }
-      if (pingpong) throw Error(Status::Internal, "implicit_mma: a ping-pong plan on a tile without that form");
+      auto specialized = [&](auto kernel) {
+        prm.splits = prm.atomic_slices = 1;
+        grid.z = 1;
+        kernel<<<grid, Tile::kWarpSpecializedThreads, Tile::kWarpSpecializedSmemBytes, s>>>(prm);
+        MCONV_CUDA_CHECK(cudaGetLastError());
+      };
+      if constexpr (kHasWarpSpecialized<Tile, Math, F>) {
+        if (consumers == ConsumerSchedule::PingPong)
+          return specialized(cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kB, false>);
+        if constexpr (Tile::kCooperativeForm)
+          if (consumers == ConsumerSchedule::Cooperative)
+            return specialized(cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kB, true>);
+      }
+      if (consumers != ConsumerSchedule::None)
+        throw Error(Status::Internal, "implicit_mma: a warp-specialized plan on a tile without that schedule");
       if constexpr (kHasPersistent<Tile, Math, F>)
         if (persistent) return run(std::true_type{}, std::true_type{});
       if (persistent) throw Error(Status::Internal, "implicit_mma: a persistent plan on a tile without that form");

@@ -164,13 +164,18 @@ int64_t persistent_blocks(const MmaTileShape& t, const HardwareModel& hw) {
   return std::max<int64_t>(1, std::min<int64_t>(t.min_blocks, by_smem)) * std::max(hw.sm_count, 1);
 }
 
+// Note [wgmma warp-specialized tiles]: one block an SM, each walking its share of the tiles.
+int64_t warp_specialized_blocks(const HardwareModel& hw) {
+  return std::max(hw.sm_count, 1);
+}
+
 /// How a rule's tile runs, where the rule was measured with more than the tile: its cluster split
 /// (0: the split rule's), the persistent form (Note [wgmma persistent tiles]) and, with it, the
-/// ping-pong form (Note [wgmma ping-pong tiles]).
+/// warp-specialized form's consumer schedule (Note [wgmma warp-specialized tiles]).
 struct TileRunForm {
   int split = 0;
   bool persistent = false;
-  bool pingpong = false;
+  ConsumerSchedule consumers = ConsumerSchedule::None;
 };
 
 // Measured on the H100 (bf16, NHWC, resnet50 and vgg16 at batch 32, every layer forced to each tile,
@@ -208,7 +213,7 @@ struct TileRunForm {
 // l3_1x1c 16.09 -> 14.51 (196 tiles of 1024 rows, K = 256), l2_1x1c 18.44 -> 18.08; stage 4's 1x1
 // layers (K/G >= 512, reductions of 1024-2048 rows) ran 10-50% slower on them, and 2.5 waves and
 // more of 128x64 tiles (resnet50's stages 1-3) up to 14% slower.
-// Ping-pong blocks (Note [wgmma ping-pong tiles]), measured the same way (bf16 NHWC, resnet50, vgg16
+// Ping-pong blocks (Note [wgmma warp-specialized tiles]), measured the same way (bf16 NHWC, resnet50, vgg16
 // and multi_channel, every layer forced onto each tile's ping-pong form, one call;
 // docs/PERFORMANCE.md has the table), forward layers only:
 // - 1x1 layers of at least 256 channels and at most one 64x64 tile an SM (multi_channel's batch-1
@@ -225,10 +230,25 @@ struct TileRunForm {
 //   take two rounds, 392 of 64x128 three); a 128x128 tile costs about 1.7 times a 64x128 one. The
 //   128x256 tile keeps the reductions of more than 2304 rows it takes (vgg16's c512 layers: 169 and
 //   53 us against 212 and 72).
-// dgrad steps (N-major filters) won on some layers and lost up to 19% on others (l3_1x1b's step),
-// and keep their tiles; 1x1 layers of 64 channels, of 128-256 with many tiles, and stage 4's 3x3
-// layers (the split rule) kept theirs.
-// `form`: the split, persistent or ping-pong form the tile was measured with, where the rule sets one.
+// 1x1 layers of 64 channels, of 128-256 with many tiles, and stage 4's 3x3 layers (the split rule)
+// kept their tiles.
+// Cooperative blocks (both consumer warpgroups on every 128-pixel tile), measured the same way
+// (resnet50 forward and dgrad, multi_channel; one call):
+// - where at most one and more than half a wave of 128x128 tiles would leave a ping-pong block's
+//   second warpgroup idle, 128x128 cooperative: stage 3's 3x3 layers 21.3 -> 19.5 us and 20.8 ->
+//   18.8, l3_1x1c 14.0 -> 12.6 (98 tiles); at half a wave and less (l4_1x1c, 52 tiles) it lost 8%;
+// - layers of a larger filter and K/G <= 64 with at most three waves of 128x64 tiles, 128x64
+//   cooperative: multi_channel's 112x112 3x3 8.08 -> 7.36, 5x5 13.4 -> 12.5, 224x224 3x3 15.2 ->
+//   14.7 (its 5x5 within 1%); more tiles ran faster ping-pong (l1_3x3, the 512x512 maps);
+// - the stride-1 dgrad steps (N-major filters) of reductions of 256-2304 rows, where the other
+//   forms had won on some and lost up to 19% on others: 128x128 cooperative for K/G >= 256 or 1024
+//   and more rows over more than half a wave (l3_3x3 26.3 -> 21.4, l4_1x1a 24.0 -> 19.6, l3_1x1b
+//   15.4 -> 13.1, l2_3x3 25.9 -> 23.1, l3_1x1a 29.5 -> 27.1, l3_1x1c 16.2 -> 15.2), 128x64
+//   cooperative otherwise (l4_1x1b 21.9 -> 17.7 on 104 tiles, l2_1x1b 18.4 -> 16.6, l1_3x3 29.1 ->
+//   26.9). Shorter reductions lost (l1_1x1a-c, l2_1x1a, l2_1x1c: 64-256 rows, 2-36%), as did stage
+//   4's 3x3 (4608 rows: 27.3 -> 35.0 against the split 128x256).
+// `form`: the split, persistent or warp-specialized form the tile was measured with, where the rule
+// sets one.
 int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, bool warpgroup, bool tensor_maps,
                        bool y_dense, bool filters_k_major, TileRunForm& form, std::vector<std::string>& why) {
   const int64_t cols = p.n * p.p() * p.q(), kg = p.k_per_group();
@@ -256,20 +276,40 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
       return pick("wgmma128x128_s3",
                   shape + std::to_string(blocks(128, 128)) + " blocks, unsplit (N-major filters, a strided y)");
     }
-    // Note [wgmma ping-pong tiles]: forward layers loading through tensor maps and storing dense y.
-    if (tensor_maps && y_dense && filters_k_major) {
-      auto pingpong = [&](const char* name, int bm, int bn) {
-        form.persistent = form.pingpong = true;
-        return pick(name, shape + std::to_string(blocks(bm, bn)) + " tiles of " + std::to_string(bm) + "x" +
-                              std::to_string(bn) + ", ping-pong blocks");
+    // Note [wgmma warp-specialized tiles]: layers loading through tensor maps and storing dense y.
+    if (tensor_maps && y_dense) {
+      auto specialized = [&](const char* name, int bm, int bn, ConsumerSchedule consumers) {
+        form.persistent = true;
+        form.consumers = consumers;
+        return pick(name,
+                    shape + std::to_string(blocks(bm, bn)) + " tiles of " + std::to_string(bm) + "x" +
+                        std::to_string(bn) +
+                        (consumers == ConsumerSchedule::PingPong ? ", ping-pong blocks" : ", cooperative blocks"));
       };
-      if (p.r * p.s == 1 && rows >= 256 && kg >= 64 && blocks(64, 64) <= sms) return pingpong("wgmma64x64_s3", 64, 64);
-      if (p.r * p.s == 1 && rows >= 512 && kg >= 128 && kg <= 1024) return pingpong("wgmma64x128_s4", 64, 128);
-      if (p.r * p.s > 1 && kg <= 64 && tiles * 2 >= sms) return pingpong("wgmma128x64_s3", 128, 64);
-      if (p.r * p.s > 1 && kg >= 128 && (!fills_128x256 || rows <= 2304) && blocks(128, 128) * 2 > sms) {
-        const int64_t rounds_128 = ceil_div(blocks(128, 128), sms), rounds_64 = ceil_div(blocks(64, 128), sms);
-        return rounds_128 * 17 <= rounds_64 * 10 ? pingpong("wgmma128x128_s3", 128, 128)
-                                                 : pingpong("wgmma64x128_s4", 64, 128);
+      constexpr auto kPingPong = ConsumerSchedule::PingPong, kCooperative = ConsumerSchedule::Cooperative;
+      // More than half a wave of 128x128 tiles, at most one: ping-pong would leave a warpgroup idle.
+      const int64_t tiles_128 = blocks(128, 128);
+      const bool one_round_128 = tiles_128 * 2 > sms && tiles_128 <= sms;
+      if (filters_k_major) {  // forward layers
+        if (p.r * p.s == 1 && rows >= 256 && kg >= 64 && blocks(64, 64) <= sms)
+          return specialized("wgmma64x64_s3", 64, 64, kPingPong);
+        if (p.r * p.s == 1 && rows >= 512 && kg >= 128 && one_round_128)
+          return specialized("wgmma128x128_s3", 128, 128, kCooperative);
+        if (p.r * p.s == 1 && rows >= 512 && kg >= 128 && kg <= 1024)
+          return specialized("wgmma64x128_s4", 64, 128, kPingPong);
+        if (p.r * p.s > 1 && kg <= 64 && tiles * 2 >= sms)
+          return specialized("wgmma128x64_s3", 128, 64, tiles <= 3 * sms ? kCooperative : kPingPong);
+        if (p.r * p.s > 1 && kg >= 128 && (!fills_128x256 || rows <= 2304) && tiles_128 * 2 > sms) {
+          if (one_round_128) return specialized("wgmma128x128_s3", 128, 128, kCooperative);
+          const int64_t rounds_128 = ceil_div(tiles_128, sms), rounds_64 = ceil_div(blocks(64, 128), sms);
+          return rounds_128 * 17 <= rounds_64 * 10 ? specialized("wgmma128x128_s3", 128, 128, kPingPong)
+                                                   : specialized("wgmma64x128_s4", 64, 128, kPingPong);
+        }
+      } else if (rows >= 256 && rows <= 2304 && kg >= 64) {  // stride-1 dgrad steps (N-major filters)
+        if (kg <= 64 && rows >= 512) return specialized("wgmma128x64_s3", 128, 64, kCooperative);
+        if (kg >= 128 && (kg >= 256 || rows >= 1024) && tiles_128 * 2 > sms)
+          return specialized("wgmma128x128_s3", 128, 128, kCooperative);
+        if (kg >= 128) return specialized("wgmma128x64_s3", 128, 64, kCooperative);
       }
     }
     if (tensor_maps && y_dense && p.r * p.s == 1 && kg >= 64 && tiles * 2 < wave * 5 &&
@@ -544,11 +584,25 @@ std::pair<int, int> choose_atomic_slices(int64_t tiles, int k_tiles, const MmaTi
   return {c, a};
 }
 
-// The suffixes of a forced tile name that ask for tensor-map loads, and for the persistent or the
-// ping-pong form on top of them ("<wgmma tile>_tma_persistent", "<wgmma tile>_tma_pingpong").
+// The suffixes of a forced tile name that ask for tensor-map loads, and for the persistent or a
+// warp-specialized form on top of them ("<wgmma tile>_tma_persistent", "<wgmma tile>_tma_pingpong",
+// "<wgmma tile>_tma_cooperative").
 constexpr std::string_view kTensorMapSuffix = "_tma";
 constexpr std::string_view kPersistentSuffix = "_persistent";
 constexpr std::string_view kPingPongSuffix = "_pingpong";
+constexpr std::string_view kCooperativeSuffix = "_cooperative";
+
+// How the blocks of a persistent plan run (the why line): `forced` appends " (forced)".
+std::string persistent_blocks_reason(ConsumerSchedule consumers, bool forced) {
+  const char* text = consumers == ConsumerSchedule::PingPong
+                         ? "blocks: one an SM, a producer warpgroup and two consumer warpgroups on alternate tiles, "
+                           "stores through a tensor map of y"
+                     : consumers == ConsumerSchedule::Cooperative
+                         ? "blocks: one an SM, a producer warpgroup and two consumer warpgroups on 64 pixels each of "
+                           "every tile, stores through a tensor map of y"
+                         : "blocks: persistent, one wave walking the tiles, stores through a tensor map of y";
+  return std::string(text) + (forced ? " (forced)" : "");
+}
 
 // Strips `suffix` from the end of `name`; whether it was there.
 bool strip_suffix(std::string& name, std::string_view suffix) {
@@ -556,6 +610,13 @@ bool strip_suffix(std::string& name, std::string_view suffix) {
     return false;
   name.resize(name.size() - suffix.size());
   return true;
+}
+
+// The forced name's consumer schedule, its suffix stripped.
+ConsumerSchedule strip_consumer_suffix(std::string& name) {
+  if (strip_suffix(name, kPingPongSuffix)) return ConsumerSchedule::PingPong;
+  if (strip_suffix(name, kCooperativeSuffix)) return ConsumerSchedule::Cooperative;
+  return ConsumerSchedule::None;
 }
 
 }  // namespace
@@ -570,8 +631,10 @@ std::string implicit_mma_tile_names() {
   for (const auto& t : kMmaTileCatalog) names += (names.empty() ? "" : ", ") + t.name();
   return names + " (wgmma tiles also as <name>" + std::string(kTensorMapSuffix) + ": tensor-map loads, <name>" +
          std::string(kTensorMapSuffix) + std::string(kPersistentSuffix) + ": persistent blocks, and <name>" +
-         std::string(kTensorMapSuffix) + std::string(kPingPongSuffix) +
-         " on tiles with that form: a producer warpgroup and two consumer warpgroups)";
+         std::string(kTensorMapSuffix) + std::string(kPingPongSuffix) + " and <name>" + std::string(kTensorMapSuffix) +
+         std::string(kCooperativeSuffix) +
+         " on tiles with those forms: a producer warpgroup and two consumer warpgroups on alternate tiles, or on 64 "
+         "pixels each of every 128-pixel tile)";
 }
 
 ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y,
@@ -592,15 +655,17 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   TileRunForm form;
   // A forced "<wgmma tile>_tma" loads through tensor maps; the plain name gathers.
   std::string tile_name = forced_tile;
-  const bool forced_pingpong = strip_suffix(tile_name, kPingPongSuffix);
-  const bool forced_persistent = forced_pingpong || strip_suffix(tile_name, kPersistentSuffix);
+  const ConsumerSchedule forced_consumers = strip_consumer_suffix(tile_name);
+  const bool forced_specialized = forced_consumers != ConsumerSchedule::None;
+  const bool forced_persistent = forced_specialized || strip_suffix(tile_name, kPersistentSuffix);
   const bool forced_tensor_maps = strip_suffix(tile_name, kTensorMapSuffix);
   if (!forced_tile.empty()) {
     tile = find_mma_tile(tile_name);
     if (tile < 0 || (forced_tensor_maps && !kMmaTileCatalog[tile].warpgroup) ||
         (forced_persistent && !forced_tensor_maps) ||
-        (forced_persistent && !forced_pingpong && kMmaTileCatalog[tile].persistent_smem_bytes == 0) ||
-        (forced_pingpong && kMmaTileCatalog[tile].pingpong_smem_bytes == 0))
+        (forced_persistent && !forced_specialized && kMmaTileCatalog[tile].persistent_smem_bytes == 0) ||
+        (forced_specialized && kMmaTileCatalog[tile].specialized_smem_bytes == 0) ||
+        (forced_consumers == ConsumerSchedule::Cooperative && !kMmaTileCatalog[tile].cooperative))
       throw Error(Status::BadParam,
                   "tile: unknown implicit_mma tile '" + forced_tile + "' (known: " + implicit_mma_tile_names() + ")");
     if (kMmaTileCatalog[tile].warpgroup && !wgmma_device(hw))
@@ -659,20 +724,11 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     why.push_back("loads: the threads' gather, no tensor maps: " + no_tensor_maps);
   else if (!t.warpgroup && forced_tile.empty() && no_tensor_maps.empty() && wgmma_device(hw))
     why.push_back("loads: the threads' gather (tile " + t.name() + " has no tensor-map form)");
-  // The store's boxes step in 16-byte runs of filters (the launcher's test, made here so that the
-  // plan says which form runs): with K/G not a multiple of 8 the tile runs its plain form.
+  // The store's boxes step in 16-byte runs of filters of a dense channels-last y (the launcher's test,
+  // made here so that the plan says which form runs): otherwise (K/G not a multiple of 8, a dgrad
+  // phase's strided dx, y in plane order) the tile runs its plain form, and the plan names that.
+  const bool y_takes_store = dense_channels_last(p, y) && p.k_per_group() % (16 / dtype_size(y.dtype)) == 0;
   const bool rule_persistent = form.persistent && d.tensor_maps && forced_split == 0;
-  if (rule_persistent && p.k_per_group() % (16 / dtype_size(y.dtype)) == 0) {
-    d.persistent = true;
-    d.pingpong = form.pingpong;
-    why.push_back(form.pingpong
-                      ? "blocks: one an SM, a producer warpgroup and two consumer warpgroups on alternate tiles, "
-                        "stores through a tensor map of y"
-                      : "blocks: persistent, one wave walking the tiles, stores through a tensor map of y");
-  } else if (rule_persistent) {
-    why.push_back("blocks: one a tile, unsplit; the persistent form stores 16-byte runs of filters, and K/G = " +
-                  std::to_string(p.k_per_group()) + " is not whole runs");
-  }
   if (forced_persistent) {
     if (!d.tensor_maps || forms.a != GatherForm::Vector)
       throw Error(Status::Unsupported, "tile: " + forced_tile +
@@ -680,21 +736,21 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
                                            "which this layer is not");
     if (forced_split > 1)
       throw Error(Status::Unsupported, "split_k: a persistent tile takes each tile's whole reduction");
-    // The launcher runs the plain form where y cannot take the store (a dgrad phase's strided dx, y
-    // in plane order): the plan says so rather than name a form that never runs.
-    if (dense_channels_last(p, y) && p.k_per_group() % (16 / dtype_size(y.dtype)) == 0) {
+  }
+  if (rule_persistent || forced_persistent) {
+    const ConsumerSchedule consumers = forced_persistent ? forced_consumers : form.consumers;
+    if (y_takes_store) {
       d.persistent = true;
-      d.pingpong = forced_pingpong;
-      why.push_back(forced_pingpong
-                        ? "blocks: one an SM, a producer warpgroup and two consumer warpgroups on alternate "
-                          "tiles, stores through a tensor map of y (forced)"
-                        : "blocks: persistent, one wave walking the tiles, stores through a tensor map of "
-                          "y (forced)");
+      d.consumers = consumers;
+      why.push_back(persistent_blocks_reason(consumers, forced_persistent));
     } else {
-      why.push_back(std::string("blocks: one a tile, unsplit; the forced ") +
-                    (forced_pingpong ? "ping-pong" : "persistent") +
+      why.push_back(std::string("blocks: one a tile, unsplit; the ") + (forced_persistent ? "forced " : "") +
+                    (consumers == ConsumerSchedule::PingPong      ? "ping-pong"
+                     : consumers == ConsumerSchedule::Cooperative ? "cooperative"
+                                                                  : "persistent") +
                     " form stores whole 16-byte runs of filters through a tensor map of a dense channels-last y, "
-                    "which this y is not");
+                    "which this y is not (K/G = " +
+                    std::to_string(p.k_per_group()) + ")");
     }
   }
   if (!mma_tile_has_forms(t, forms.a, forms.b))
@@ -703,11 +759,12 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   d.launch.grid_x = ceil_div(p.n * p.p() * p.q(), t.block_m);
   d.launch.grid_y = ceil_div(p.k_per_group(), t.block_n);
   const int64_t tiles = d.launch.grid_x * d.launch.grid_y * p.groups;
+  const bool specialized = d.consumers != ConsumerSchedule::None;
   if (long_reduction && !deterministic) {
     std::tie(d.cluster_split, d.atomic_slices) = choose_atomic_slices(tiles, d.k_tiles, t, hw, forced_split, why);
   } else if (d.persistent) {
     d.cluster_split = 1;
-    d.launch.grid_x = std::min(tiles, d.pingpong ? std::max<int64_t>(hw.sm_count, 1) : persistent_blocks(t, hw));
+    d.launch.grid_x = std::min(tiles, specialized ? warp_specialized_blocks(hw) : persistent_blocks(t, hw));
     d.launch.grid_y = 1;
   } else if (rule_persistent || forced_persistent) {
     d.cluster_split = 1;
@@ -723,9 +780,9 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   }
   if (d.atomic_slices > 1) d.prepass_blocks = split_prepass_blocks(p.n * p.k * p.p() * p.q(), hw);
   d.launch.grid_z = p.groups * d.atomic_slices * d.cluster_split;
-  d.launch.threads = d.pingpong ? t.pingpong_threads : t.threads;
-  d.launch.smem_bytes = d.pingpong ? t.pingpong_smem_bytes : d.persistent ? t.persistent_smem_bytes : t.smem_bytes;
-  if (d.pingpong) d.stages = t.pingpong_stages;
+  d.launch.threads = specialized ? t.specialized_threads : t.threads;
+  d.launch.smem_bytes = specialized ? t.specialized_smem_bytes : d.persistent ? t.persistent_smem_bytes : t.smem_bytes;
+  if (specialized) d.stages = t.specialized_stages;
   if (d.launch.grid_y > 65535) throw Error(Status::Unsupported, "k: too many filter tiles for one launch");
   if (d.launch.grid_z > 65535) throw Error(Status::Unsupported, "groups: too many groups for one launch");
   return d;

@@ -25,7 +25,7 @@ enum class MmaUnit { Warp, Warpgroup };
 /// kElementFallbackTile. Warpgroup tiles: WarpsM warps of 16 pixels (a warpgroup per 64), each
 /// warpgroup one 64 x BlockN wgmma tile; their stage rows are 128 swizzled bytes, no element forms.
 template <int BlockM, int BlockN, int WarpsM, int WarpsN, int RowBytes, int Stages, int MinBlocks, bool ElementGather,
-          MmaUnit Unit = MmaUnit::Warp, bool PingPong = false>
+          MmaUnit Unit = MmaUnit::Warp, bool WarpSpecialized = false>
 struct ImplicitMmaTile {
   static constexpr int kBlockM = BlockM, kBlockN = BlockN, kWarpsM = WarpsM, kWarpsN = WarpsN;
   static constexpr int kStages = Stages, kMinBlocks = MinBlocks;
@@ -82,17 +82,20 @@ struct ImplicitMmaTile {
   // Note [wgmma persistent tiles]: the stages, then an output buffer of the block's 16-bit tile.
   static constexpr int kPersistentSmemBytes = Stages * kStageBytes + BlockM * BlockN * 2 + 1024;
   static constexpr bool kPersistentForm = kWarpgroup && kPersistentSmemBytes <= 227 * 1024;
-  // Note [wgmma ping-pong tiles] (pingpong.cuh): one block an SM, two consumer warpgroups each on
-  // whole tiles of this shape of its own and a producer warpgroup; as many stages as fit beside the
-  // two output buffers, at most 8.
-  static constexpr bool kPingPongForm = PingPong;
-  static constexpr int kPingPongThreads = 3 * 128;
-  static constexpr int kPingPongOutBytes = 2 * BlockM * BlockN * 2;
-  static constexpr int kPingPongStagesFit = (227 * 1024 - 1024 - kPingPongOutBytes) / kStageBytes;
-  static constexpr int kPingPongStages = kPingPongStagesFit < 8 ? kPingPongStagesFit : 8;
-  static constexpr int kPingPongSmemBytes = kPingPongStages * kStageBytes + kPingPongOutBytes + 1024;
-  static_assert(!PingPong || (kWarpgroup && (BlockM == 64 || BlockM == 128) && kPingPongStages >= 4),
-                "ping-pong tiles: 64 or 128 pixels, at least four stages");
+  // Note [wgmma warp-specialized tiles] (warp_specialized.cuh): one block an SM, a producer
+  // warpgroup and two consumer warpgroups, on whole tiles of their own (ping-pong) or, with 128
+  // pixels, on 64 pixels each of every tile (cooperative); as many stages as fit beside two output
+  // buffers of a tile, at most 8. Both schedules use the same shared memory.
+  static constexpr bool kWarpSpecializedForm = WarpSpecialized;
+  static constexpr bool kCooperativeForm = WarpSpecialized && BlockM == 128;
+  static constexpr int kWarpSpecializedThreads = 3 * 128;
+  static constexpr int kWarpSpecializedOutBytes = 2 * BlockM * BlockN * 2;
+  static constexpr int kWarpSpecializedStagesFit = (227 * 1024 - 1024 - kWarpSpecializedOutBytes) / kStageBytes;
+  static constexpr int kWarpSpecializedStages = kWarpSpecializedStagesFit < 8 ? kWarpSpecializedStagesFit : 8;
+  static constexpr int kWarpSpecializedSmemBytes =
+      kWarpSpecializedStages * kStageBytes + kWarpSpecializedOutBytes + 1024;
+  static_assert(!WarpSpecialized || (kWarpgroup && (BlockM == 64 || BlockM == 128) && kWarpSpecializedStages >= 4),
+                "warp-specialized tiles: 64 or 128 pixels, at least four stages");
   static_assert(RowBytes / 2 <= 64, "a stage's rows stay inside the offset table's padding (kOffsetTableRowAlign)");
 };
 
@@ -129,8 +132,10 @@ struct MmaTileShape {
   int min_blocks;  ///< blocks an SM holds at once (the kernel's launch bound)
   bool element_gather, warpgroup;
   int persistent_smem_bytes;  ///< Note [wgmma persistent tiles]: that form's shared memory; 0 without one
-  /// Note [wgmma ping-pong tiles]: that form's shared memory (0 without one), stages and threads.
-  int pingpong_smem_bytes, pingpong_stages, pingpong_threads;
+  /// Note [wgmma warp-specialized tiles]: that form's shared memory (0 without one), stages and
+  /// threads, and whether it has the cooperative schedule.
+  int specialized_smem_bytes, specialized_stages, specialized_threads;
+  bool cooperative;
   /// "mma128x64_4w_64B": block_m x block_n, warps, stage-row bytes; "wgmma128x128_s3": block_m x
   /// block_n, stages (warpgroup tiles: a warpgroup per 64 pixels, 128-byte rows).
   std::string name() const {
@@ -146,7 +151,8 @@ constexpr std::array<MmaTileShape, sizeof...(Tiles)> make_mma_catalog(std::tuple
   return {{{Tiles::kBlockM, Tiles::kBlockN, Tiles::kWarpsM, Tiles::kWarpsN, Tiles::kStageRowBytes, Tiles::kStages,
             Tiles::kThreads, Tiles::kSmemBytes, Tiles::kMinBlocks, Tiles::kElementGather, Tiles::kWarpgroup,
             Tiles::kPersistentForm ? Tiles::kPersistentSmemBytes : 0,
-            Tiles::kPingPongForm ? Tiles::kPingPongSmemBytes : 0, Tiles::kPingPongStages, Tiles::kPingPongThreads}...}};
+            Tiles::kWarpSpecializedForm ? Tiles::kWarpSpecializedSmemBytes : 0, Tiles::kWarpSpecializedStages,
+            Tiles::kWarpSpecializedThreads, Tiles::kCooperativeForm}...}};
 }
 inline constexpr auto kMmaTileCatalog = make_mma_catalog(static_cast<ImplicitMmaTiles*>(nullptr));
 

@@ -1,39 +1,45 @@
-// The ping-pong form of the wgmma tiles (sm_90a): a producer warpgroup loading stages through
-// tensor maps and two consumer warpgroups on tiles of their own.
+// The warp-specialized form of the wgmma tiles (sm_90a): a producer warpgroup loading stages through
+// tensor maps and two consumer warpgroups, on alternate tiles (ping-pong) or sharing each tile
+// (cooperative).
 //
-// Note [wgmma ping-pong tiles]: in the other tensor-map forms (Note [wgmma tensor-map loads],
+// Note [wgmma warp-specialized tiles]: in the other tensor-map forms (Note [wgmma tensor-map loads],
 // [wgmma persistent tiles]) the thread that refills the stages is also a consumer, and a stage is
 // refilled only after a block barrier that every warp reaches once its wgmma groups are done, so a
 // block multiplies, waits and stores in turn; ncu put a third of the stall cycles at that barrier.
-// Here the roles are split, as CUTLASS's Hopper "ping-pong" GEMMs split them. One block an SM of
-// three warpgroups. The register file is split among an SM's four sub-partitions, so a warp beside
-// eight others would cap every thread at 168 registers (a 128x128 tile's 128 accumulators spilled);
-// a whole producer warpgroup instead hands its registers to the consumers (setmaxnreg: 40 for it,
-// 232 for them):
+// Here the roles are split, as CUTLASS's Hopper warp-specialized GEMMs split them. One block an SM
+// of three warpgroups. The register file is split among an SM's four sub-partitions, so a warp
+// beside eight others would cap every thread at 168 registers (a 128x128 tile's 128 accumulators
+// spilled); a whole producer warpgroup instead hands its registers to the consumers (setmaxnreg: 40
+// for it, 232 for them):
 // - one thread of the producer warpgroup walks every row tile of the block's tiles (b, b + grid, ...,
 //   filter tiles fastest) and issues each stage's copies as soon as the stage is free: it waits on
 //   the stage's `freed` barrier, never on the consumers' progress otherwise, so it runs as far ahead
 //   as the stages allow (as many as fit beside the output buffers, at most 8), across tiles;
-// - two consumer warpgroups take the block's tiles in turn (warpgroup 0 the even ones, 1 the odd
-//   ones), each a whole tile of the tile's shape (64 or 128 pixels: one or two wgmma row blocks a
-//   k-step, where the tile's plain form splits its pixels among its warpgroups). A consumer waits
-//   for a stage's copies, issues its wgmma k-steps, and keeps one wgmma group in flight: once the
-//   previous stage's group is done, each of its four warps arrives on that stage's `freed` barrier
-//   (count 4). After its last
-//   stage it waits for every group and runs the epilogue (alpha, bias, beta, ReLU) into its own
-//   output buffer, which leaves as tensor-map stores of y, as in the persistent form; meanwhile the
-//   other warpgroup's wgmma keep the tensor cores busy.
-// The warpgroups take turns at the mainloop: a warpgroup starts its tile once the other has waited
-// for every stage of the block's previous tile and issued its last wgmma (the `turn` barriers), so
-// one multiplies while the other finishes and stores. That order also keeps the stage barriers'
-// phases unambiguous: stage u of the block (its k_tiles row tiles per tile, in order) is stage
-// u % S, its copies land in phase (u / S) & 1 of `landed[u % S]`, and a parity names one phase only
-// while the phase before it has completed, which the turn guarantees for the other warpgroup's
-// stages. The fill of stage u + S waits for phase (u / S) & 1 of `freed[u % S]`. Otherwise the
-// warpgroups synchronise only through their own named barriers (1 and 2), never a block barrier
-// after the start. Forward and stride-1 dgrad steps (vector or N-major filters), 16-bit, y dense
-// channels-last with K/G whole 16-byte runs and 16-byte aligned, as for the persistent form (the
-// launcher runs the plain form otherwise).
+// - a consumer waits for a stage's copies, issues its wgmma k-steps, and keeps one wgmma group in
+//   flight: once the previous stage's group is done, each of its four warps arrives on that stage's
+//   `freed` barrier. After its last stage it waits for every group and runs the epilogue (alpha,
+//   bias, beta, ReLU) into its own output buffer, which leaves as tensor-map stores of y, as in the
+//   persistent form.
+// The two consumer schedules:
+// - ping-pong: the warpgroups take the block's tiles in turn (warpgroup 0 the even ones, 1 the odd
+//   ones), each a whole tile (64 or 128 pixels: one or two wgmma row blocks a k-step), so one
+//   multiplies while the other finishes and stores. A warpgroup starts its tile once the other has
+//   waited for every stage of the block's previous tile and issued its last wgmma (the `turn`
+//   barriers). That order also keeps the stage barriers' phases unambiguous: stage u of the block
+//   (its k_tiles row tiles per tile, in order) is stage u % S, its copies land in phase (u / S) & 1
+//   of `landed[u % S]`, and a parity names one phase only while the phase before it has completed,
+//   which the turn guarantees for the other warpgroup's stages. `freed` counts four warps.
+// - cooperative (128-pixel tiles): both warpgroups take every tile, warpgroup w its pixels
+//   64w..64w+63 over all the tile's filters, and store their halves on their own. A block of one
+//   tile (late layers, fewer tiles than SMs) then keeps both warpgroups multiplying where ping-pong
+//   leaves one idle. Both read every stage, so `freed` counts eight warps, and the producer cannot
+//   refill a stage before the slower warpgroup is done with it: neither runs a whole ring ahead of
+//   the other, and every parity it waits on names one phase.
+// The fill of stage u + S waits for phase (u / S) & 1 of `freed[u % S]`. Otherwise the warpgroups
+// synchronise only through their own named barriers (1 and 2), never a block barrier after the
+// start. Forward and stride-1 dgrad steps (vector or N-major filters), 16-bit, y dense channels-last
+// with K/G whole 16-byte runs and 16-byte aligned, as for the persistent form (the launcher runs the
+// plain form otherwise).
 #pragma once
 
 #include "kernel.cuh"
@@ -57,16 +63,19 @@ __device__ __forceinline__ void claim_registers() {
 }
 }  // namespace detail
 
-template <class Tile, class Math, GatherForm kB>
-__global__ void __launch_bounds__(Tile::kPingPongThreads, 1)
-    implicit_mma_pingpong_kernel(const __grid_constant__ ImplicitMmaParams prm) {
+template <class Tile, class Math, GatherForm kB, bool kCooperative>
+__global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
+    implicit_mma_warp_specialized_kernel(const __grid_constant__ ImplicitMmaParams prm) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = typename Math::Storage;
-  constexpr int BM = Tile::kBlockM, BN = Tile::kBlockN, S = Tile::kPingPongStages;
+  constexpr int BM = Tile::kBlockM, BN = Tile::kBlockN, S = Tile::kWarpSpecializedStages;
   constexpr int BK = wgmma::kRowBytes / 2;  // reduction rows of a stage
-  static_assert(Tile::kPingPongForm && Math::kBytes == 2, "ping-pong tiles: 16-bit");
-  constexpr int kConsumerThreads = 128;  // one warpgroup
-  constexpr int MB = BM / 64;            // its wgmma rows of 64 pixels
+  static_assert(Tile::kWarpSpecializedForm && Math::kBytes == 2, "warp-specialized tiles: 16-bit");
+  static_assert(!kCooperative || BM == 128, "cooperative tiles: 64 pixels a warpgroup");
+  constexpr int kConsumerThreads = 128;              // one warpgroup
+  constexpr int kRows = kCooperative ? 64 : BM;      // a warpgroup's pixels of a tile
+  constexpr int MB = kRows / 64;                     // its wgmma rows of 64 pixels
+  constexpr int kTileStride = kCooperative ? 1 : 2;  // a warpgroup's tiles, in the block's tiles
   constexpr uint32_t kImageBytes = BM * wgmma::kRowBytes, kOutBytes = BM * BN * 2;
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ __align__(8) uint64_t landed[S], freed[S], turn[2];
@@ -85,7 +94,7 @@ __global__ void __launch_bounds__(Tile::kPingPongThreads, 1)
 #pragma unroll
     for (int s = 0; s < S; ++s) {
       detail::mbarrier_init(&landed[s]);
-      detail::mbarrier_init(&freed[s], kConsumerThreads / 32);
+      detail::mbarrier_init(&freed[s], (kCooperative ? 2 : 1) * kConsumerThreads / 32);
     }
     detail::mbarrier_init(&turn[0]);
     detail::mbarrier_init(&turn[1]);
@@ -112,7 +121,8 @@ __global__ void __launch_bounds__(Tile::kPingPongThreads, 1)
 
   detail::claim_registers<232>();  // the producer's share: 2 x 232 + 40 of an SM sub-partition's 512
   const int wg = warp / 4, wg_tid = tid % kConsumerThreads;
-  const uint32_t out_base = base + S * Tile::kStageBytes + wg * kOutBytes;  // BN/64 blocks of BM rows x 128 bytes
+  // BN/64 blocks of kRows rows x 128 bytes (a cooperative warpgroup uses half of its buffer).
+  const uint32_t out_base = base + S * Tile::kStageBytes + wg * kOutBytes;
   constexpr bool kNMajorB = kB == GatherForm::Transposed;
   // A k-step is 32 bytes on in a K-major operand, 16 rows of 128 bytes on in an N-major one.
   constexpr int kStepB = kNMajorB ? 16 * wgmma::kRowBytes / 16 : 2;
@@ -121,15 +131,16 @@ __global__ void __launch_bounds__(Tile::kPingPongThreads, 1)
     if (lane == 0) detail::mbarrier_arrive(&freed[u % S]);
   };
   float d[MB][BN / 2];
-  int j = wg;  // the block's tile index (its j-th tile is blockIdx.x + j * gridDim.x)
-  for (long long tile = blockIdx.x + wg * static_cast<long long>(gridDim.x); tile < tiles;
-       tile += 2 * static_cast<long long>(gridDim.x), j += 2) {
+  // The block's tile index (its j-th tile is blockIdx.x + j * gridDim.x).
+  int j = kCooperative ? 0 : wg;
+  for (long long tile = blockIdx.x + j * static_cast<long long>(gridDim.x); tile < tiles;
+       tile += kTileStride * static_cast<long long>(gridDim.x), j += kTileStride) {
 #pragma unroll
     for (int mb = 0; mb < MB; ++mb)
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) d[mb][i] = 0.0f;
     // This warpgroup's turn: the other one has waited for every stage of the block's previous tile.
-    if (j > 0) detail::mbarrier_wait(&turn[wg], ((j - 1) / 2) & 1);
+    if (!kCooperative && j > 0) detail::mbarrier_wait(&turn[wg], ((j - 1) / 2) & 1);
     const int u0 = j * k_tiles;
     for (int kt = 0; kt < k_tiles; ++kt) {
       const int u = u0 + kt, st = u % S;
@@ -145,11 +156,12 @@ __global__ void __launch_bounds__(Tile::kPingPongThreads, 1)
       for (int ks = 0; ks < BK / 16; ++ks)
 #pragma unroll
         for (int mb = 0; mb < MB; ++mb)
-          wgmma::mma_async<T, BN, false, kNMajorB>(d[mb], da + mb * (64 * wgmma::kRowBytes / 16) + 2 * ks,
-                                                   db + kStepB * ks);
+          wgmma::mma_async<T, BN, false, kNMajorB>(
+              d[mb], da + (kCooperative ? wg : mb) * (64 * wgmma::kRowBytes / 16) + 2 * ks, db + kStepB * ks);
       wgmma::commit();
-      if (kt == k_tiles - 1 && wg_tid == 0) detail::mbarrier_arrive(&turn[1 - wg]);  // the other's turn
-      wgmma::wait<1>();  // the previous stage's group is done
+      if (!kCooperative && kt == k_tiles - 1 && wg_tid == 0)
+        detail::mbarrier_arrive(&turn[1 - wg]);  // the other's turn
+      wgmma::wait<1>();                          // the previous stage's group is done
 #pragma unroll
       for (int mb = 0; mb < MB; ++mb) wgmma::pin(d[mb]);
       if (kt > 0) release(u - 1);
@@ -159,21 +171,22 @@ __global__ void __launch_bounds__(Tile::kPingPongThreads, 1)
     for (int mb = 0; mb < MB; ++mb) wgmma::pin(d[mb]);
     release(u0 + k_tiles - 1);
     const long long tm = tile / tiles_n;
-    const long long tile_m = tm * BM;
+    const long long tile_m = tm * BM + (kCooperative ? 64 * wg : 0);  // this warpgroup's first pixel
     const int tile_n = static_cast<int>(tile - tm * tiles_n) * BN;
     // The buffer is free once this warpgroup's previous store has read it.
     if (wg_tid == 0) detail::bulk_wait_read<0>();
     detail::named_barrier_sync(1 + wg, kConsumerThreads);
 #pragma unroll
     for (int mb = 0; mb < MB; ++mb)
-      write_output_buffer<Math, BN>(prm, d[mb], out_base, BM, mb * 64 + (warp % 4) * 16, tile_m, tile_n, lane);
+      write_output_buffer<Math, BN>(prm, d[mb], out_base, kRows, mb * 64 + (warp % 4) * 16, tile_m, tile_n, lane);
     detail::fence_shared_for_bulk_copy();
     detail::named_barrier_sync(1 + wg, kConsumerThreads);  // the tile is in the buffer
-    if (wg_tid == 0) store_output_buffer<BM, BN>(prm, out_base, tile_m, tile_n);
+    // A cooperative tile's second half may lie wholly past the last pixel: nothing to store.
+    if (wg_tid == 0 && tile_m < prm.npq) store_output_buffer<kRows, BN>(prm, out_base, tile_m, tile_n);
   }
   if (wg_tid == 0) detail::bulk_wait_read<0>();  // the shared memory outlives the last store's reads
 #else
-  __trap();  // the planner picks ping-pong tiles only on sm_90
+  __trap();  // the planner picks warp-specialized tiles only on sm_90
 #endif
 }
 
