@@ -342,9 +342,22 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
     expect_persistent(p, "wgmma128x128_s3_tma_cooperative", 98, pingpong_threads);
   for (const Problem& p : {make(1, 64, 112, 112, 64, 3, 3, 1), make(1, 64, 224, 224, 64, 5, 5, 2)})
     expect_persistent(p, "wgmma128x64_s3_tma_cooperative", 132, pingpong_threads);
-  for (const Problem& p : {make(32, 512, 7, 7, 2048, 1, 1), make(1, 512, 7, 7, 512, 3, 3),
-                           make(32, 512, 28, 28, 512, 3, 3, 1), make(32, 512, 7, 7, 512, 3, 3, 1)})
+  for (const Problem& p :
+       {make(32, 512, 7, 7, 2048, 1, 1), make(1, 512, 7, 7, 512, 3, 3), make(32, 512, 28, 28, 512, 3, 3, 1)})
     EXPECT_FALSE(division(p).persistent) << p.to_string();
+  // Cooperative tiles split between two blocks of a cluster: stage 4's 3x3 layers (52 tiles of
+  // 128x128) and batch-1 3x3 layers of K/G 128-256 on few 128x64 tiles; a cluster a tile.
+  for (const auto& [p, name] :
+       {std::pair{make(32, 512, 7, 7, 512, 3, 3, 1), "wgmma128x128_s3_tma_cooperative_cs2"},
+        std::pair{make(32, 512, 14, 14, 512, 3, 3, 1, 2), "wgmma128x128_s3_tma_cooperative_cs2"},
+        std::pair{make(1, 128, 56, 56, 128, 3, 3, 1), "wgmma128x64_s3_tma_cooperative_cs2"},
+        std::pair{make(1, 256, 28, 28, 256, 3, 3, 1), "wgmma128x64_s3_tma_cooperative_cs2"}}) {
+    const ImplicitMmaDivision d = division(p);
+    EXPECT_EQ(division_name(d), name) << p.to_string();
+    EXPECT_EQ(d.cluster_split, 2);
+    EXPECT_EQ(d.launch.grid_z, 2);
+    EXPECT_LE(d.launch.grid_x * 2, 132) << p.to_string();
+  }
   EXPECT_FALSE(division(make(32, 64, 56, 56, 256, 1, 1), Layout::NCHW).persistent);
   // dgrad: a stride-1 1x1 layer's one step writes dense dx and walks; the phase steps of a stride-2
   // 3x3 layer (and a stride-2 1x1 layer's one step) write strided views of dx, which a tensor map of y
@@ -366,12 +379,12 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
   ASSERT_EQ(one_by_one.size(), 1u);
   EXPECT_TRUE(one_by_one[0].persistent);
   EXPECT_EQ(one_by_one[0].consumers, ConsumerSchedule::None);  // a reduction of 64 rows
-  // Stride-1 steps of 256-2304 rows: cooperative 128x128 over more than half a wave of its tiles
-  // where K/G >= 256 or the reduction is 1024 rows and more, 128x64 otherwise; shorter and longer
-  // reductions keep their tiles.
+  // Stride-1 steps of 256-2304 rows: cooperative 128x128 where K/G >= 256 or the reduction is 1024
+  // rows and more (split between two blocks of a cluster over half a wave of its tiles and less),
+  // 128x64 otherwise; shorter and longer reductions keep their tiles.
   for (const auto& [p, name] : {std::pair{make(32, 256, 14, 14, 256, 3, 3, 1), "wgmma128x128_s3_tma_cooperative"},
                                 std::pair{make(32, 1024, 14, 14, 512, 1, 1), "wgmma128x128_s3_tma_cooperative"},
-                                std::pair{make(32, 512, 7, 7, 2048, 1, 1), "wgmma128x64_s3_tma_cooperative"},
+                                std::pair{make(32, 512, 7, 7, 2048, 1, 1), "wgmma128x128_s3_tma_cooperative_cs2"},
                                 std::pair{make(32, 128, 28, 28, 512, 1, 1), "wgmma128x64_s3_tma_cooperative"},
                                 std::pair{make(32, 64, 56, 56, 64, 3, 3, 1), "wgmma128x64_s3_tma_cooperative"}}) {
     const auto steps = dgrad_steps(p);
@@ -436,6 +449,18 @@ TEST(PlanDtypes, ForcedWarpSpecializedTiles) {
   EXPECT_EQ(coop.launch.threads, 3 * 128);
   EXPECT_EQ(coop.stages, 8);
   EXPECT_EQ(coop.launch.smem_bytes, 8 * (128 + 64) * 128 + 2 * 128 * 64 * 2 + 1024);
+  // A cooperative tile splits its rows among a cluster: a cluster an SM pair, one tile each.
+  o.tile = "wgmma128x128_s3_tma_cooperative";
+  o.split_k = 2;
+  const auto split = std::get<ImplicitMmaDivision>(
+      plan_for(make(32, 2048, 7, 7, 512, 1, 1), Layout::NHWC, DType::BFloat16, o).division());
+  EXPECT_EQ(division_name(split), "wgmma128x128_s3_tma_cooperative_cs2");
+  EXPECT_EQ(split.cluster_split, 2);
+  EXPECT_EQ(split.launch.grid_x, 13 * 4);  // 52 tiles, 52 clusters
+  EXPECT_EQ(split.launch.grid_z, 2);
+  o.split_k = 5;
+  EXPECT_EQ(status_of([&] { plan_for(p, Layout::NHWC, DType::BFloat16, o); }), Status::Unsupported);
+  o.split_k = 0;
   for (const char* bad : {"wgmma128x256_s4_tma_pingpong", "wgmma64x128_s4_pingpong", "mma128x16_4w_128B_tma_pingpong",
                           "wgmma64x128_s4_tma_cooperative", "wgmma128x256_s4_tma_cooperative"}) {
     o.tile = bad;
@@ -519,16 +544,17 @@ TEST(PlanDtypes, NarrowFilterTilesOnLayersOfFewFilters) {
   }
 }
 
-// Stage 4's 3x3 layers (long reductions, a quarter of a wave of 128x256 tiles) run that tile split
-// 4 ways in a cluster, forward and dgrad; stage 3's (49 such tiles) and short reductions do not.
+// Stage 4's 3x3 layers (long reductions, a quarter of a wave of 128x256 tiles) split each tile in a
+// cluster: forward on cooperative 128x128 tiles split 2 ways, dgrad on 128x256 split 4 ways; stage
+// 3's (49 such tiles) and short reductions do not.
 TEST(PlanDtypes, LongReductionsOnFewLargeTilesSplitInACluster) {
   auto division = [](const Problem& p) {
     return std::get<ImplicitMmaDivision>(plan_for(p, Layout::NHWC, DType::BFloat16).division());
   };
   for (const Problem& p : {make(32, 512, 7, 7, 512, 3, 3, 1), make(32, 256, 14, 14, 512, 3, 3, 1, 2)}) {
     const ImplicitMmaDivision d = division(p);
-    EXPECT_EQ(d.tile_name, "wgmma128x256_s4") << p.to_string();
-    EXPECT_EQ(d.cluster_split, 4) << p.to_string();
+    EXPECT_EQ(division_name(d), "wgmma128x128_s3_tma_cooperative_cs2") << p.to_string();
+    EXPECT_EQ(d.cluster_split, 2) << p.to_string();
     EXPECT_EQ(d.atomic_slices, 1);
     EXPECT_TRUE(d.tensor_maps);
   }

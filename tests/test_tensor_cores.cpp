@@ -280,6 +280,23 @@ TEST_F(TensorCores, PersistentTilesMatchTheReference) {
   }
   ASSERT_GE(tiles.size(), 9u);
   check_tiles(engine, g, cases, tiles, {kPrecisions[0], kPrecisions[1]}, 3, 0, "through a tensor map of y");
+  // Cooperative tiles split among a cluster (2 and 3 slices: unequal row tiles a slice, a slice of
+  // none where a layer has fewer), block 0 adding the others' partial sums: one tile a cluster on
+  // the small layers, several on the large ones (the handshake's phases wrap).
+  for (const auto& t : detail::kMmaTileCatalog)
+    if (t.cooperative)
+      for (int split : {2, 3})
+        for (size_t i = 0; i < cases.size(); ++i) {
+          if (few() && i % 3 != 0) continue;
+          Case c = cases[i];
+          c.xl = c.wl = c.yl = Layout::NHWC;
+          const std::string tile = t.name() + "_tma_cooperative";
+          std::string division;
+          EXPECT_LT(run_mma(engine, c, g, kPrecisions[1], tile, &division, Algorithm::ImplicitMma, split),
+                    tolerance(DType::BFloat16, MathMode::Exact))
+              << tile << " split " << split << " " << c.name();
+          EXPECT_NE(division.find(tile), std::string::npos) << division;
+        }
   // y in plane order: the plan and the call run the plain form.
   Case planes{make(4, 128, 14, 14, 256, 1, 1)};
   planes.xl = planes.wl = Layout::NHWC;

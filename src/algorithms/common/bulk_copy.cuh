@@ -51,6 +51,48 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, unsigned parity) {
       : "memory");
 }
 
+/// Thread-block clusters: the address of `bar` (a shared-memory object of this block) in block
+/// `rank` of the cluster, and one arrival there that releases this thread's earlier writes to the
+/// cluster; waiting with cluster scope acquires what the arriving threads released.
+__device__ __forceinline__ unsigned cluster_address(unsigned smem_addr, unsigned rank) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_addr), "r"(rank));
+  return remote;
+}
+__device__ __forceinline__ void mbarrier_arrive_cluster(uint64_t* bar, unsigned rank) {
+  asm volatile(
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_address(smem_address(bar), rank))
+      : "memory");
+}
+__device__ __forceinline__ void mbarrier_wait_cluster(uint64_t* bar, unsigned parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "wait:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait;\n"
+      "}\n" ::"r"(smem_address(bar)),
+      "r"(parity)
+      : "memory");
+}
+/// A cluster barrier in two halves: this thread's arrival (releasing its earlier accesses), and the
+/// wait for every non-exited thread of the cluster to have arrived.
+__device__ __forceinline__ void cluster_arrive() {
+  asm volatile("barrier.cluster.arrive;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait;\n" ::: "memory");
+}
+/// 16 bytes at shared-memory address `addr` of a cluster's block (from cluster_address).
+__device__ __forceinline__ float4 load_cluster_float4(unsigned addr) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
+}
+
 /// Makes this thread's shared-memory writes visible to the copy engine (before a bulk store of them).
 __device__ __forceinline__ void fence_shared_for_bulk_copy() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");

@@ -134,8 +134,13 @@ void set_attributes(int tile, GatherForm a, GatherForm b, int splits, bool tenso
       if (tensor_maps && consumers == ConsumerSchedule::PingPong)
         set(cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kB, false>, Tile::kWarpSpecializedSmemBytes);
       if constexpr (Tile::kCooperativeForm)
-        if (tensor_maps && consumers == ConsumerSchedule::Cooperative)
-          set(cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kB, true>, Tile::kWarpSpecializedSmemBytes);
+        if (tensor_maps && consumers == ConsumerSchedule::Cooperative) {
+          if (splits > 1)
+            set(cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kB, true, true>,
+                Tile::kWarpSpecializedSmemBytes);
+          else
+            set(cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kB, true>, Tile::kWarpSpecializedSmemBytes);
+        }
     }
   });
 }
@@ -293,18 +298,28 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
         grid.z = static_cast<unsigned>(plan.problem().groups * prm.atomic_slices * prm.splits);
         launch<Tile, Math, F, kMaps, kPersistent>(prm, grid, s);
       };
-      auto specialized = [&](auto kernel) {
-        prm.splits = prm.atomic_slices = 1;
-        grid.z = 1;
-        kernel<<<grid, Tile::kWarpSpecializedThreads, Tile::kWarpSpecializedSmemBytes, s>>>(prm);
+      // Note [wgmma warp-specialized tiles]: cooperative tiles may split their rows among a cluster.
+      auto specialized = [&](auto kernel, int splits) {
+        prm.atomic_slices = 1;
+        prm.splits = splits;
+        prm.k_tiles_per_split = static_cast<int>(ceil_div(k_tiles, splits));
+        grid.z = static_cast<unsigned>(splits);
+        if (splits == 1)
+          kernel<<<grid, Tile::kWarpSpecializedThreads, Tile::kWarpSpecializedSmemBytes, s>>>(prm);
+        else
+          cuda::launch_z_clusters(kernel, grid, Tile::kWarpSpecializedThreads, Tile::kWarpSpecializedSmemBytes, s,
+                                  splits, prm);
         MCONV_CUDA_CHECK(cudaGetLastError());
       };
       if constexpr (kHasWarpSpecialized<Tile, Math, F>) {
         if (consumers == ConsumerSchedule::PingPong)
-          return specialized(cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kB, false>);
+          return specialized(cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kB, false>, 1);
         if constexpr (Tile::kCooperativeForm)
           if (consumers == ConsumerSchedule::Cooperative)
-            return specialized(cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kB, true>);
+            return d.cluster_split > 1
+                       ? specialized(cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kB, true, true>,
+                                     d.cluster_split)
+                       : specialized(cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kB, true>, 1);
       }
       if (consumers != ConsumerSchedule::None)
         throw Error(Status::Internal, "implicit_mma: a warp-specialized plan on a tile without that schedule");

@@ -164,6 +164,9 @@ int64_t persistent_blocks(const MmaTileShape& t, const HardwareModel& hw) {
   return std::max<int64_t>(1, std::min<int64_t>(t.min_blocks, by_smem)) * std::max(hw.sm_count, 1);
 }
 
+// Note [wgmma warp-specialized tiles]: the most blocks of a cluster that split a cooperative tile's rows.
+constexpr int kCooperativeSplits = 4;
+
 // Note [wgmma warp-specialized tiles]: one block an SM, each walking its share of the tiles.
 int64_t warp_specialized_blocks(const HardwareModel& hw) {
   return std::max(hw.sm_count, 1);
@@ -247,6 +250,16 @@ struct TileRunForm {
 //   cooperative otherwise (l4_1x1b 21.9 -> 17.7 on 104 tiles, l2_1x1b 18.4 -> 16.6, l1_3x3 29.1 ->
 //   26.9). Shorter reductions lost (l1_1x1a-c, l2_1x1a, l2_1x1c: 64-256 rows, 2-36%), as did stage
 //   4's 3x3 (4608 rows: 27.3 -> 35.0 against the split 128x256).
+// Cooperative tiles split between the two blocks of a cluster (each adding and storing half the
+// tile), measured the same way: a quarter to an eighth of a wave of 128x256 tiles of a long
+// reduction (stage 4's forward 3x3 layers, 52 tiles of 128x128) on 128x128 split 2: l4_3x3 25.9 ->
+// 24.2 us, l4_3x3s2 25.6 -> 23.3 against 128x256 split 4 (its dgrad step lost: 27.5 -> 27.7); the
+// stride-1 dgrad steps of half a wave and less of 128x128 tiles on 128x128 split 2 (l4_1x1b 18.5 ->
+// 16.7 against 128x64 unsplit); batch-1 3x3 layers of K/G 128-256, at most 2304 rows and an eighth
+// to half a wave of 128x64 tiles on 128x64 split 2 (multi_channel's h56_c128_k3 11.6 -> 9.1,
+// h28_c256_k3 12.5 -> 11.9 against 64x128 split 3 and 6). Layers of more tiles than clusters lost
+// up to 15x (a cluster's blocks hand over every tile's sums), as did stage 4's 1x1 forward layers
+// (l4_1x1c 14.6 -> 15.5).
 // `form`: the split, persistent or warp-specialized form the tile was measured with, where the rule
 // sets one.
 int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, bool warpgroup, bool tensor_maps,
@@ -278,19 +291,27 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
     }
     // Note [wgmma warp-specialized tiles]: layers loading through tensor maps and storing dense y.
     if (tensor_maps && y_dense) {
-      auto specialized = [&](const char* name, int bm, int bn, ConsumerSchedule consumers) {
+      auto specialized = [&](const char* name, int bm, int bn, ConsumerSchedule consumers, int split = 1) {
         form.persistent = true;
         form.consumers = consumers;
-        return pick(name,
-                    shape + std::to_string(blocks(bm, bn)) + " tiles of " + std::to_string(bm) + "x" +
-                        std::to_string(bn) +
-                        (consumers == ConsumerSchedule::PingPong ? ", ping-pong blocks" : ", cooperative blocks"));
+        form.split = split;
+        return pick(name, shape + std::to_string(blocks(bm, bn)) + " tiles of " + std::to_string(bm) + "x" +
+                              std::to_string(bn) +
+                              (consumers == ConsumerSchedule::PingPong ? ", ping-pong blocks"
+                               : split > 1 ? ", cooperative blocks, a cluster of " + std::to_string(split) + " a tile"
+                                           : ", cooperative blocks"));
       };
       constexpr auto kPingPong = ConsumerSchedule::PingPong, kCooperative = ConsumerSchedule::Cooperative;
       // More than half a wave of 128x128 tiles, at most one: ping-pong would leave a warpgroup idle.
       const int64_t tiles_128 = blocks(128, 128);
       const bool one_round_128 = tiles_128 * 2 > sms && tiles_128 <= sms;
+      // A quarter to an eighth of a wave of 128x256 tiles of a long reduction (stage 4's 3x3 layers).
+      const bool quarter_wave_128x256 =
+          kg >= 256 && p.r * p.s > 1 && rows >= 2048 && blocks(128, 256) * 4 <= sms && blocks(128, 256) * 8 >= sms;
       if (filters_k_major) {  // forward layers
+        if (quarter_wave_128x256) return specialized("wgmma128x128_s3", 128, 128, kCooperative, 2);
+        if (p.r * p.s > 1 && kg >= 128 && kg <= 256 && rows <= 2304 && tiles * 2 <= sms && tiles * 8 >= sms)
+          return specialized("wgmma128x64_s3", 128, 64, kCooperative, 2);
         if (p.r * p.s == 1 && rows >= 256 && kg >= 64 && blocks(64, 64) <= sms)
           return specialized("wgmma64x64_s3", 64, 64, kPingPong);
         if (p.r * p.s == 1 && rows >= 512 && kg >= 128 && one_round_128)
@@ -307,8 +328,8 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
         }
       } else if (rows >= 256 && rows <= 2304 && kg >= 64) {  // stride-1 dgrad steps (N-major filters)
         if (kg <= 64 && rows >= 512) return specialized("wgmma128x64_s3", 128, 64, kCooperative);
-        if (kg >= 128 && (kg >= 256 || rows >= 1024) && tiles_128 * 2 > sms)
-          return specialized("wgmma128x128_s3", 128, 128, kCooperative);
+        if (kg >= 128 && (kg >= 256 || rows >= 1024))
+          return specialized("wgmma128x128_s3", 128, 128, kCooperative, tiles_128 * 2 > sms ? 1 : 2);
         if (kg >= 128) return specialized("wgmma128x64_s3", 128, 64, kCooperative);
       }
     }
@@ -729,13 +750,21 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   // phase's strided dx, y in plane order) the tile runs its plain form, and the plan names that.
   const bool y_takes_store = dense_channels_last(p, y) && p.k_per_group() % (16 / dtype_size(y.dtype)) == 0;
   const bool rule_persistent = form.persistent && d.tensor_maps && forced_split == 0;
+  // A forced split of a cooperative tile (Note [wgmma warp-specialized tiles]); the rules' own.
+  const int cooperative_split = static_cast<int>(std::min<int64_t>(
+      d.k_tiles, forced_persistent ? std::max(forced_split, 1) : (rule_persistent ? std::max(form.split, 1) : 1)));
   if (forced_persistent) {
     if (!d.tensor_maps || forms.a != GatherForm::Vector)
       throw Error(Status::Unsupported, "tile: " + forced_tile +
                                            " walks tiles of a forward or dgrad step loading through tensor maps, "
                                            "which this layer is not");
-    if (forced_split > 1)
+    // Note [wgmma warp-specialized tiles]: cooperative blocks split a tile's rows among up to
+    // kCooperativeSplits blocks of a cluster, the other forms take each tile's whole reduction.
+    if (forced_split > 1 && forced_consumers != ConsumerSchedule::Cooperative)
       throw Error(Status::Unsupported, "split_k: a persistent tile takes each tile's whole reduction");
+    if (forced_split > kCooperativeSplits)
+      throw Error(Status::Unsupported, "split_k: a cooperative tile splits its rows among at most " +
+                                           std::to_string(kCooperativeSplits) + " blocks");
   }
   if (rule_persistent || forced_persistent) {
     const ConsumerSchedule consumers = forced_persistent ? forced_consumers : form.consumers;
@@ -763,9 +792,15 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   if (long_reduction && !deterministic) {
     std::tie(d.cluster_split, d.atomic_slices) = choose_atomic_slices(tiles, d.k_tiles, t, hw, forced_split, why);
   } else if (d.persistent) {
-    d.cluster_split = 1;
-    d.launch.grid_x = std::min(tiles, specialized ? warp_specialized_blocks(hw) : persistent_blocks(t, hw));
+    // Cooperative tiles split among a cluster: a cluster a tile, at most one block an SM.
+    d.cluster_split = d.consumers == ConsumerSchedule::Cooperative ? cooperative_split : 1;
+    d.launch.grid_x =
+        std::min(tiles, specialized ? warp_specialized_blocks(hw) / d.cluster_split : persistent_blocks(t, hw));
     d.launch.grid_y = 1;
+    if (d.cluster_split > 1)
+      why.push_back("cluster split " + std::to_string(d.cluster_split) +
+                    ": each tile's rows in slices, the slices' sums added by the cluster's first block through "
+                    "distributed shared memory");
   } else if (rule_persistent || forced_persistent) {
     d.cluster_split = 1;
   } else if (form.split > 0 && forced_split == 0 && d.tensor_maps) {

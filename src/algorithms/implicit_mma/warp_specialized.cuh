@@ -35,6 +35,21 @@
 //   leaves one idle. Both read every stage, so `freed` counts eight warps, and the producer cannot
 //   refill a stage before the slower warpgroup is done with it: neither runs a whole ring ahead of
 //   the other, and every parity it waits on names one phase.
+// A cooperative tile may also split its row tiles among the `splits` blocks of a cluster along z
+// (grids of few tiles: more SMs on each, as the plain form's cluster split; Note [mma cluster
+// split]). Block r walks the same tiles as its cluster's others, its slice of each tile's row tiles
+// only. Each warpgroup's 64 pixels have an owner, block w % splits for warpgroup w, so that with
+// two blocks each adds and stores half the tile. At a tile's end the others park their fp32 sums
+// in their own output buffers and arrive on the owner's `parked` barrier with cluster-scope
+// release; the owner waits with acquire, adds their sums through distributed shared memory,
+// arrives on each one's `read` barrier, and runs the epilogue and the store. A block parks its next
+// tile's sums only after `read` says the owner has its last ones, so every parity names one phase.
+// The producer warpgroups take no part in that handshake (mbarriers, not cluster barriers, which
+// would hold them up). One cluster barrier among the consumers closes the kernel, so that no block
+// leaves while another still reads its shared memory: a consumer arrives right after its last
+// hand-over and waits before it leaves; the producers have exited by then, and a cluster barrier
+// waits for non-exited threads only. (Producers waiting at that barrier, and consumers arriving
+// after their epilogue, cost the split layers 1-2 us.)
 // The fill of stage u + S waits for phase (u / S) & 1 of `freed[u % S]`. Otherwise the warpgroups
 // synchronise only through their own named barriers (1 and 2), never a block barrier after the
 // start. Forward and stride-1 dgrad steps (vector or N-major filters), 16-bit, y dense channels-last
@@ -63,7 +78,7 @@ __device__ __forceinline__ void claim_registers() {
 }
 }  // namespace detail
 
-template <class Tile, class Math, GatherForm kB, bool kCooperative>
+template <class Tile, class Math, GatherForm kB, bool kCooperative, bool kClusterSplit = false>
 __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
     implicit_mma_warp_specialized_kernel(const __grid_constant__ ImplicitMmaParams prm) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -72,6 +87,9 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
   constexpr int BK = wgmma::kRowBytes / 2;  // reduction rows of a stage
   static_assert(Tile::kWarpSpecializedForm && Math::kBytes == 2, "warp-specialized tiles: 16-bit");
   static_assert(!kCooperative || BM == 128, "cooperative tiles: 64 pixels a warpgroup");
+  // The split's code is a form of its own: the unsplit kernels keep the registers and the schedule
+  // they were measured with.
+  static_assert(!kClusterSplit || kCooperative, "cluster splits: cooperative tiles");
   constexpr int kConsumerThreads = 128;              // one warpgroup
   constexpr int kRows = kCooperative ? 64 : BM;      // a warpgroup's pixels of a tile
   constexpr int MB = kRows / 64;                     // its wgmma rows of 64 pixels
@@ -79,6 +97,9 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
   constexpr uint32_t kImageBytes = BM * wgmma::kRowBytes, kOutBytes = BM * BN * 2;
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ __align__(8) uint64_t landed[S], freed[S], turn[2];
+  // Cluster-split cooperative tiles: per consumer warpgroup, the peers' partial sums of a tile are
+  // in their shared memory (`parked`, in block 0) and block 0 has read them (`read`, in the peers).
+  __shared__ __align__(8) uint64_t parked[2], read[2];
   // Note [wgmma shared layout]: stages and output buffers start on 1024-byte boundaries.
   const uint32_t base = (static_cast<uint32_t>(__cvta_generic_to_shared(smem)) + 1023u) & ~1023u;
   auto image_stage = [&](int st) { return base + st * Tile::kStageBytes; };
@@ -87,6 +108,10 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
   const int tiles_n = (prm.kg + BN - 1) / BN;
   const long long tiles = static_cast<long long>((prm.npq + BM - 1) / BM) * tiles_n;
   const int k_tiles = (prm.rows + BK - 1) / BK;
+  // Cluster-split cooperative tiles: block `rank` of the cluster takes row tiles k_first.. of each.
+  const int splits = kClusterSplit ? prm.splits : 1, rank = kClusterSplit ? static_cast<int>(blockIdx.z) : 0;
+  const int k_first = kClusterSplit ? min(k_tiles, rank * prm.k_tiles_per_split) : 0;
+  const int k_count = kClusterSplit ? min(k_tiles - k_first, prm.k_tiles_per_split) : k_tiles;
   if (tid == 0) {
     detail::prefetch_tensor_map(prm.image_map);
     detail::prefetch_tensor_map(prm.filter_map);
@@ -98,8 +123,17 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
     }
     detail::mbarrier_init(&turn[0]);
     detail::mbarrier_init(&turn[1]);
+    if (kClusterSplit)
+      for (int w = 0; w < 2; ++w) {
+        detail::mbarrier_init(&parked[w], (splits - 1) * kConsumerThreads);
+        detail::mbarrier_init(&read[w], kConsumerThreads);
+      }
   }
-  __syncthreads();
+  // The peers' barriers are initialised before anyone arrives on them remotely.
+  if constexpr (kClusterSplit)
+    cooperative_groups::this_cluster().sync();
+  else
+    __syncthreads();
 
   if (warp >= 2 * kConsumerThreads / 32) {  // the producer warpgroup: one thread issues the copies
     detail::release_registers<40>();
@@ -108,7 +142,7 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
       for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         const long long tm = tile / tiles_n;
         const TensorMapTileOrigin o = tensor_map_tile_origin(prm, tm * BM, static_cast<int>(tile - tm * tiles_n) * BN);
-        for (int kt = 0; kt < k_tiles; ++kt, ++fills) {
+        for (int kt = k_first; kt < k_first + k_count; ++kt, ++fills) {
           const int st = fills % S;
           if (fills >= S) detail::mbarrier_wait(&freed[st], (fills / S - 1) & 1);
           issue_tensor_map_stage<BM, BN, GatherForm::Vector, kB>(prm, kt * BK, o, image_stage(st), filter_stage(st),
@@ -116,11 +150,14 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
         }
       }
     }
-    return;
+    return;  // an exited thread is not waited for at the closing cluster barrier
   }
 
   detail::claim_registers<232>();  // the producer's share: 2 x 232 + 40 of an SM sub-partition's 512
   const int wg = warp / 4, wg_tid = tid % kConsumerThreads;
+  // Cluster-split cooperative tiles: the block that adds and stores this warpgroup's pixels (block
+  // 0 the first 64, block 1 the others where there are two), so that two blocks share the work.
+  const int owner = wg % splits;
   // BN/64 blocks of kRows rows x 128 bytes (a cooperative warpgroup uses half of its buffer).
   const uint32_t out_base = base + S * Tile::kStageBytes + wg * kOutBytes;
   constexpr bool kNMajorB = kB == GatherForm::Transposed;
@@ -141,8 +178,8 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
       for (int i = 0; i < BN / 2; ++i) d[mb][i] = 0.0f;
     // This warpgroup's turn: the other one has waited for every stage of the block's previous tile.
     if (!kCooperative && j > 0) detail::mbarrier_wait(&turn[wg], ((j - 1) / 2) & 1);
-    const int u0 = j * k_tiles;
-    for (int kt = 0; kt < k_tiles; ++kt) {
+    const int u0 = j * k_count;
+    for (int kt = 0; kt < k_count; ++kt) {
       const int u = u0 + kt, st = u % S;
       detail::mbarrier_wait(&landed[st], (u / S) & 1);
       const uint64_t da = wgmma::descriptor(image_stage(st));
@@ -159,7 +196,7 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
           wgmma::mma_async<T, BN, false, kNMajorB>(
               d[mb], da + (kCooperative ? wg : mb) * (64 * wgmma::kRowBytes / 16) + 2 * ks, db + kStepB * ks);
       wgmma::commit();
-      if (!kCooperative && kt == k_tiles - 1 && wg_tid == 0)
+      if (!kCooperative && kt == k_count - 1 && wg_tid == 0)
         detail::mbarrier_arrive(&turn[1 - wg]);  // the other's turn
       wgmma::wait<1>();                          // the previous stage's group is done
 #pragma unroll
@@ -169,7 +206,38 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
     wgmma::wait<0>();
 #pragma unroll
     for (int mb = 0; mb < MB; ++mb) wgmma::pin(d[mb]);
-    release(u0 + k_tiles - 1);
+    if (k_count > 0) release(u0 + k_count - 1);
+    if constexpr (kClusterSplit) {
+      // Note [wgmma warp-specialized tiles]: the other blocks park this warpgroup's partial sums
+      // in their output buffers, each thread its accumulators as 16-byte runs, consecutive
+      // threads adjacent; the owner of these 64 pixels adds every one, tells each so, and stores.
+      const uint32_t mine = out_base + wg_tid * 16;
+      constexpr uint32_t kRunStride = kConsumerThreads * 16;
+      const bool last_tile = tile + static_cast<long long>(gridDim.x) >= tiles;
+      if (rank != owner) {
+        if (j > 0) detail::mbarrier_wait_cluster(&read[wg], (j - 1) & 1);  // the owner read the last one
+#pragma unroll
+        for (int i = 0; i < BN / 8; ++i)
+          asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(mine + i * kRunStride), "f"(d[0][4 * i]),
+                       "f"(d[0][4 * i + 1]), "f"(d[0][4 * i + 2]), "f"(d[0][4 * i + 3])
+                       : "memory");
+        detail::mbarrier_arrive_cluster(&parked[wg], owner);
+        if (last_tile) detail::cluster_arrive();  // parked: the owner arrives once it has read them
+        continue;
+      }
+      detail::mbarrier_wait_cluster(&parked[wg], j & 1);
+      for (int r = 0; r < splits; ++r) {
+        if (r == owner) continue;
+        const uint32_t peer = detail::cluster_address(mine, r);
+#pragma unroll
+        for (int i = 0; i < BN / 8; ++i) {
+          const float4 v = detail::load_cluster_float4(peer + i * kRunStride);
+          d[0][4 * i] += v.x, d[0][4 * i + 1] += v.y, d[0][4 * i + 2] += v.z, d[0][4 * i + 3] += v.w;
+        }
+        detail::mbarrier_arrive_cluster(&read[wg], r);
+      }
+      if (last_tile) detail::cluster_arrive();  // its reads of the peers are done
+    }
     const long long tm = tile / tiles_n;
     const long long tile_m = tm * BM + (kCooperative ? 64 * wg : 0);  // this warpgroup's first pixel
     const int tile_n = static_cast<int>(tile - tm * tiles_n) * BN;
@@ -185,6 +253,13 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
     if (wg_tid == 0 && tile_m < prm.npq) store_output_buffer<kRows, BN>(prm, out_base, tile_m, tile_n);
   }
   if (wg_tid == 0) detail::bulk_wait_read<0>();  // the shared memory outlives the last store's reads
+  // Every block's shared memory outlives the owners' reads of its last partial sums: each consumer
+  // arrived on the closing cluster barrier right after its last tile's hand-over (before the
+  // epilogue, so that no block waits for another's stores), and waits here.
+  if constexpr (kClusterSplit) {
+    if (j == 0) detail::cluster_arrive();  // a warpgroup without a tile
+    detail::cluster_wait();
+  }
 #else
   __trap();  // the planner picks warp-specialized tiles only on sm_90
 #endif
