@@ -172,6 +172,13 @@ int64_t warp_specialized_blocks(const HardwareModel& hw) {
   return std::max(hw.sm_count, 1);
 }
 
+// The persistent form's name in the plan's why lines: its consumer schedule, or plain persistent.
+const char* persistent_form_word(ConsumerSchedule consumers) {
+  return consumers == ConsumerSchedule::PingPong      ? "ping-pong"
+         : consumers == ConsumerSchedule::Cooperative ? "cooperative"
+                                                      : "persistent";
+}
+
 /// How a rule's tile runs, where the rule was measured with more than the tile: its cluster split
 /// (0: the split rule's), the persistent form (Note [wgmma persistent tiles]) and, with it, the
 /// warp-specialized form's consumer schedule (Note [wgmma warp-specialized tiles]).
@@ -296,10 +303,8 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
         form.consumers = consumers;
         form.split = split;
         return pick(name, shape + std::to_string(blocks(bm, bn)) + " tiles of " + std::to_string(bm) + "x" +
-                              std::to_string(bn) +
-                              (consumers == ConsumerSchedule::PingPong ? ", ping-pong blocks"
-                               : split > 1 ? ", cooperative blocks, a cluster of " + std::to_string(split) + " a tile"
-                                           : ", cooperative blocks"));
+                              std::to_string(bn) + ", " + persistent_form_word(consumers) + " blocks" +
+                              (split > 1 ? ", a cluster of " + std::to_string(split) + " a tile" : ""));
       };
       constexpr auto kPingPong = ConsumerSchedule::PingPong, kCooperative = ConsumerSchedule::Cooperative;
       // More than half a wave of 128x128 tiles, at most one: ping-pong would leave a warpgroup idle.
@@ -774,9 +779,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
       why.push_back(persistent_blocks_reason(consumers, forced_persistent));
     } else {
       why.push_back(std::string("blocks: one a tile, unsplit; the ") + (forced_persistent ? "forced " : "") +
-                    (consumers == ConsumerSchedule::PingPong      ? "ping-pong"
-                     : consumers == ConsumerSchedule::Cooperative ? "cooperative"
-                                                                  : "persistent") +
+                    persistent_form_word(consumers) +
                     " form stores whole 16-byte runs of filters through a tensor map of a dense channels-last y, "
                     "which this y is not (K/G = " +
                     std::to_string(p.k_per_group()) + ")");
