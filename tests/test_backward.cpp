@@ -237,27 +237,41 @@ TEST(Backward, DgradStepsLoadThroughTensorMapsWhereDyHas64Channels) {
   }
 }
 
-// Note [wgmma tensor-map loads], Note [mma cluster split] and Note [mma atomic slices]: bf16
-// channels-last wgrad steps load through tensor maps where the layer's C is whole tiles of columns;
-// where 128x64 tiles make a third of a wave they run on those without a cluster, with fewer a
-// cluster split joins the groups adding into dw.
+// Note [wgmma tensor-map loads], Note [wgmma warp-specialized wgrad] and Note [mma atomic slices]:
+// bf16 channels-last wgrad steps load through tensor maps where the layer's C is whole tiles of
+// columns. With C whole 128-channel tiles and more than 64 filters they run on cooperative blocks,
+// sliced to give every SM a block: atomic groups alone up to 8, then clusters of 2 (of 3-4 only
+// on grids of at most 64 blocks); 128x64 where 128x128 tiles leave more than half the SMs idle
+// and 128x64 ones fill more; 2 slices on grids of up to one and a half waves, none on one wave.
 TEST(Backward, WgradStepsOnTensorMapsAndTheirSplits) {
   auto wgrad_step = [](const Problem& p) {
     return std::get<ImplicitMmaDivision>(bf16_step_plans(Pass::BackwardFilter, p).at(0).division());
   };
-  // 14x14 3x3 with 256 channels (72 tiles of 128x64) and 7x7 1x1 into 2048 filters (128 tiles).
-  for (const Problem& p : {make(32, 256, 14, 14, 256, 3, 3, 1), make(32, 512, 7, 7, 2048, 1, 1)}) {
-    const ImplicitMmaDivision d = wgrad_step(p);
-    EXPECT_EQ(d.tile_name, "wgmma128x64_s3") << p.to_string();
-    EXPECT_TRUE(d.tensor_maps) << p.to_string();
-    EXPECT_EQ(d.cluster_split, 1) << p.to_string();
-    // Note [mma atomic slices]: groups adding into dw fill one wave of three blocks an SM (396).
-    EXPECT_EQ(d.atomic_slices, p.k == 256 ? 5 : 3) << p.to_string();
+  struct Want {
+    Problem p;
+    const char* name;
+  };
+  const Want cases[] = {
+      {make(32, 256, 14, 14, 256, 3, 3, 1), "wgmma128x128_s3_tma_cooperative_as3"},      // 36 tiles
+      {make(32, 512, 7, 7, 2048, 1, 1), "wgmma128x128_s3_tma_cooperative_as2"},          // 64 tiles
+      {make(32, 256, 14, 14, 1024, 1, 1), "wgmma128x128_s3_tma_cooperative_as8"},        // 16 tiles
+      {make(32, 512, 7, 7, 512, 3, 3, 1), "wgmma128x128_s3_tma_cooperative_as2"},        // 144 tiles
+      {make(32, 1024, 14, 14, 2048, 1, 1, 0, 2), "wgmma128x128_s3_tma_cooperative"},     // 128 tiles
+      {make(32, 128, 28, 28, 128, 3, 3, 1), "wgmma128x128_s3_tma_cooperative_cs2_as7"},  // 9 tiles
+      {make(32, 256, 56, 56, 128, 1, 1), "wgmma128x128_s3_tma_cooperative_cs4_as8"},     // 2 tiles, 64 blocks
+      {make(32, 128, 28, 28, 512, 1, 1), "wgmma128x64_s3_tma_cooperative_cs2_as8"}};     // 8 tiles of 128x64
+  for (const Want& w : cases) {
+    const ImplicitMmaDivision d = wgrad_step(w.p);
+    EXPECT_EQ(division_name(d), w.name) << w.p.to_string();
+    EXPECT_EQ(d.launch.grid_y, d.atomic_slices) << w.p.to_string();
+    EXPECT_EQ(d.launch.grid_z, d.cluster_split) << w.p.to_string();
+    EXPECT_LE(d.launch.grid_x * d.launch.grid_y * d.launch.grid_z, 132) << w.p.to_string();
   }
-  // 14x14 1x1 with 256 channels into 1024 filters: 32 such tiles, split into 8 groups.
-  const ImplicitMmaDivision split = wgrad_step(make(32, 256, 14, 14, 1024, 1, 1));
-  EXPECT_TRUE(split.tensor_maps);
-  EXPECT_EQ(split.atomic_slices, 8);
+  // 64 filters: the plain 128x64 tile in atomic groups of clusters.
+  const ImplicitMmaDivision k64 = wgrad_step(make(32, 256, 56, 56, 64, 1, 1));
+  EXPECT_EQ(k64.consumers, ConsumerSchedule::None);
+  EXPECT_TRUE(k64.tensor_maps);
+  EXPECT_GT(k64.atomic_slices, 1);
   // C = 64: tensor maps on 64-column tiles only, the 56x56 layer's few tiles split.
   const ImplicitMmaDivision c64 = wgrad_step(make(32, 64, 56, 56, 64, 3, 3, 1));
   EXPECT_EQ(c64.block_m, 64);
@@ -265,10 +279,12 @@ TEST(Backward, WgradStepsOnTensorMapsAndTheirSplits) {
   EXPECT_GT(c64.cluster_split, 1);
 }
 
-// A deterministic wgrad step on tensor maps: a cluster alone, at least 24 row tiles a slice, and a
-// grid of a third of a wave or more split 3 ways (72 tiles of 128x64 over 98 row tiles); 16 tiles
-// over 98 row tiles split 4 ways, not the 9 that would fill the SMs; 128 tiles over 25 row tiles
-// unsplit; the 56x56 layer's few tiles over 1568 row tiles still 15-16 ways.
+// A deterministic wgrad step on tensor maps: a cluster alone. On cooperative blocks at most 4, of
+// 3-4 only on grids of at most 64 blocks (36 tiles of 128x128 split 2 ways, 16 split 4 ways; 1024
+// channels into 512 filters on 64 tiles of 128x64 split 2); 128 tiles of 128x128 unsplit. Where
+// such slices would keep more than 64 row tiles (a 28x28 layer's 392) or a block more than one tile
+// (144 tiles split 2), the plain tiles: at least 24 row tiles a slice, the 56x56 layers' few tiles
+// in clusters of up to 16.
 TEST(Backward, DeterministicWgradSplitsKeepLongSlices) {
   auto det_step = [](const Problem& p) {
     const TensorDesc x = p.x_desc(Layout::NHWC, DType::BFloat16), y = p.y_desc(Layout::NHWC, DType::BFloat16),
@@ -281,17 +297,76 @@ TEST(Backward, DeterministicWgradSplitsKeepLongSlices) {
     EXPECT_TRUE(plan.deterministic());
     return std::get<ImplicitMmaDivision>(plan.division());
   };
-  const std::pair<Problem, int> cases[] = {{make(32, 256, 14, 14, 256, 3, 3, 1), 3},
-                                           {make(32, 1024, 14, 14, 512, 1, 1), 3},
-                                           {make(32, 256, 14, 14, 1024, 1, 1), 4},
-                                           {make(32, 512, 7, 7, 2048, 1, 1), 1},
-                                           {make(32, 64, 56, 56, 64, 1, 1), 16}};
-  for (const auto& [p, split] : cases) {
+  const std::pair<Problem, const char*> cases[] = {
+      {make(32, 256, 14, 14, 256, 3, 3, 1), "wgmma128x128_s3_tma_cooperative_cs2"},
+      {make(32, 1024, 14, 14, 512, 1, 1), "wgmma128x64_s3_tma_cooperative_cs2"},
+      {make(32, 256, 14, 14, 1024, 1, 1), "wgmma128x128_s3_tma_cooperative_cs4"},
+      {make(32, 1024, 14, 14, 2048, 1, 1, 0, 2), "wgmma128x128_s3_tma_cooperative"},
+      {make(32, 512, 7, 7, 512, 3, 3, 1), "wgmma128x64_s3_tma"},
+      {make(32, 512, 28, 28, 256, 1, 1), "wgmma128x64_s4_tma_cs9"},
+      {make(32, 256, 56, 56, 128, 1, 1), "wgmma64x128_s3_tma_cs16"},
+      {make(32, 64, 56, 56, 64, 1, 1), "wgmma64x64_s3_tma_cs16"}};
+  for (const auto& [p, name] : cases) {
     const ImplicitMmaDivision d = det_step(p);
     EXPECT_TRUE(d.tensor_maps) << p.to_string();
     EXPECT_EQ(d.atomic_slices, 1) << p.to_string();
-    EXPECT_EQ(d.cluster_split, split) << p.to_string() << " " << division_name(d);
+    EXPECT_EQ(division_name(d), name) << p.to_string();
   }
+}
+
+// Note [wgmma warp-specialized wgrad]: a bf16 channels-last wgrad step forced onto cooperative
+// blocks: unsplit (64 tiles of 128x128, one block each), in atomic groups along y times a cluster
+// along z (12 = 6 x 2; dw first set to beta*dw), a deterministic plan's cluster alone; clear errors
+// for slices with no such form (11; more than 32, or than a deterministic plan's 4), C = 64 (no
+// whole 128-channel tiles) and, falling back with a reason, a dw that is not KRSC.
+TEST(Backward, WgradStepsOnCooperativeBlocks) {
+  auto step_plan = [](const Problem& p, const char* tile, int split, bool deterministic,
+                      Layout filters = Layout::NHWC) {
+    const TensorDesc x = p.x_desc(Layout::NHWC, DType::BFloat16), y = p.y_desc(Layout::NHWC, DType::BFloat16),
+                     w = p.w_desc(filters, DType::BFloat16);
+    PlanOptions o;
+    o.target = Target::Cuda;
+    o.tile = tile;
+    o.split_k = split;
+    o.deterministic = deterministic;
+    const ForwardStep s = decompose_backward_filter(p, x, y, w).steps.at(0);
+    return Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o);
+  };
+  const Problem l4 = make(32, 512, 7, 7, 2048, 1, 1);
+  const char* kTile = "wgmma128x128_s3_tma_cooperative";
+  const Plan whole = step_plan(l4, kTile, 0, false);
+  const auto& d = std::get<ImplicitMmaDivision>(whole.division());
+  EXPECT_EQ(d.consumers, ConsumerSchedule::Cooperative) << whole.to_text(0);
+  EXPECT_TRUE(d.persistent && d.tensor_maps);
+  EXPECT_EQ(d.launch.grid_x, 64);  // 4 x 16 tiles
+  EXPECT_EQ(d.launch.grid_y * d.launch.grid_z, 1);
+  EXPECT_EQ(d.launch.threads, 384);
+  const Plan split = step_plan(l4, kTile, 12, false);
+  const auto& ds = std::get<ImplicitMmaDivision>(split.division());
+  EXPECT_EQ(division_name(ds), "wgmma128x128_s3_tma_cooperative_cs2_as6");
+  EXPECT_EQ(ds.launch.grid_x, 11);  // 132 SMs over 12 slices
+  EXPECT_EQ(ds.launch.grid_y, 6);
+  EXPECT_EQ(ds.launch.grid_z, 2);
+  EXPECT_GT(ds.prepass_blocks, 0);
+  EXPECT_FALSE(split.deterministic());
+  const Plan ordered = step_plan(l4, kTile, 4, true);
+  const auto& dd = std::get<ImplicitMmaDivision>(ordered.division());
+  EXPECT_EQ(dd.cluster_split, 4);
+  EXPECT_EQ(dd.atomic_slices, 1);
+  EXPECT_TRUE(ordered.deterministic());
+  for (const auto& [n, deterministic] : {std::pair{11, false}, std::pair{33, false}, std::pair{5, true}}) {
+    try {
+      step_plan(l4, kTile, n, deterministic);
+      ADD_FAILURE() << n << " slices planned";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::Unsupported) << e.what();
+      EXPECT_NE(std::string(e.what()).find("split_k"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(step_plan(make(32, 64, 56, 56, 64, 1, 1), kTile, 0, false), Error);
+  const Plan kcrs = step_plan(l4, kTile, 0, false, Layout::NCHW);
+  EXPECT_EQ(std::get<ImplicitMmaDivision>(kcrs.division()).consumers, ConsumerSchedule::None);
+  EXPECT_NE(kcrs.to_text(0).find("which needs dw KRSC"), std::string::npos) << kcrs.to_text(0);
 }
 
 TEST(Backward, DeterministicWgradIsBitwiseReproducible) {

@@ -301,8 +301,10 @@ TEST_F(BackwardGpu, DgradTensorMapLoads) {
 // 64 channels load x as im2col columns over dy's pixels at the block's tap and dy as boxes of pixels x
 // filters: stride 1 and 2, a 1x1 stride-2 layer, dilation, a non-square filter, a partial filter box
 // (K = 192), alpha/beta. On the planner's tiles, then forced onto 64- and 128-column tiles (refused,
-// with a reason, where C is no multiple of the tile's columns) and a forced cluster split; each
-// against the double reference.
+// with a reason, where C is no multiple of the tile's columns) and a forced cluster split, and onto
+// cooperative warp-specialized blocks (Note [wgmma warp-specialized wgrad]): unsplit, in atomic
+// groups (6), in groups of clusters (12 = 6 x 2) and, deterministic, in a cluster of 3 (slices of no
+// rows where the reduction is shorter); each against the double reference.
 TEST_F(BackwardGpu, WgradTensorMapLoads) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 957);
@@ -311,17 +313,24 @@ TEST_F(BackwardGpu, WgradTensorMapLoads) {
                              {make(2, 256, 7, 7, 192, 3, 3, 1)},      {make(2, 128, 9, 11, 64, 3, 5, 1)}};
   cases[0].alpha = 0.5f;
   cases[0].beta = 0.75f;
+  cases[1].alpha = 1.5f;
+  cases[1].beta = 0.5f;
   const bool few = std::getenv("MCONV_GPU_TEST_FEW") != nullptr;
   if (few) cases = {cases[0], cases[1]};
   struct Forced {
     const char* tile;
     int split;
+    bool deterministic = false;
   };
   const Forced forced[] = {{"", 0},
                            {"wgmma64x128_s3_tma", 0},
                            {"wgmma64x64_s3_tma", 0},
                            {"wgmma128x128_s3_tma", 0},
-                           {"wgmma64x128_s4_tma", 4}};
+                           {"wgmma64x128_s4_tma", 4},
+                           {"wgmma128x128_s3_tma_cooperative", 0},
+                           {"wgmma128x64_s3_tma_cooperative", 6},
+                           {"wgmma128x128_s3_tma_cooperative", 12},
+                           {"wgmma128x64_s3_tma_cooperative", 3, true}};
   for (const Precision& pr : {kPrecisions[2], kPrecisions[3]})
     for (Case c : cases)
       for (const Forced& f : forced) {
@@ -333,6 +342,7 @@ TEST_F(BackwardGpu, WgradTensorMapLoads) {
         o.math = pr.math;
         o.tile = f.tile;
         o.split_k = f.split;
+        o.deterministic = f.deterministic;
         const bool whole_tiles =
             f.tile[0] == 0 || c.p.c % (std::string(f.tile).rfind("wgmma64", 0) == 0 ? 64 : 128) == 0;
         if (!whole_tiles) {
@@ -352,6 +362,10 @@ TEST_F(BackwardGpu, WgradTensorMapLoads) {
             EXPECT_TRUE(d.tensor_maps) << c.name() << ": " << step->to_text(0);
           EXPECT_EQ(d.a_gather, GatherForm::Transposed) << c.name();
         }
+        if (std::string(f.tile).find("_cooperative") != std::string::npos)
+          for (const auto& step : plan->plans)
+            EXPECT_EQ(std::get<ImplicitMmaDivision>(step->division()).consumers, ConsumerSchedule::Cooperative)
+                << c.name() << ": " << step->to_text(0);
         EXPECT_LT(run_gpu(engine, c, Pass::BackwardFilter, pr, g, o), pr.tolerance)
             << dtype_name(pr.dtype) << " tile " << f.tile << " split " << f.split << " " << c.name();
       }

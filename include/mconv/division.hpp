@@ -52,6 +52,20 @@ enum class ConsumerSchedule {
   Cooperative,  ///< every tile, 64 of its 128 pixels each
 };
 
+/// The schedule's suffix in division names and forced tile names ("" for None).
+inline const char* consumer_schedule_suffix(ConsumerSchedule c) {
+  return c == ConsumerSchedule::PingPong ? "_pingpong" : c == ConsumerSchedule::Cooperative ? "_cooperative" : "";
+}
+
+/// How the schedule's blocks run, in the words of `mconv plan` ("" for None).
+inline const char* consumer_schedule_text(ConsumerSchedule c) {
+  return c == ConsumerSchedule::PingPong      ? "one block an SM: a producer warpgroup, two consumer warpgroups on "
+                                                "alternate tiles storing through a tensor map of y"
+         : c == ConsumerSchedule::Cooperative ? "one block an SM: a producer warpgroup, two consumer warpgroups on 64 "
+                                                "pixels each of every tile storing through a tensor map of y"
+                                              : "";
+}
+
 /// implicit_mma (src/algorithms/implicit_mma): one tile of its tile table on tensor cores.
 struct ImplicitMmaDivision {
   int tile = 0;           ///< index into the family's tile table
@@ -87,7 +101,9 @@ struct ImplicitMmaDivision {
   /// atomics after a pre-pass y = beta*y + bias (Note [mma atomic slices]); 1 in deterministic plans.
   int atomic_slices = 1;
   int prepass_blocks = 0;  ///< blocks of that pre-pass (0 without atomic slices)
-  LaunchShape launch;      ///< grid_z = groups * atomic_slices * cluster_split
+  /// grid_z = groups * atomic_slices * cluster_split; warp-specialized blocks: grid_y = atomic_slices,
+  /// grid_z = cluster_split
+  LaunchShape launch;
 };
 
 /// direct_block (src/algorithms/direct_block): one of its thread-group shapes.

@@ -20,10 +20,9 @@ struct NameOf {
   }
   std::string operator()(const ImplicitMmaDivision& d) const {
     return d.tile_name + (d.tensor_maps ? "_tma" : "") +
-           (d.consumers == ConsumerSchedule::PingPong      ? "_pingpong"
-            : d.consumers == ConsumerSchedule::Cooperative ? "_cooperative"
-            : d.persistent                                 ? "_persistent"
-                                                           : "") +
+           (d.consumers != ConsumerSchedule::None ? consumer_schedule_suffix(d.consumers)
+            : d.persistent                        ? "_persistent"
+                                                  : "") +
            (d.cluster_split > 1 ? "_cs" + std::to_string(d.cluster_split) : "") +
            (d.atomic_slices > 1 ? "_as" + std::to_string(d.atomic_slices) : "");
   }
@@ -67,14 +66,9 @@ struct TextOf {
                ? std::string("loads x M-major im2col tensor map, w N-major tiled tensor map")
            : d.b_gather == GatherForm::Transposed ? std::string("loads x im2col tensor map, w N-major tiled tensor map")
                                                   : std::string("loads x im2col tensor map, w tiled tensor map"))
-       << (d.consumers == ConsumerSchedule::PingPong
-               ? ", one block an SM: a producer warpgroup, two consumer warpgroups on alternate tiles storing "
-                 "through a tensor map of y"
-           : d.consumers == ConsumerSchedule::Cooperative
-               ? ", one block an SM: a producer warpgroup, two consumer warpgroups on 64 pixels each of every "
-                 "tile storing through a tensor map of y"
-           : d.persistent ? ", persistent blocks storing through a tensor map of y"
-                          : "")
+       << (d.consumers != ConsumerSchedule::None ? std::string(", ") + consumer_schedule_text(d.consumers)
+           : d.persistent                        ? std::string(", persistent blocks storing through a tensor map of y")
+                                                 : std::string())
        << (d.images_fastest ? ", images fastest" : "") << ", cluster split " << d.cluster_split;
     if (d.atomic_slices > 1)
       os << ", " << d.atomic_slices << " atomic slices (y pre-pass on " << d.prepass_blocks << " blocks)";

@@ -68,4 +68,13 @@ __device__ __forceinline__ void tensor_store_tile(const CUtensorMap& map, int in
                : "memory");
 }
 
+/// tensor_store_tile's reduction form: adds the box into the tensor's elements (each add atomic
+/// per element, in the map's element type), for blocks that each hold part of a sum.
+__device__ __forceinline__ void tensor_reduce_add_tile(const CUtensorMap& map, int inner, int outer, uint32_t smem) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                   tensor_map_address(map)),
+               "r"(inner), "r"(outer), "r"(smem)
+               : "memory");
+}
+
 }  // namespace mconv::cuda::detail

@@ -35,10 +35,29 @@ constexpr bool kHasTensorMaps = Tile::kWarpgroup&& Math::kBytes == 2 &&
 template <class Tile, class Math, class F>
 constexpr bool kHasPersistent = kHasTensorMaps<Tile, Math, F>&& F::kA == GatherForm::Vector&& Tile::kPersistentForm;
 
-/// Whether the instance has the warp-specialized form (Note [wgmma warp-specialized tiles]).
+/// Whether the instance has the warp-specialized form (Note [wgmma warp-specialized tiles]): forward
+/// and dgrad steps, and cooperatively wgrad steps (Note [wgmma warp-specialized wgrad]).
 template <class Tile, class Math, class F>
-constexpr bool kHasWarpSpecialized =
-    kHasTensorMaps<Tile, Math, F>&& F::kA == GatherForm::Vector&& Tile::kWarpSpecializedForm;
+constexpr bool kHasWarpSpecialized = kHasTensorMaps<Tile, Math, F>&& Tile::kWarpSpecializedForm &&
+                                     (F::kA == GatherForm::Vector || Tile::kCooperativeForm);
+
+using MmaKernel = void (*)(ImplicitMmaParams);
+
+/// The warp-specialized kernel of the instance for a consumer schedule, split among a cluster or
+/// not; nullptr where it has none.
+template <class Tile, class Math, class F>
+MmaKernel warp_specialized_kernel(ConsumerSchedule consumers, bool split) {
+  if constexpr (kHasWarpSpecialized<Tile, Math, F>) {
+    if constexpr (F::kA == GatherForm::Vector)
+      if (consumers == ConsumerSchedule::PingPong && !split)
+        return cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kA, F::kB, false>;
+    if constexpr (Tile::kCooperativeForm)
+      if (consumers == ConsumerSchedule::Cooperative)
+        return split ? cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kA, F::kB, true, true>
+                     : cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kA, F::kB, true>;
+  }
+  return nullptr;
+}
 
 template <class Tile, bool kPersistent>
 constexpr int kSmemBytesOf = kPersistent ? Tile::kPersistentSmemBytes : Tile::kSmemBytes;
@@ -130,18 +149,9 @@ void set_attributes(int tile, GatherForm a, GatherForm b, int splits, bool tenso
     if constexpr (kHasPersistent<Tile, Math, F>)
       if (tensor_maps && persistent)
         set(cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB, true, true>, Tile::kPersistentSmemBytes);
-    if constexpr (kHasWarpSpecialized<Tile, Math, F>) {
-      if (tensor_maps && consumers == ConsumerSchedule::PingPong)
-        set(cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kB, false>, Tile::kWarpSpecializedSmemBytes);
-      if constexpr (Tile::kCooperativeForm)
-        if (tensor_maps && consumers == ConsumerSchedule::Cooperative) {
-          if (splits > 1)
-            set(cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kB, true, true>,
-                Tile::kWarpSpecializedSmemBytes);
-          else
-            set(cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kB, true>, Tile::kWarpSpecializedSmemBytes);
-        }
-    }
+    if (tensor_maps && consumers != ConsumerSchedule::None)
+      if (const MmaKernel kernel = warp_specialized_kernel<Tile, Math, F>(consumers, splits > 1))
+        set(kernel, Tile::kWarpSpecializedSmemBytes);
   });
 }
 
@@ -260,20 +270,24 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   // Note [wgmma tensor-map loads]: the copy engine needs 16-byte aligned tensors, which the vector
   // forms kept above already are.
   const bool tensor_maps = keep && d.tensor_maps;
-  // Note [wgmma persistent tiles]: y dense channels-last (the planner's test), its rows whole 16-byte steps.
+  // Note [wgmma persistent tiles]: y takes the tensor-map store (the planner's test) from this pointer.
   const int64_t kg = plan.problem().k_per_group();
-  const bool persistent = tensor_maps && d.persistent && dense_channels_last(plan.problem(), plan.y_desc()) &&
-                          kg % run == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
+  const bool persistent = tensor_maps && d.persistent &&
+                          y_takes_tensor_map_store(plan.problem(), plan.y_desc(), d.a_gather) &&
+                          reinterpret_cast<uintptr_t>(y) % 16 == 0;
   // Note [wgmma warp-specialized tiles]: the persistent form's conditions, the block's tiles shared by
   // two consumer warpgroups.
   const ConsumerSchedule consumers = persistent ? d.consumers : ConsumerSchedule::None;
   const auto s = static_cast<cudaStream_t>(stream);
   if (tensor_maps) set_tensor_maps(prm, plan, t, a, b, x, w);
-  if (persistent)  // a cooperative warpgroup stores its 64 pixels of a tile
-    prm.output_map = cuda::tiled_map<2>(
-        y, plan.dtype() == DType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-        {kg, prm.npq}, {out.stride_q},
-        {cuda::wgmma::kRowBytes / 2, consumers == ConsumerSchedule::Cooperative ? 64 : t.block_m});
+  const auto y_type =
+      plan.dtype() == DType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  constexpr int kBox = cuda::wgmma::kRowBytes / 2;
+  if (persistent && a == GatherForm::Transposed)  // Note [wgmma warp-specialized wgrad]: pixels contiguous
+    prm.output_map = cuda::tiled_map<2>(y, y_type, {prm.npq, kg}, {out.stride_k}, {kBox, t.block_n});
+  else if (persistent)  // a cooperative warpgroup stores its 64 pixels of a tile
+    prm.output_map = cuda::tiled_map<2>(y, y_type, {kg, prm.npq}, {out.stride_q},
+                                        {kBox, consumers == ConsumerSchedule::Cooperative ? 64 : t.block_m});
   const int k_tiles = static_cast<int>(ceil_div(plan.rows(), t.row_bytes / esz));
   // Note [mma atomic slices]: ReLU needs the whole sum, so the groups then run as one (the clusters
   // alone); otherwise y is set to beta*y + bias before they add into it.
@@ -298,31 +312,24 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
         grid.z = static_cast<unsigned>(plan.problem().groups * prm.atomic_slices * prm.splits);
         launch<Tile, Math, F, kMaps, kPersistent>(prm, grid, s);
       };
-      // Note [wgmma warp-specialized tiles]: cooperative tiles may split their rows among a cluster.
-      auto specialized = [&](auto kernel, int splits) {
-        prm.atomic_slices = 1;
-        prm.splits = splits;
-        prm.k_tiles_per_split = static_cast<int>(ceil_div(k_tiles, splits));
-        grid.z = static_cast<unsigned>(splits);
-        if (splits == 1)
+      // Note [wgmma warp-specialized tiles]: cooperative tiles may split their rows among a cluster,
+      // and a wgrad step's among the atomic groups along y (Note [wgmma warp-specialized wgrad]).
+      if (consumers != ConsumerSchedule::None) {
+        const MmaKernel kernel = warp_specialized_kernel<Tile, Math, F>(consumers, d.cluster_split > 1);
+        if (!kernel)
+          throw Error(Status::Internal, "implicit_mma: a warp-specialized plan on a tile without that schedule");
+        prm.splits = d.cluster_split;
+        prm.k_tiles_per_split = static_cast<int>(ceil_div(k_tiles, prm.splits * prm.atomic_slices));
+        grid.y = static_cast<unsigned>(prm.atomic_slices);
+        grid.z = static_cast<unsigned>(prm.splits);
+        if (prm.splits == 1)
           kernel<<<grid, Tile::kWarpSpecializedThreads, Tile::kWarpSpecializedSmemBytes, s>>>(prm);
         else
           cuda::launch_z_clusters(kernel, grid, Tile::kWarpSpecializedThreads, Tile::kWarpSpecializedSmemBytes, s,
-                                  splits, prm);
+                                  prm.splits, prm);
         MCONV_CUDA_CHECK(cudaGetLastError());
-      };
-      if constexpr (kHasWarpSpecialized<Tile, Math, F>) {
-        if (consumers == ConsumerSchedule::PingPong)
-          return specialized(cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kB, false>, 1);
-        if constexpr (Tile::kCooperativeForm)
-          if (consumers == ConsumerSchedule::Cooperative)
-            return d.cluster_split > 1
-                       ? specialized(cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kB, true, true>,
-                                     d.cluster_split)
-                       : specialized(cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kB, true>, 1);
+        return;
       }
-      if (consumers != ConsumerSchedule::None)
-        throw Error(Status::Internal, "implicit_mma: a warp-specialized plan on a tile without that schedule");
       if constexpr (kHasPersistent<Tile, Math, F>)
         if (persistent) return run(std::true_type{}, std::true_type{});
       if (persistent) throw Error(Status::Internal, "implicit_mma: a persistent plan on a tile without that form");

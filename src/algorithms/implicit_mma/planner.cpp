@@ -568,9 +568,9 @@ int choose_split_tile(const Problem& p, const HardwareModel& hw, int64_t rows, i
 // adding into y, as many groups as divide n (their atomics cost less than a cluster's exchange,
 // and 8 bounds a 16-bit y's extra roundings); {0, 0} where n has no such form. Clusters need sm_90.
 constexpr int kMaxAtomicSlices = 8;
-std::pair<int, int> cluster_times_groups(int n, bool clusters) {
+std::pair<int, int> cluster_times_groups(int n, int max_cluster) {
   for (int a = std::min(n, kMaxAtomicSlices); a >= 1; --a)
-    if (n % a == 0 && n / a <= (clusters ? kMaxClusterSplit : 1)) return {n / a, a};
+    if (n % a == 0 && n / a <= max_cluster) return {n / a, a};
   return {0, 0};
 }
 
@@ -586,7 +586,7 @@ std::pair<int, int> choose_atomic_slices(int64_t tiles, int k_tiles, const MmaTi
                                          int forced, std::vector<std::string>& why) {
   const bool clusters = hw.cc_major >= 9;
   if (forced > 0) {
-    const auto [c, a] = cluster_times_groups(forced, clusters);
+    const auto [c, a] = cluster_times_groups(forced, clusters ? kMaxClusterSplit : 1);
     if (c == 0)
       throw Error(Status::BadParam, "split_k: implicit_mma splits a long reduction into a cluster of at most " +
                                         std::to_string(clusters ? kMaxClusterSplit : 1) + " blocks times at most " +
@@ -610,24 +610,77 @@ std::pair<int, int> choose_atomic_slices(int64_t tiles, int k_tiles, const MmaTi
   return {c, a};
 }
 
+// Note [wgmma warp-specialized wgrad]: n slices of a wgrad step's cooperative tile as a cluster of
+// c <= kCooperativeSplits blocks times a <= kMaxAtomicSlices groups adding into y (as many groups as
+// divide n; {0, 0} where n has no such form); a deterministic plan's slices are the cluster's alone.
+std::pair<int, int> cooperative_wgrad_slices(int n, bool deterministic) {
+  if (deterministic) return n <= kCooperativeSplits ? std::pair{n, 1} : std::pair{0, 0};
+  return cluster_times_groups(n, kCooperativeSplits);
+}
+
+// Note [wgmma warp-specialized wgrad]: a wgrad step's tile on cooperative blocks, where the copy
+// engine loads both operands and stores dw (C whole 128-channel tiles, dw KRSC) and K/G > 64; -1
+// elsewhere. Measured on the H100 (bf16 resnet50 wgrad, every layer forced onto both cooperative
+// tiles at 1-32 slices, one call; docs/PERFORMANCE.md): against the plain tiles' atomic plans, stage
+// 3 and 4's layers 17.1-24.7 -> 12.6-20.1 us (l4_1x1c 19.0 -> 12.6, l3_1x1c 19.2 -> 13.4, l4_1x1a
+// 24.7 -> 17.2), stage 2's 24.8-30.6 -> 22.0-26.9; stage 1's K = 64 layer lost (34.8 -> 38.4). The
+// slices: as many as give every SM one block (grids of one tile to a wave), 2 for grids of up to
+// one and a half waves (stage 4's 3x3: 144 tiles, 27.4 -> 24.1 us; 128 tiles ran best unsplit), at
+// least 8 row tiles each and at most 32; clusters of 3-4 blocks only on grids of at most 64 blocks
+// (128 blocks in clusters of 4 ran as slowly as 32 in none, l2_1x1b: 34.9 against 32.3 us, as if
+// in two waves). 128x128 where it fills at least half the SMs that way, else 128x64 where that
+// gives more blocks (l2_1x1b and l2_1x1c: 22.0 us in 128 blocks against 31.7-34.9).
+int choose_wgrad_cooperative_tile(const Problem& p, const HardwareModel& hw, int64_t rows, bool deterministic,
+                                  TileRunForm& form, std::vector<std::string>& why) {
+  const int64_t cols = p.n * p.p() * p.q(), kg = p.k_per_group(), sms = std::max(hw.sm_count, 1);
+  if (p.n % 128 != 0 || kg <= 64) return -1;
+  struct Pick {
+    int tile, slices;
+    int64_t tiles, blocks;
+  };
+  auto pick_for = [&](const char* name) {
+    const int tile = find_mma_tile(name);
+    const MmaTileShape& t = kMmaTileCatalog[tile];
+    const int64_t tiles = ceil_div(cols, int64_t(t.block_m)) * ceil_div(kg, int64_t(t.block_n));
+    const int64_t k_tiles = ceil_div(rows, int64_t(t.row_bytes / 2));
+    const int64_t most = deterministic ? kCooperativeSplits : int64_t(kCooperativeSplits) * kMaxAtomicSlices;
+    int64_t n = tiles <= sms ? sms / tiles : tiles * 2 <= sms * 3 ? 2 : 1;
+    n = std::clamp<int64_t>(n, 1, std::max<int64_t>(1, std::min(most, k_tiles / 8)));
+    for (; n > 1; --n) {
+      const auto [c, a] = cooperative_wgrad_slices(static_cast<int>(n), deterministic);
+      if (c > 0 && (c <= 2 || tiles * n <= 64)) break;
+    }
+    return Pick{tile, static_cast<int>(n), tiles, std::min(tiles * n, sms)};
+  };
+  const Pick wide = pick_for("wgmma128x128_s3"), narrow = pick_for("wgmma128x64_s3");
+  const Pick& chosen = wide.blocks * 2 <= sms && narrow.blocks > wide.blocks ? narrow : wide;
+  // A deterministic plan's slices are a cluster's, at most 4: where they leave a slice more than
+  // 64 row tiles (stage 2: l2_1x1a 80.8 -> 196.8 us against the plain tiles' 16-block clusters) or
+  // a block more than one tile (a hand-over each: stage 4's 3x3 25.2 -> 36.5), the plain tiles' rule.
+  const int64_t k_tiles = ceil_div(rows, int64_t(kMmaTileCatalog[chosen.tile].row_bytes / 2));
+  if (deterministic && (k_tiles > 64 * chosen.slices || chosen.tiles * chosen.slices > sms)) return -1;
+  form.persistent = true;
+  form.consumers = ConsumerSchedule::Cooperative;
+  form.split = chosen.slices;
+  const MmaTileShape& t = kMmaTileCatalog[chosen.tile];
+  why.push_back("tile " + t.name() + ": " + std::to_string(chosen.tiles) + " tiles of " + std::to_string(k_tiles) +
+                " row tiles, " + std::to_string(chosen.slices) + " slice(s) each on cooperative blocks (" +
+                std::to_string(sms) + " SMs; measured best for such wgrad steps on the H100)");
+  return chosen.tile;
+}
+
 // The suffixes of a forced tile name that ask for tensor-map loads, and for the persistent or a
 // warp-specialized form on top of them ("<wgmma tile>_tma_persistent", "<wgmma tile>_tma_pingpong",
 // "<wgmma tile>_tma_cooperative").
 constexpr std::string_view kTensorMapSuffix = "_tma";
 constexpr std::string_view kPersistentSuffix = "_persistent";
-constexpr std::string_view kPingPongSuffix = "_pingpong";
-constexpr std::string_view kCooperativeSuffix = "_cooperative";
 
 // How the blocks of a persistent plan run (the why line): `forced` appends " (forced)".
 std::string persistent_blocks_reason(ConsumerSchedule consumers, bool forced) {
-  const char* text = consumers == ConsumerSchedule::PingPong
-                         ? "blocks: one an SM, a producer warpgroup and two consumer warpgroups on alternate tiles, "
-                           "stores through a tensor map of y"
-                     : consumers == ConsumerSchedule::Cooperative
-                         ? "blocks: one an SM, a producer warpgroup and two consumer warpgroups on 64 pixels each of "
-                           "every tile, stores through a tensor map of y"
-                         : "blocks: persistent, one wave walking the tiles, stores through a tensor map of y";
-  return std::string(text) + (forced ? " (forced)" : "");
+  const std::string text = consumers != ConsumerSchedule::None
+                               ? std::string("blocks: ") + consumer_schedule_text(consumers)
+                               : "blocks: persistent, one wave walking the tiles, stores through a tensor map of y";
+  return text + (forced ? " (forced)" : "");
 }
 
 // Strips `suffix` from the end of `name`; whether it was there.
@@ -640,16 +693,28 @@ bool strip_suffix(std::string& name, std::string_view suffix) {
 
 // The forced name's consumer schedule, its suffix stripped.
 ConsumerSchedule strip_consumer_suffix(std::string& name) {
-  if (strip_suffix(name, kPingPongSuffix)) return ConsumerSchedule::PingPong;
-  if (strip_suffix(name, kCooperativeSuffix)) return ConsumerSchedule::Cooperative;
+  for (ConsumerSchedule c : {ConsumerSchedule::PingPong, ConsumerSchedule::Cooperative})
+    if (strip_suffix(name, consumer_schedule_suffix(c))) return c;
   return ConsumerSchedule::None;
 }
 
 }  // namespace
 
+namespace {
+// y is one dense (N*P*Q) x K matrix.
 bool dense_channels_last(const Problem& p, const TensorDesc& y) {
   const auto& st = y.strides;
   return p.groups == 1 && st[1] == 1 && st[3] == p.k && st[2] == p.q() * p.k && (p.n == 1 || st[0] == p.p() * st[2]);
+}
+}  // namespace
+
+bool y_takes_tensor_map_store(const Problem& p, const TensorDesc& y, GatherForm a) {
+  const int64_t run = 16 / dtype_size(y.dtype);
+  const auto& st = y.strides;  // (n, k, p, q)
+  if (a == GatherForm::Transposed)
+    return p.groups == 1 && st[0] == 1 && st[3] == p.n && st[2] == p.q() * p.n && st[1] % run == 0 &&
+           st[1] >= p.n * p.p() * p.q();
+  return dense_channels_last(p, y) && p.k_per_group() % run == 0;
 }
 
 std::string implicit_mma_tile_names() {
@@ -657,8 +722,8 @@ std::string implicit_mma_tile_names() {
   for (const auto& t : kMmaTileCatalog) names += (names.empty() ? "" : ", ") + t.name();
   return names + " (wgmma tiles also as <name>" + std::string(kTensorMapSuffix) + ": tensor-map loads, <name>" +
          std::string(kTensorMapSuffix) + std::string(kPersistentSuffix) + ": persistent blocks, and <name>" +
-         std::string(kTensorMapSuffix) + std::string(kPingPongSuffix) + " and <name>" + std::string(kTensorMapSuffix) +
-         std::string(kCooperativeSuffix) +
+         std::string(kTensorMapSuffix) + consumer_schedule_suffix(ConsumerSchedule::PingPong) + " and <name>" +
+         std::string(kTensorMapSuffix) + consumer_schedule_suffix(ConsumerSchedule::Cooperative) +
          " on tiles with those forms: a producer warpgroup and two consumer warpgroups on alternate tiles, or on 64 "
          "pixels each of every 128-pixel tile)";
 }
@@ -704,8 +769,14 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     const bool warpgroup = wgmma_device(hw);
     const bool both_transposed = forms.a == GatherForm::Transposed && forms.b == GatherForm::Transposed;
     std::vector<std::string> rule;  // the reasons of the rule that picks, appended once it is kept
-    tile = vector_tile ? choose_vector_tile(p, hw, rows, warpgroup, no_tensor_maps.empty(), dense_channels_last(p, y),
-                                            forms.b == GatherForm::Vector, form, rule)
+    // Note [wgmma warp-specialized wgrad]: both operands and dw through tensor maps.
+    const int wgrad_tile = long_reduction && warpgroup && both_transposed && no_tensor_maps.empty() &&
+                                   y_takes_tensor_map_store(p, y, forms.a)
+                               ? choose_wgrad_cooperative_tile(p, hw, rows, deterministic, form, rule)
+                               : -1;
+    tile = wgrad_tile >= 0 ? wgrad_tile
+           : vector_tile ? choose_vector_tile(p, hw, rows, warpgroup, no_tensor_maps.empty(), dense_channels_last(p, y),
+                                              forms.b == GatherForm::Vector, form, rule)
            : long_reduction ? choose_split_tile(p, hw, rows, dtype_size(x.dtype), warpgroup && both_transposed,
                                                 no_tensor_maps.empty(), rule)
            : pixel_runs     ? choose_pixel_run_tile(p, hw, rows, warpgroup, rule)
@@ -753,21 +824,24 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   // The store's boxes step in 16-byte runs of filters of a dense channels-last y (the launcher's test,
   // made here so that the plan says which form runs): otherwise (K/G not a multiple of 8, a dgrad
   // phase's strided dx, y in plane order) the tile runs its plain form, and the plan names that.
-  const bool y_takes_store = dense_channels_last(p, y) && p.k_per_group() % (16 / dtype_size(y.dtype)) == 0;
+  const bool y_takes_store = y_takes_tensor_map_store(p, y, forms.a);
   const bool rule_persistent = form.persistent && d.tensor_maps && forced_split == 0;
   // A forced split of a cooperative tile (Note [wgmma warp-specialized tiles]); the rules' own.
   const int cooperative_split = static_cast<int>(std::min<int64_t>(
       d.k_tiles, forced_persistent ? std::max(forced_split, 1) : (rule_persistent ? std::max(form.split, 1) : 1)));
+  // Note [wgmma warp-specialized wgrad]: a wgrad step on cooperative blocks.
+  const bool wgrad_specialized = forms.a == GatherForm::Transposed && forms.b == GatherForm::Transposed;
   if (forced_persistent) {
-    if (!d.tensor_maps || forms.a != GatherForm::Vector)
+    if (!d.tensor_maps ||
+        (forms.a != GatherForm::Vector && !(wgrad_specialized && forced_consumers == ConsumerSchedule::Cooperative)))
       throw Error(Status::Unsupported, "tile: " + forced_tile +
-                                           " walks tiles of a forward or dgrad step loading through tensor maps, "
-                                           "which this layer is not");
+                                           " walks tiles of a forward or dgrad step (or cooperatively a wgrad step) "
+                                           "loading through tensor maps, which this layer is not");
     // Note [wgmma warp-specialized tiles]: cooperative blocks split a tile's rows among up to
     // kCooperativeSplits blocks of a cluster, the other forms take each tile's whole reduction.
     if (forced_split > 1 && forced_consumers != ConsumerSchedule::Cooperative)
       throw Error(Status::Unsupported, "split_k: a persistent tile takes each tile's whole reduction");
-    if (forced_split > kCooperativeSplits)
+    if (!wgrad_specialized && forced_split > kCooperativeSplits)
       throw Error(Status::Unsupported, "split_k: a cooperative tile splits its rows among at most " +
                                            std::to_string(kCooperativeSplits) + " blocks");
   }
@@ -778,11 +852,12 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
       d.consumers = consumers;
       why.push_back(persistent_blocks_reason(consumers, forced_persistent));
     } else {
-      why.push_back(std::string("blocks: one a tile, unsplit; the ") + (forced_persistent ? "forced " : "") +
-                    persistent_form_word(consumers) +
-                    " form stores whole 16-byte runs of filters through a tensor map of a dense channels-last y, "
-                    "which this y is not (K/G = " +
-                    std::to_string(p.k_per_group()) + ")");
+      why.push_back(std::string("blocks: one a tile; the ") + (forced_persistent ? "forced " : "") +
+                    persistent_form_word(consumers) + " form stores through a tensor map of y, " +
+                    (forms.a == GatherForm::Transposed
+                         ? "which needs dw KRSC with whole 16-byte filter strides"
+                         : "which needs a dense channels-last y of whole 16-byte runs of filters (K/G = " +
+                               std::to_string(p.k_per_group()) + ")"));
     }
   }
   if (!mma_tile_has_forms(t, forms.a, forms.b))
@@ -792,7 +867,31 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   d.launch.grid_y = ceil_div(p.k_per_group(), t.block_n);
   const int64_t tiles = d.launch.grid_x * d.launch.grid_y * p.groups;
   const bool specialized = d.consumers != ConsumerSchedule::None;
-  if (long_reduction && !deterministic) {
+  if (specialized && wgrad_specialized) {
+    // Note [wgmma warp-specialized wgrad]: a cluster of slices times atomic groups along y, every
+    // block walking the tiles with its slice of their rows.
+    const int n = forced_persistent ? std::max(forced_split, 1) : form.split;
+    std::tie(d.cluster_split, d.atomic_slices) = cooperative_wgrad_slices(n, deterministic);
+    if (d.cluster_split == 0)
+      throw Error(Status::Unsupported,
+                  "split_k: a cooperative wgrad tile splits its rows among a cluster of at most " +
+                      std::to_string(kCooperativeSplits) + " blocks" +
+                      (deterministic ? " in a deterministic plan, not " + std::to_string(n)
+                                     : " times at most " + std::to_string(kMaxAtomicSlices) +
+                                           " groups adding with atomics, not " + std::to_string(n) + " slices"));
+    const int64_t slices = int64_t(d.cluster_split) * d.atomic_slices;
+    d.launch.grid_x = std::clamp<int64_t>(warp_specialized_blocks(hw) / slices, 1, tiles);
+    d.launch.grid_y = d.atomic_slices;
+    if (slices > 1)
+      why.push_back(
+          "split " + std::to_string(slices) + ": " +
+          (d.atomic_slices > 1 ? std::to_string(d.atomic_slices) + " groups adding into y with atomics" : "") +
+          (d.atomic_slices > 1 && d.cluster_split > 1 ? ", each " : "") +
+          (d.cluster_split > 1 ? "a cluster of " + std::to_string(d.cluster_split) +
+                                     " handing their sums to the owner of each half tile"
+                               : "") +
+          (d.atomic_slices > 1 ? " (not deterministic)" : ""));
+  } else if (long_reduction && !deterministic) {
     std::tie(d.cluster_split, d.atomic_slices) = choose_atomic_slices(tiles, d.k_tiles, t, hw, forced_split, why);
   } else if (d.persistent) {
     // Cooperative tiles split among a cluster: a cluster a tile, at most one block an SM.
@@ -817,7 +916,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
                                            forced_split, why);
   }
   if (d.atomic_slices > 1) d.prepass_blocks = split_prepass_blocks(p.n * p.k * p.p() * p.q(), hw);
-  d.launch.grid_z = p.groups * d.atomic_slices * d.cluster_split;
+  d.launch.grid_z = specialized ? d.cluster_split : p.groups * d.atomic_slices * d.cluster_split;
   d.launch.threads = specialized ? t.specialized_threads : t.threads;
   d.launch.smem_bytes = specialized ? t.specialized_smem_bytes : d.persistent ? t.persistent_smem_bytes : t.smem_bytes;
   if (specialized) d.stages = t.specialized_stages;

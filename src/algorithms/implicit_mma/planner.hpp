@@ -21,9 +21,12 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
                                       const std::string& forced_tile, int forced_split, bool deterministic,
                                       std::vector<std::string>& why);
 
-/// Note [wgmma persistent tiles]: y is one dense (N*P*Q) x K matrix, which a tensor map of y can
-/// store into (a dgrad phase's view of dx is not).
-bool dense_channels_last(const Problem& p, const TensorDesc& y);
+/// Note [wgmma persistent tiles]: whether the persistent and warp-specialized forms can store y
+/// through a tensor map, for a plan whose images take gather form `a`. Forward and dgrad steps: y
+/// one dense (N*P*Q) x K matrix with K/G whole 16-byte runs (a dgrad phase's view of dx is not). A
+/// wgrad step (transposed images, Note [wgmma warp-specialized wgrad]): y's pixels contiguous, pixel
+/// m of filter f at f * (its filter stride) + m (dw KRSC), that stride whole 16-byte steps.
+bool y_takes_tensor_map_store(const Problem& p, const TensorDesc& y, GatherForm a);
 
 /// The tile names of the family, "a, b, c".
 std::string implicit_mma_tile_names();

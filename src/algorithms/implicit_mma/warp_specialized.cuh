@@ -55,6 +55,21 @@
 // start. Forward and stride-1 dgrad steps (vector or N-major filters), 16-bit, y dense channels-last
 // with K/G whole 16-byte runs and 16-byte aligned, as for the persistent form (the launcher runs the
 // plain form otherwise).
+//
+// Note [wgmma warp-specialized wgrad]: a wgrad step (src/plan/backward.cpp) is a GEMM whose pixels
+// are x's channels at one filter tap, whose filters are dy's and whose reduction is the layer's
+// N*P*Q, long, over a small output. It runs cooperative: the producer loads x M-major (im2col
+// columns of 64 channels over 64 dy pixels) and dy N-major (boxes of 64 pixels x 64 filters), as the
+// plain tensor-map form does (Note [wgmma tensor-map loads]), and a warpgroup's wgmma reads its 64
+// channels as block wg of the M-major stage. dw (KRSC) is the step's y with the pixels contiguous
+// (pixel m = (r*S + s)*C + c is dw's element m of each filter), so a warpgroup parks its 64 x BN
+// tile filter-major: stmatrix.trans turns each 8x8 fragment of 8 channels x 8 filters into 8 rows of
+// 8 channels (16 bytes), one row a filter, in the output buffer's 128-byte swizzle; one tensor-map
+// box of 64 channels x BN filters stores it. The reduction splits two ways at once: among up to
+// kCooperativeSplits blocks of a cluster (the hand-over above, deterministic), and among the
+// gridDim.y groups of those (atomic groups, as Note [mma atomic slices]) whose boxes are added into
+// y by the copy engine (cp.reduce.async.bulk.tensor .add, 16-bit, each element atomic) after the
+// launcher's pre-pass y = beta*y. Group a's blocks take slices a*splits + rank of the row tiles.
 #pragma once
 
 #include "kernel.cuh"
@@ -76,9 +91,58 @@ template <int N>
 __device__ __forceinline__ void claim_registers() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
 }
+/// Stores four 8x8 matrices of 16-bit pairs transposed: lanes 8i..8i+7 give the addresses of the
+/// eight 16-byte rows of matrix i, row j holding column j of the fragment r[i] (thread t's pair is
+/// row t/4, columns 2(t%4) and 2(t%4)+1).
+__device__ __forceinline__ void store_matrices_transposed(uint32_t addr, const uint32_t (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r[0]),
+               "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+}
 }  // namespace detail
 
-template <class Tile, class Math, GatherForm kB, bool kCooperative, bool kClusterSplit = false>
+/// Note [wgmma warp-specialized wgrad]: one warp's accumulators (pixels row0..row0+15 of the
+/// warpgroup's 64, from tile_m, x BN filters from tile_n) through the epilogue (alpha; without
+/// atomic groups also bias, beta reading y and ReLU), rounded to 16 bits into the output buffer
+/// filter-major: BN rows of 64 pixels (128 bytes) in the 128-byte swizzle. y's pixels are
+/// contiguous: pixel m of filter f at f * y_sk + m.
+template <class Math, int BN>
+__device__ __forceinline__ void write_output_buffer_m_major(const ImplicitMmaParams& prm, const float (&d)[BN / 2],
+                                                            uint32_t out_base, int row0, long long tile_m, int tile_n,
+                                                            int lane, bool atomic) {
+  using T = typename Math::Storage;
+  const T* __restrict__ gY = static_cast<const T*>(prm.y);
+  const int g = lane >> 2, t4 = lane & 3;
+  // Matrix i of a store: filters (j + i/2)*8.. and pixels row0 + (i%2)*8..; lane 8i + r gives row r.
+  const int i = lane >> 3, r = lane & 7;
+#pragma unroll
+  for (int j = 0; j < BN / 8; j += 2) {
+    uint32_t packed[4];
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int f = tile_n + (j + h) * 8 + t4 * 2;
+        const long long m = tile_m + row0 + g + half * 8;
+        float v0 = prm.alpha * d[(j + h) * 4 + half * 2], v1 = prm.alpha * d[(j + h) * 4 + half * 2 + 1];
+        if (!atomic) {
+          if (prm.bias)
+            v0 += f < prm.kg ? __ldg(prm.bias + f) : 0.0f, v1 += f + 1 < prm.kg ? __ldg(prm.bias + f + 1) : 0.0f;
+          if (prm.beta != 0.0f && m < prm.npq) {
+            if (f < prm.kg) v0 = fmaf(prm.beta, Math::to_float(gY[f * prm.y_sk + m]), v0);
+            if (f + 1 < prm.kg) v1 = fmaf(prm.beta, Math::to_float(gY[(f + 1) * prm.y_sk + m]), v1);
+          }
+          if (prm.relu) v0 = fmaxf(v0, 0.0f), v1 = fmaxf(v1, 0.0f);
+        }
+        __align__(4) T out[2] = {Math::from_float(v0), Math::from_float(v1)};
+        packed[h * 2 + half] = *reinterpret_cast<const uint32_t*>(out);
+      }
+    detail::store_matrices_transposed(wgmma::swizzled_chunk(out_base, (j + (i >> 1)) * 8 + r, (row0 >> 3) + (i & 1)),
+                                      packed);
+  }
+}
+
+template <class Tile, class Math, GatherForm kA, GatherForm kB, bool kCooperative, bool kClusterSplit = false>
 __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
     implicit_mma_warp_specialized_kernel(const __grid_constant__ ImplicitMmaParams prm) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -90,6 +154,10 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
   // The split's code is a form of its own: the unsplit kernels keep the registers and the schedule
   // they were measured with.
   static_assert(!kClusterSplit || kCooperative, "cluster splits: cooperative tiles");
+  // Note [wgmma warp-specialized wgrad]: M-major x and N-major dy, cooperative only.
+  constexpr bool kWgrad = kA == GatherForm::Transposed;
+  static_assert(kA == GatherForm::Vector || (kWgrad && kB == GatherForm::Transposed && kCooperative),
+                "warp-specialized tiles: forward, dgrad or cooperative wgrad steps");
   constexpr int kConsumerThreads = 128;              // one warpgroup
   constexpr int kRows = kCooperative ? 64 : BM;      // a warpgroup's pixels of a tile
   constexpr int MB = kRows / 64;                     // its wgmma rows of 64 pixels
@@ -108,10 +176,13 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
   const int tiles_n = (prm.kg + BN - 1) / BN;
   const long long tiles = static_cast<long long>((prm.npq + BM - 1) / BM) * tiles_n;
   const int k_tiles = (prm.rows + BK - 1) / BK;
-  // Cluster-split cooperative tiles: block `rank` of the cluster takes row tiles k_first.. of each.
+  // Cluster-split cooperative tiles: block `rank` of the cluster takes row tiles k_first.. of each;
+  // a wgrad step's atomic group blockIdx.y (Note [wgmma warp-specialized wgrad]) its slice of them.
   const int splits = kClusterSplit ? prm.splits : 1, rank = kClusterSplit ? static_cast<int>(blockIdx.z) : 0;
-  const int k_first = kClusterSplit ? min(k_tiles, rank * prm.k_tiles_per_split) : 0;
-  const int k_count = kClusterSplit ? min(k_tiles - k_first, prm.k_tiles_per_split) : k_tiles;
+  const int slice = (kWgrad ? static_cast<int>(blockIdx.y) * splits : 0) + rank;
+  constexpr bool kSliced = kClusterSplit || kWgrad;
+  const int k_first = kSliced ? min(k_tiles, slice * prm.k_tiles_per_split) : 0;
+  const int k_count = kSliced ? min(k_tiles - k_first, prm.k_tiles_per_split) : k_tiles;
   if (tid == 0) {
     detail::prefetch_tensor_map(prm.image_map);
     detail::prefetch_tensor_map(prm.filter_map);
@@ -145,8 +216,7 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
         for (int kt = k_first; kt < k_first + k_count; ++kt, ++fills) {
           const int st = fills % S;
           if (fills >= S) detail::mbarrier_wait(&freed[st], (fills / S - 1) & 1);
-          issue_tensor_map_stage<BM, BN, GatherForm::Vector, kB>(prm, kt * BK, o, image_stage(st), filter_stage(st),
-                                                                 &landed[st]);
+          issue_tensor_map_stage<BM, BN, kA, kB>(prm, kt * BK, o, image_stage(st), filter_stage(st), &landed[st]);
         }
       }
     }
@@ -160,14 +230,19 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
   const int owner = wg % splits;
   // BN/64 blocks of kRows rows x 128 bytes (a cooperative warpgroup uses half of its buffer).
   const uint32_t out_base = base + S * Tile::kStageBytes + wg * kOutBytes;
-  constexpr bool kNMajorB = kB == GatherForm::Transposed;
-  // A k-step is 32 bytes on in a K-major operand, 16 rows of 128 bytes on in an N-major one.
-  constexpr int kStepB = kNMajorB ? 16 * wgmma::kRowBytes / 16 : 2;
+  constexpr bool kMMajorA = kWgrad, kNMajorB = kB == GatherForm::Transposed;
+  // A k-step is 32 bytes on in a K-major operand, 16 rows of 128 bytes on in an M- or N-major one.
+  constexpr int kStepMN = 16 * wgmma::kRowBytes / 16;
+  constexpr int kStepB = kNMajorB ? kStepMN : 2;
+  // An M-major image stage holds blocks of 64 pixels x BK rows; warpgroup wg's is block wg.
+  constexpr uint32_t kBlockBytes = BK * wgmma::kRowBytes;
   auto release = [&](int u) {  // this warp no longer reads stage u
     __syncwarp();
     if (lane == 0) detail::mbarrier_arrive(&freed[u % S]);
   };
   float d[MB][BN / 2];
+  // Note [wgmma warp-specialized wgrad]: groups of blocks adding their slices' sums into y.
+  const bool atomic = kWgrad && prm.atomic_slices > 1;
   // The block's tile index (its j-th tile is blockIdx.x + j * gridDim.x).
   int j = kCooperative ? 0 : wg;
   for (long long tile = blockIdx.x + j * static_cast<long long>(gridDim.x); tile < tiles;
@@ -182,7 +257,8 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
     for (int kt = 0; kt < k_count; ++kt) {
       const int u = u0 + kt, st = u % S;
       detail::mbarrier_wait(&landed[st], (u / S) & 1);
-      const uint64_t da = wgmma::descriptor(image_stage(st));
+      const uint64_t da = kMMajorA ? wgmma::descriptor(image_stage(st) + wg * kBlockBytes, kBlockBytes)
+                                   : wgmma::descriptor(image_stage(st));
       const uint64_t db =
           kNMajorB ? wgmma::descriptor(filter_stage(st), BK * wgmma::kRowBytes) : wgmma::descriptor(filter_stage(st));
 #pragma unroll
@@ -193,8 +269,10 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
       for (int ks = 0; ks < BK / 16; ++ks)
 #pragma unroll
         for (int mb = 0; mb < MB; ++mb)
-          wgmma::mma_async<T, BN, false, kNMajorB>(
-              d[mb], da + (kCooperative ? wg : mb) * (64 * wgmma::kRowBytes / 16) + 2 * ks, db + kStepB * ks);
+          wgmma::mma_async<T, BN, kMMajorA, kNMajorB>(
+              d[mb],
+              kMMajorA ? da + kStepMN * ks : da + (kCooperative ? wg : mb) * (64 * wgmma::kRowBytes / 16) + 2 * ks,
+              db + kStepB * ks);
       wgmma::commit();
       if (!kCooperative && kt == k_count - 1 && wg_tid == 0)
         detail::mbarrier_arrive(&turn[1 - wg]);  // the other's turn
@@ -244,13 +322,27 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
     // The buffer is free once this warpgroup's previous store has read it.
     if (wg_tid == 0) detail::bulk_wait_read<0>();
     detail::named_barrier_sync(1 + wg, kConsumerThreads);
+    if constexpr (kWgrad) {
+      write_output_buffer_m_major<Math, BN>(prm, d[0], out_base, (warp % 4) * 16, tile_m, tile_n, lane, atomic);
+    } else {
 #pragma unroll
-    for (int mb = 0; mb < MB; ++mb)
-      write_output_buffer<Math, BN>(prm, d[mb], out_base, kRows, mb * 64 + (warp % 4) * 16, tile_m, tile_n, lane);
+      for (int mb = 0; mb < MB; ++mb)
+        write_output_buffer<Math, BN>(prm, d[mb], out_base, kRows, mb * 64 + (warp % 4) * 16, tile_m, tile_n, lane);
+    }
     detail::fence_shared_for_bulk_copy();
     detail::named_barrier_sync(1 + wg, kConsumerThreads);  // the tile is in the buffer
     // A cooperative tile's second half may lie wholly past the last pixel: nothing to store.
-    if (wg_tid == 0 && tile_m < prm.npq) store_output_buffer<kRows, BN>(prm, out_base, tile_m, tile_n);
+    if (wg_tid == 0 && tile_m < prm.npq) {
+      if constexpr (kWgrad) {  // one box of 64 pixels x BN filters, added into y by atomic groups
+        if (atomic)
+          detail::tensor_reduce_add_tile(prm.output_map, static_cast<int>(tile_m), tile_n, out_base);
+        else
+          detail::tensor_store_tile(prm.output_map, static_cast<int>(tile_m), tile_n, out_base);
+        detail::bulk_commit();
+      } else {
+        store_output_buffer<kRows, BN>(prm, out_base, tile_m, tile_n);
+      }
+    }
   }
   if (wg_tid == 0) detail::bulk_wait_read<0>();  // the shared memory outlives the last store's reads
   // Every block's shared memory outlives the owners' reads of its last partial sums: each consumer
