@@ -771,7 +771,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     std::vector<std::string> rule;  // the reasons of the rule that picks, appended once it is kept
     // Note [wgmma warp-specialized wgrad]: both operands and dw through tensor maps.
     const int wgrad_tile = long_reduction && warpgroup && both_transposed && no_tensor_maps.empty() &&
-                                   y_takes_tensor_map_store(p, y, forms.a)
+                                   forms.images_fastest && y_takes_tensor_map_store(p, y, forms.a)
                                ? choose_wgrad_cooperative_tile(p, hw, rows, deterministic, form, rule)
                                : -1;
     tile = wgrad_tile >= 0 ? wgrad_tile
@@ -824,7 +824,9 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   // The store's boxes step in 16-byte runs of filters of a dense channels-last y (the launcher's test,
   // made here so that the plan says which form runs): otherwise (K/G not a multiple of 8, a dgrad
   // phase's strided dx, y in plane order) the tile runs its plain form, and the plan names that.
-  const bool y_takes_store = y_takes_tensor_map_store(p, y, forms.a);
+  // A wgrad step's dw is contiguous along its pixels only when they are numbered images fastest.
+  const bool y_takes_store =
+      y_takes_tensor_map_store(p, y, forms.a) && (forms.a != GatherForm::Transposed || forms.images_fastest);
   const bool rule_persistent = form.persistent && d.tensor_maps && forced_split == 0;
   // A forced split of a cooperative tile (Note [wgmma warp-specialized tiles]); the rules' own.
   const int cooperative_split = static_cast<int>(std::min<int64_t>(
