@@ -301,12 +301,12 @@ __device__ __forceinline__ TensorMapTileOrigin tensor_map_tile_origin(const Impl
 /// Note [wgmma tensor-map loads]: the copies of the stage of BM pixels x BN filters whose first
 /// reduction row is k0, for the tile at `o`, into image_dst and filter_dst (1024-byte aligned),
 /// counted on `landed`; one thread issues them. The tap, channel and filter offset of the stage's
-/// first row come from the offset table (64 rows, one tap, consecutive channels).
+/// first row come from the offset table (64 rows, one tap, consecutive channels): `row` is its
+/// entry k0, read by the caller (ahead, where it can).
 template <int BM, int BN, GatherForm kA, GatherForm kB>
-__device__ __forceinline__ void issue_tensor_map_stage(const ImplicitMmaParams& prm, int k0,
+__device__ __forceinline__ void issue_tensor_map_stage(const ImplicitMmaParams& prm, int k0, const int4 row,
                                                        const TensorMapTileOrigin& o, uint32_t image_dst,
                                                        uint32_t filter_dst, uint64_t* landed) {
-  const int4 row = __ldg(prm.table + k0);
   detail::mbarrier_arrive_expect_bytes(landed, (BM + BN) * wgmma::kRowBytes);
   constexpr uint32_t kBlockBytes = 64 * wgmma::kRowBytes;  // one M- or N-major block of 64
   if constexpr (kA == GatherForm::Transposed) {
@@ -685,7 +685,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     __syncthreads();
     using TileOrigin = TensorMapTileOrigin;
     auto issue = [&](int st, int kt, const TileOrigin& o) {
-      issue_tensor_map_stage<BM, BN, kA, kB>(prm, k_first + kt * BK, o, image_row(st, 0), filter_row(st, 0),
+      const int k0 = k_first + kt * BK;
+      issue_tensor_map_stage<BM, BN, kA, kB>(prm, k0, __ldg(prm.table + k0), o, image_row(st, 0), filter_row(st, 0),
                                              &landed[st]);
     };
     // A stage is refilled once every warpgroup has waited for the wgmma groups that read it.

@@ -210,13 +210,18 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
     detail::release_registers<40>();
     if (warp == 2 * kConsumerThreads / 32 && lane == 0) {
       int fills = 0;
+      // The offset table's row of the next stage is read while this one waits for its slot, so that
+      // a stage's copies never wait for a table read (every tile walks the same rows).
+      int4 row = k_count > 0 ? __ldg(prm.table + k_first * BK) : int4{};
       for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         const long long tm = tile / tiles_n;
         const TensorMapTileOrigin o = tensor_map_tile_origin(prm, tm * BM, static_cast<int>(tile - tm * tiles_n) * BN);
         for (int kt = k_first; kt < k_first + k_count; ++kt, ++fills) {
           const int st = fills % S;
+          const int4 next = __ldg(prm.table + (kt + 1 < k_first + k_count ? kt + 1 : k_first) * BK);
           if (fills >= S) detail::mbarrier_wait(&freed[st], (fills / S - 1) & 1);
-          issue_tensor_map_stage<BM, BN, kA, kB>(prm, kt * BK, o, image_stage(st), filter_stage(st), &landed[st]);
+          issue_tensor_map_stage<BM, BN, kA, kB>(prm, kt * BK, row, o, image_stage(st), filter_stage(st), &landed[st]);
+          row = next;
         }
       }
     }
