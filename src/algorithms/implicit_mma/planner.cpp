@@ -678,7 +678,7 @@ constexpr std::string_view kPersistentSuffix = "_persistent";
 // How the blocks of a persistent plan run (the why line): `forced` appends " (forced)".
 std::string persistent_blocks_reason(ConsumerSchedule consumers, bool forced) {
   const std::string text = consumers != ConsumerSchedule::None
-                               ? std::string("blocks: ") + consumer_schedule_text(consumers)
+                               ? std::string("schedule: ") + consumer_schedule_text(consumers)
                                : "blocks: persistent, one wave walking the tiles, stores through a tensor map of y";
   return text + (forced ? " (forced)" : "");
 }
