@@ -636,7 +636,7 @@ int choose_wgrad_cooperative_tile(const Problem& p, const HardwareModel& hw, int
   if (p.n % 128 != 0 || kg <= 64) return -1;
   struct Pick {
     int tile, slices;
-    int64_t tiles, blocks;
+    int64_t tiles, k_tiles, blocks;
   };
   auto pick_for = [&](const char* name) {
     const int tile = find_mma_tile(name);
@@ -650,22 +650,22 @@ int choose_wgrad_cooperative_tile(const Problem& p, const HardwareModel& hw, int
       const auto [c, a] = cooperative_wgrad_slices(static_cast<int>(n), deterministic);
       if (c > 0 && (c <= 2 || tiles * n <= 64)) break;
     }
-    return Pick{tile, static_cast<int>(n), tiles, std::min(tiles * n, sms)};
+    return Pick{tile, static_cast<int>(n), tiles, k_tiles, std::min(tiles * n, sms)};
   };
   const Pick wide = pick_for("wgmma128x128_s3"), narrow = pick_for("wgmma128x64_s3");
   const Pick& chosen = wide.blocks * 2 <= sms && narrow.blocks > wide.blocks ? narrow : wide;
   // A deterministic plan's slices are a cluster's, at most 4: where they leave a slice more than
   // 64 row tiles (stage 2: l2_1x1a 80.8 -> 196.8 us against the plain tiles' 16-block clusters) or
   // a block more than one tile (a hand-over each: stage 4's 3x3 25.2 -> 36.5), the plain tiles' rule.
-  const int64_t k_tiles = ceil_div(rows, int64_t(kMmaTileCatalog[chosen.tile].row_bytes / 2));
-  if (deterministic && (k_tiles > 64 * chosen.slices || chosen.tiles * chosen.slices > sms)) return -1;
+  if (deterministic && (chosen.k_tiles > 64 * chosen.slices || chosen.tiles * chosen.slices > sms)) return -1;
   form.persistent = true;
   form.consumers = ConsumerSchedule::Cooperative;
   form.split = chosen.slices;
   const MmaTileShape& t = kMmaTileCatalog[chosen.tile];
-  why.push_back("tile " + t.name() + ": " + std::to_string(chosen.tiles) + " tiles of " + std::to_string(k_tiles) +
-                " row tiles, " + std::to_string(chosen.slices) + " slice(s) each on cooperative blocks (" +
-                std::to_string(sms) + " SMs; measured best for such wgrad steps on the H100)");
+  why.push_back("tile " + t.name() + ": " + std::to_string(chosen.tiles) + " tiles of " +
+                std::to_string(chosen.k_tiles) + " row tiles, " + std::to_string(chosen.slices) +
+                " slice(s) each on cooperative blocks (" + std::to_string(sms) +
+                " SMs; measured best for such wgrad steps on the H100)");
   return chosen.tile;
 }
 
