@@ -25,6 +25,14 @@ struct ImplicitGemmGeometry {
   int relu;
 };
 
+#ifdef __CUDACC__
+/// Asks L2 for the line that holds table row `row`, when the row is below `end` (Note [offset table
+/// prefetch], implicit_mma/kernel.cuh). A hint: nothing waits for it.
+__device__ __forceinline__ void prefetch_table_row(const ImplicitGemmGeometry& g, int row, int end) {
+  if (row < end) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(g.table + row));
+}
+#endif
+
 /// The geometry of `plan` and the call's epilogue (host side, once per launch). `family` names the
 /// algorithm in the error when the plan has no device table (it was not made by an Engine).
 inline ImplicitGemmGeometry implicit_gemm_geometry(const Plan& plan, const Epilogue& e, const char* family) {

@@ -43,6 +43,18 @@
 // of 4 bytes for fp32; a predicated load and store for 16-bit types, which cp.async cannot copy) with
 // consecutive threads on consecutive pixels, so NCHW/CNHW inputs read along their contiguous axis.
 //
+// Note [offset table prefetch]: a forward or dgrad step walks the same table rows in every block, and
+// they stay in L2; a wgrad step's rows are its slice of dy's pixels, each read by the few blocks of
+// one slice. The tensor-map mainloop's thread 0 read the row of the stage it was about to fill, after
+// the barrier that freed the stage, and each such read went to DRAM with every warp waiting at the
+// next barrier. It now reads the row of the next stage it fills one stage early, into a register,
+// and asks L2 for the row kTablePrefetchStages stages on (a hint: nothing waits for it); the
+// warp-specialized producer, which already read one row ahead, asks L2 the same. Measured on the
+// H100 (bf16 resnet50 wgrad): the deterministic steps of 56x56 layers (a 16-block cluster a tile)
+// 66-84 -> 56-67 us; other steps and passes within 4%. The element forms, which read their rows in
+// place, ran conv1's wgrad 11-20% slower with the same L2 requests and are left without
+// (docs/PERFORMANCE.md, "Few-block wgrad steps").
+//
 // Note [mma staged epilogue]: fragments hold two adjacent filters of one pixel per register pair, so
 // storing them directly writes 4-byte pieces scattered over 8 pixels per instruction. When y is
 // channels-last (filters contiguous) the block instead parks alpha*acc + bias in shared memory (the
@@ -282,6 +294,10 @@ __device__ __forceinline__ void red_add_run(T* dst, const float (&v)[8]) {
 }
 
 }  // namespace detail
+
+/// Note [offset table prefetch]: how many stages ahead of the one it fills thread 0 asks L2 for the
+/// table's row. Eight stages of the shortest (0.1-0.2 us) cover a DRAM read.
+inline constexpr int kTablePrefetchStages = 8;
 
 /// Note [wgmma tensor-map loads]: a tile's first output pixel (n0, p0, q0), the window origin (h0,
 /// w0) of that pixel, and its first filter: where each stage's copies start.
@@ -684,9 +700,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     }
     __syncthreads();
     using TileOrigin = TensorMapTileOrigin;
-    auto issue = [&](int st, int kt, const TileOrigin& o) {
-      const int k0 = k_first + kt * BK;
-      issue_tensor_map_stage<BM, BN, kA, kB>(prm, k0, __ldg(prm.table + k0), o, image_row(st, 0), filter_row(st, 0),
+    auto issue = [&](int st, int kt, const TileOrigin& o, const int4 row) {
+      issue_tensor_map_stage<BM, BN, kA, kB>(prm, k_first + kt * BK, row, o, image_row(st, 0), filter_row(st, 0),
                                              &landed[st]);
     };
     // A stage is refilled once every warpgroup has waited for the wgmma groups that read it.
@@ -706,7 +721,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
       TileOrigin fill_at = tile_origin(fill_tile);
       auto issue_next = [&] {
         if (fill_tile >= tiles) return;
-        issue(fills % S, fill_kt, fill_at);
+        issue(fills % S, fill_kt, fill_at, __ldg(prm.table + k_first + fill_kt * BK));
         ++fills;
         if (++fill_kt == k_tiles) {
           fill_kt = 0;
@@ -747,8 +762,20 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     }
     const TileOrigin at = origin_of(block_m, block_n);
     constexpr int kAheadTma = S - kMmaInFlight;
-    if (tid == 0)
-      for (int kt = 0; kt < kAheadTma && kt < k_tiles; ++kt) issue(kt % S, kt, at);
+    // Note [offset table prefetch]: thread 0 holds the row of the next stage it fills.
+    int4 next_row{};
+    auto issue_ahead = [&](int kt) {
+      const int k0 = k_first + kt * BK;
+      const int4 row = next_row;
+      if (kt + 1 < k_tiles) next_row = __ldg(prm.table + k0 + BK);
+      prefetch_table_row(prm, k0 + kTablePrefetchStages * BK, k_end);
+      issue(kt % S, kt, at, row);
+    };
+    if (tid == 0) {
+      if (k_tiles > 0) next_row = __ldg(prm.table + k_first);
+      for (int s = 1; s < kTablePrefetchStages; ++s) prefetch_table_row(prm, k_first + s * BK, k_end);
+      for (int kt = 0; kt < kAheadTma && kt < k_tiles; ++kt) issue_ahead(kt);
+    }
     for (int kt = 0; kt < k_tiles; ++kt) {
       const int st = kt % S;
       detail::mbarrier_wait(&landed[st], (kt / S) & 1);
@@ -757,7 +784,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
       wgmma::pin(d);
       if (kt + kAheadTma < k_tiles) {
         __syncthreads();  // stage kt - kMmaInFlight is read by no warpgroup
-        if (tid == 0) issue((kt + kAheadTma) % S, kt + kAheadTma, at);
+        if (tid == 0) issue_ahead(kt + kAheadTma);
       }
     }
     wgmma::wait<0>();

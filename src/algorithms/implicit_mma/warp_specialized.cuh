@@ -212,13 +212,17 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
       int fills = 0;
       // The offset table's row of the next stage is read while this one waits for its slot, so that
       // a stage's copies never wait for a table read (every tile walks the same rows).
+      // Note [offset table prefetch] (kernel.cuh): L2 holds the rows kTablePrefetchStages stages on.
       int4 row = k_count > 0 ? __ldg(prm.table + k_first * BK) : int4{};
+      const int k_end = (k_first + k_count) * BK;
+      for (int s = 1; s < kTablePrefetchStages; ++s) prefetch_table_row(prm, (k_first + s) * BK, k_end);
       for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         const long long tm = tile / tiles_n;
         const TensorMapTileOrigin o = tensor_map_tile_origin(prm, tm * BM, static_cast<int>(tile - tm * tiles_n) * BN);
         for (int kt = k_first; kt < k_first + k_count; ++kt, ++fills) {
           const int st = fills % S;
           const int4 next = __ldg(prm.table + (kt + 1 < k_first + k_count ? kt + 1 : k_first) * BK);
+          prefetch_table_row(prm, (kt + kTablePrefetchStages) * BK, k_end);
           if (fills >= S) detail::mbarrier_wait(&freed[st], (fills / S - 1) & 1);
           issue_tensor_map_stage<BM, BN, kA, kB>(prm, kt * BK, row, o, image_stage(st), filter_stage(st), &landed[st]);
           row = next;
