@@ -274,9 +274,10 @@ TEST(Backward, WgradStepsOnTensorMapsAndTheirSplits) {
   EXPECT_GT(k64.atomic_slices, 1);
   // C = 64: tensor maps on 64-column tiles only, the 56x56 layer's few tiles split.
   const ImplicitMmaDivision c64 = wgrad_step(make(32, 64, 56, 56, 64, 3, 3, 1));
-  EXPECT_EQ(c64.block_m, 64);
-  EXPECT_TRUE(c64.tensor_maps);
-  EXPECT_GT(c64.cluster_split, 1);
+  EXPECT_EQ(division_name(c64), "wgmma64x64_s3_tma_cs4_as8");
+  // Note [wgmma deep tiles]: one tile in 64 slices on the deep tile; two 64x128 tiles stay shallow.
+  EXPECT_EQ(division_name(wgrad_step(make(32, 64, 56, 56, 64, 1, 1))), "wgmma64x64_s8_tma_cs8_as8");
+  EXPECT_EQ(division_name(wgrad_step(make(32, 64, 56, 56, 256, 1, 1))), "wgmma64x128_s3_tma_cs8_as8");
 }
 
 // A deterministic wgrad step on tensor maps: a cluster alone. On cooperative blocks at most 4, of
@@ -284,7 +285,7 @@ TEST(Backward, WgradStepsOnTensorMapsAndTheirSplits) {
 // channels into 512 filters on 64 tiles of 128x64 split 2); 128 tiles of 128x128 unsplit. Where
 // such slices would keep more than 64 row tiles (a 28x28 layer's 392) or a block more than one tile
 // (144 tiles split 2), the plain tiles: at least 24 row tiles a slice, the 56x56 layers' few tiles
-// in clusters of up to 16.
+// in clusters of up to 16, on the deep tiles where they are at most 4 (Note [wgmma deep tiles]).
 TEST(Backward, DeterministicWgradSplitsKeepLongSlices) {
   auto det_step = [](const Problem& p) {
     const TensorDesc x = p.x_desc(Layout::NHWC, DType::BFloat16), y = p.y_desc(Layout::NHWC, DType::BFloat16),
@@ -304,8 +305,14 @@ TEST(Backward, DeterministicWgradSplitsKeepLongSlices) {
       {make(32, 1024, 14, 14, 2048, 1, 1, 0, 2), "wgmma128x128_s3_tma_cooperative"},
       {make(32, 512, 7, 7, 512, 3, 3, 1), "wgmma128x64_s3_tma"},
       {make(32, 512, 28, 28, 256, 1, 1), "wgmma128x64_s4_tma_cs9"},
-      {make(32, 256, 56, 56, 128, 1, 1), "wgmma64x128_s3_tma_cs16"},
-      {make(32, 64, 56, 56, 64, 1, 1), "wgmma64x64_s3_tma_cs16"}};
+      {make(32, 128, 28, 28, 128, 3, 3, 1), "wgmma128x64_s4_tma_cs8"},  // 18 tiles: clusters of at most 9
+      {make(32, 128, 56, 56, 128, 3, 3, 1, 2), "wgmma128x64_s4_tma_cs8"},
+      {make(32, 128, 28, 28, 512, 1, 1), "wgmma64x64_s3_tma_cs9"},  // 16 tiles of 64x64
+      {make(32, 512, 28, 28, 128, 1, 1), "wgmma64x64_s3_tma_cs9"},
+      {make(32, 256, 56, 56, 128, 1, 1), "wgmma64x128_s8_tma_cs16"},   // Note [wgmma deep tiles]: 4 tiles
+      {make(32, 64, 56, 56, 256, 1, 1), "wgmma64x64_s8_tma_cs16"},     // 4 tiles of 64x64
+      {make(32, 64, 56, 56, 64, 1, 1), "wgmma64x64_s8_tma_cs16"},      // 1 tile
+      {make(32, 64, 56, 56, 64, 3, 3, 1), "wgmma64x64_s3_tma_cs15"}};  // 9 tiles: the shallow tile
   for (const auto& [p, name] : cases) {
     const ImplicitMmaDivision d = det_step(p);
     EXPECT_TRUE(d.tensor_maps) << p.to_string();

@@ -325,6 +325,8 @@ TEST_F(BackwardGpu, WgradTensorMapLoads) {
   const Forced forced[] = {{"", 0},
                            {"wgmma64x128_s3_tma", 0},
                            {"wgmma64x64_s3_tma", 0},
+                           {"wgmma64x64_s8_tma", 0},
+                           {"wgmma64x64_s8_tma", 16, true},
                            {"wgmma128x128_s3_tma", 0},
                            {"wgmma64x128_s4_tma", 4},
                            {"wgmma128x128_s3_tma_cooperative", 0},

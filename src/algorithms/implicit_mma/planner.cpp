@@ -408,9 +408,11 @@ int choose_narrow_tile(const Problem& p, bool long_reduction, std::vector<std::s
 // The tiles a non-vector plan can take: the element-gather tiles, or on sm_90 for the both-transposed
 // form the wgmma tiles (Note [wgmma mainloop]); the catalog lists each kind largest first. A wgmma
 // tile more than twice the layer's pixels (a wgrad step's M is its K filters) is passed over. The
-// narrow tile and wgmma 64x64 are left to their own rules (choose_narrow_tile, choose_split_tile).
+// narrow tile, wgmma 64x64 and the deep tiles are left to their own rules (choose_narrow_tile,
+// choose_split_tile).
 bool split_candidate(const MmaTileShape& t, bool warpgroup) {
-  const bool own_rule = t.block_n < 64 || (t.warpgroup && t.block_m == 64 && t.block_n == 64);
+  const bool own_rule =
+      t.block_n < 64 || (t.warpgroup && t.block_m == 64 && t.block_n == 64) || t.stages == kDeepTileStages;
   return !own_rule && (warpgroup ? t.warpgroup : t.element_gather);
 }
 int last_candidate(bool warpgroup) {
@@ -515,9 +517,32 @@ int choose_cluster_split(int64_t blocks, int k_tiles, bool wgrad_tensor_maps, co
 // wgrad): 128x128 tiles split 4-9 ways beat split 64x64 ones by 10-25% on stage 3-4 layers of 128
 // or fewer 64x64 tiles, and lost 2x where 64x64 tiles already filled the SMs (stage 4's 1x1 layers).
 int choose_split_tile(const Problem& p, const HardwareModel& hw, int64_t rows, int esz, bool warpgroup,
-                      bool tensor_maps, std::vector<std::string>& why) {
+                      bool tensor_maps, bool deterministic, std::vector<std::string>& why) {
   const int64_t cols = p.n * p.p() * p.q(), kg = p.k_per_group();
   const int sms = std::max(hw.sm_count, 1);
+  // Note [wgmma deep tiles]: a wgrad step whose reduction is spread over at most 64 blocks, one an SM
+  // (stage 1's 56x56 layers: one to four tiles in 16-block clusters when deterministic, one tile in
+  // 64 slices otherwise), waits on its copies' latency: a block of wgmma64x64_s3 took 0.57 us a stage
+  // with three stages in flight. The deep tiles keep seven in flight. Measured on the H100 (bf16
+  // resnet50 wgrad, forced tiles): deterministic l1_1x1a/b/c 56/55/66 us -> 48/47/47 on
+  // wgmma64x64_s8 (the 66 was the 64x128 tile's), l2_1x1a 66 -> 55 on wgmma64x128_s8 (four tiles,
+  // eight of 64x64); one tile in 64 atomic slices 22.2 -> 20.3. They lost where the blocks were more:
+  // 8-9 tiles in 16-block clusters 64-68 -> 94-118 us (16-block clusters of one block an SM do not all
+  // fit at once), four tiles in 33 atomic slices 35 -> 51-61.
+  if (warpgroup && tensor_maps) {
+    const int64_t max_tiles = deterministic ? 4 : 1;
+    for (const char* name : {"wgmma64x64_s8", "wgmma64x128_s8"}) {
+      const MmaTileShape& t = kMmaTileCatalog[find_mma_tile(name)];
+      const int64_t tiles = ceil_div(cols, int64_t(t.block_m)) * ceil_div(kg, int64_t(t.block_n)) * p.groups;
+      // Past 64 filters a deterministic plan takes 64x128 where 64x64 tiles are too many.
+      if (tiles <= max_tiles && (t.block_n == 64 || (deterministic && kg > 64))) {
+        why.push_back(std::string("tile ") + name + ": " + std::to_string(tiles) +
+                      " tiles, seven stages of copies in flight a block (measured best for such wgrad steps on "
+                      "the H100)");
+        return find_mma_tile(name);
+      }
+    }
+  }
   // With tensor-map loads, 128x64 tiles each taking their whole reduction, where they make a third of
   // a wave, beat larger tiles split 8-9 ways in a cluster (resnet50 bf16 wgrad, stages 3-4: 71-81 us
   // -> 51-53 on the 3x3 and the 14x14 1x1 layers of 64-72 such tiles; stage 4's 1x1 layers 22 -> 17
@@ -539,6 +564,30 @@ int choose_split_tile(const Problem& p, const HardwareModel& hw, int64_t rows, i
                   std::to_string(ceil_div(cols, int64_t(64)) * p.groups) +
                   " tiles (measured best for such wgrad steps on the H100)");
     return tile;
+  }
+  // A deterministic plan on tensor maps: the largest tile whose tiles fill the SMs in clusters of at
+  // most 9 blocks, wgmma 64x64 last. Measured on the H100 (bf16 resnet50 wgrad, `--deterministic`,
+  // forced tiles): the 28x28 layers' 3x3 steps ran 54.3 us on 9 tiles of 128x128 in clusters of 15,
+  // 40.6 on 18 of 128x64 (s4) in clusters of 8; their 1x1 steps of 128 and 512 channels 38.0-38.2 on
+  // 8 tiles of 64x128 in clusters of 16, 32.9-33.0 on 16 of 64x64 in clusters of 9.
+  if (deterministic && warpgroup && tensor_maps) {
+    constexpr int64_t kMaxDeterministicCluster = 9;
+    std::vector<int> order;
+    for (int i = 0; i < int(kMmaTileCatalog.size()); ++i)
+      if (split_candidate(kMmaTileCatalog[i], true)) order.push_back(i);
+    order.push_back(find_mma_tile("wgmma64x64_s3"));
+    for (const int i : order) {
+      const MmaTileShape& t = kMmaTileCatalog[i];
+      if ((kg <= t.block_n / 2 && t.block_n > 64) || p.n % t.block_m != 0) continue;
+      const int64_t tiles = ceil_div(cols, int64_t(t.block_m)) * ceil_div(kg, int64_t(t.block_n)) * p.groups;
+      const int64_t k_tiles = ceil_div(rows, int64_t(t.row_bytes / esz));
+      if (tiles * std::clamp<int64_t>(k_tiles / 8, 1, kMaxDeterministicCluster) >= sms) {
+        why.push_back("tile " + t.name() + ": " + std::to_string(tiles) + " tiles of " + std::to_string(k_tiles) +
+                      " row tiles; the largest that fills " + std::to_string(sms) +
+                      " SMs in clusters of at most 9 blocks (measured best for deterministic wgrad steps on the H100)");
+        return i;
+      }
+    }
   }
   const int last = last_candidate(warpgroup);
   const MmaTileShape& smallest = kMmaTileCatalog[last];
@@ -778,7 +827,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
            : vector_tile ? choose_vector_tile(p, hw, rows, warpgroup, no_tensor_maps.empty(), dense_channels_last(p, y),
                                               forms.b == GatherForm::Vector, form, rule)
            : long_reduction ? choose_split_tile(p, hw, rows, dtype_size(x.dtype), warpgroup && both_transposed,
-                                                no_tensor_maps.empty(), rule)
+                                                no_tensor_maps.empty(), deterministic, rule)
            : pixel_runs     ? choose_pixel_run_tile(p, hw, rows, warpgroup, rule)
            : warpgroup && dtype_size(x.dtype) == 4 ? choose_tf32_element_tile(p, hw, rows, rule)
                                                    : -1;

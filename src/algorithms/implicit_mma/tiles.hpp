@@ -99,6 +99,9 @@ struct ImplicitMmaTile {
   static_assert(RowBytes / 2 <= 64, "a stage's rows stay inside the offset table's padding (kOffsetTableRowAlign)");
 };
 
+/// Note [wgmma deep tiles] (planner.cpp): the stages of the tiles kept for few-block wgrad steps.
+inline constexpr int kDeepTileStages = 8;
+
 // Measured choices are in planner.cpp; the names spell block, warps and stage-row bytes.
 using ImplicitMmaTiles =
     std::tuple<ImplicitMmaTile<128, 256, 2, 4, 128, 3, 1, false>,  // 0: warps of 64x64, the most MMAs per byte read
@@ -120,7 +123,10 @@ using ImplicitMmaTiles =
                // Note [mma narrow filter tiles]: layers of at most 16 filters a group.
                ImplicitMmaTile<128, 16, 4, 1, 128, 3, 3, true>,  // 15
                // Wgrad steps of at most 64 filters, and persistent 1x1 layers of few tiles (planner.cpp).
-               ImplicitMmaTile<64, 64, 4, 1, 128, 3, 4, false, MmaUnit::Warpgroup, true>>;  // 16
+               ImplicitMmaTile<64, 64, 4, 1, 128, 3, 4, false, MmaUnit::Warpgroup, true>,  // 16
+               // Note [wgmma deep tiles] (planner.cpp): few-block wgrad steps, seven stages in flight.
+               ImplicitMmaTile<64, 64, 4, 1, 128, kDeepTileStages, 1, false, MmaUnit::Warpgroup>,    // 17
+               ImplicitMmaTile<64, 128, 4, 1, 128, kDeepTileStages, 1, false, MmaUnit::Warpgroup>>;  // 18
 /// The tile that runs a layer with the element gather when its plan's tile has no such form.
 inline constexpr int kElementFallbackTile = 5;
 static_assert(std::tuple_element_t<kElementFallbackTile, ImplicitMmaTiles>::kElementGather,
