@@ -410,6 +410,10 @@ int choose_narrow_tile(const Problem& p, bool long_reduction, std::vector<std::s
 // tile more than twice the layer's pixels (a wgrad step's M is its K filters) is passed over. The
 // narrow tile, wgmma 64x64 and the deep tiles are left to their own rules (choose_narrow_tile,
 // choose_split_tile).
+/// The tiles of tile shape `t` over a step's GEMM (its N*P*Q columns by K/G filters, every group).
+int64_t tile_count(const Problem& p, const MmaTileShape& t) {
+  return ceil_div(p.n * p.p() * p.q(), int64_t(t.block_m)) * ceil_div(p.k_per_group(), int64_t(t.block_n)) * p.groups;
+}
 bool split_candidate(const MmaTileShape& t, bool warpgroup) {
   const bool own_rule =
       t.block_n < 64 || (t.warpgroup && t.block_m == 64 && t.block_n == 64) || t.stages == kDeepTileStages;
@@ -431,7 +435,7 @@ int choose_element_tile(const Problem& p, const HardwareModel& hw, bool warpgrou
     if (!split_candidate(t, warpgroup) || (kg <= t.block_n / 2 && t.block_n > 64) ||
         (warpgroup && cols <= t.block_m / 2 && t.block_m > 64))
       continue;
-    const int64_t blocks = ceil_div(cols, t.block_m) * ceil_div(kg, t.block_n) * p.groups;
+    const int64_t blocks = tile_count(p, t);
     if (blocks >= sms || i == last) {
       std::ostringstream os;
       os << "tile " << t.name() << ": " << blocks << " blocks for " << sms << " SMs (K/G = " << kg
@@ -533,7 +537,7 @@ int choose_split_tile(const Problem& p, const HardwareModel& hw, int64_t rows, i
     const int64_t max_tiles = deterministic ? 4 : 1;
     for (const char* name : {"wgmma64x64_s8", "wgmma64x128_s8"}) {
       const MmaTileShape& t = kMmaTileCatalog[find_mma_tile(name)];
-      const int64_t tiles = ceil_div(cols, int64_t(t.block_m)) * ceil_div(kg, int64_t(t.block_n)) * p.groups;
+      const int64_t tiles = tile_count(p, t);
       // Past 64 filters a deterministic plan takes 64x128 where 64x64 tiles are too many.
       if (tiles <= max_tiles && (t.block_n == 64 || (deterministic && kg > 64))) {
         why.push_back(std::string("tile ") + name + ": " + std::to_string(tiles) +
@@ -579,7 +583,7 @@ int choose_split_tile(const Problem& p, const HardwareModel& hw, int64_t rows, i
     for (const int i : order) {
       const MmaTileShape& t = kMmaTileCatalog[i];
       if ((kg <= t.block_n / 2 && t.block_n > 64) || p.n % t.block_m != 0) continue;
-      const int64_t tiles = ceil_div(cols, int64_t(t.block_m)) * ceil_div(kg, int64_t(t.block_n)) * p.groups;
+      const int64_t tiles = tile_count(p, t);
       const int64_t k_tiles = ceil_div(rows, int64_t(t.row_bytes / esz));
       if (tiles * std::clamp<int64_t>(k_tiles / 8, 1, kMaxDeterministicCluster) >= sms) {
         why.push_back("tile " + t.name() + ": " + std::to_string(tiles) + " tiles of " + std::to_string(k_tiles) +
@@ -591,14 +595,13 @@ int choose_split_tile(const Problem& p, const HardwareModel& hw, int64_t rows, i
   }
   const int last = last_candidate(warpgroup);
   const MmaTileShape& smallest = kMmaTileCatalog[last];
-  if (ceil_div(cols, smallest.block_m) * ceil_div(kg, smallest.block_n) * p.groups >= sms)
-    return choose_element_tile(p, hw, warpgroup, why);
+  if (tile_count(p, smallest) >= sms) return choose_element_tile(p, hw, warpgroup, why);
   for (int i = 0; i <= last; ++i) {
     const MmaTileShape& t = kMmaTileCatalog[i];
     if (!split_candidate(t, warpgroup) || (kg <= t.block_n / 2 && t.block_n > 64) ||
         (warpgroup && cols <= t.block_m / 2 && t.block_m > 64))
       continue;
-    const int64_t tiles = ceil_div(cols, t.block_m) * ceil_div(kg, t.block_n) * p.groups;
+    const int64_t tiles = tile_count(p, t);
     const int64_t k_tiles = ceil_div(rows, t.row_bytes / esz);
     const int64_t slices = std::clamp<int64_t>(k_tiles / 8, 1, kMaxClusterSplit);
     if (tiles * slices >= sms || i == last) {
@@ -681,7 +684,7 @@ std::pair<int, int> cooperative_wgrad_slices(int n, bool deterministic) {
 // gives more blocks (l2_1x1b and l2_1x1c: 22.0 us in 128 blocks against 31.7-34.9).
 int choose_wgrad_cooperative_tile(const Problem& p, const HardwareModel& hw, int64_t rows, bool deterministic,
                                   TileRunForm& form, std::vector<std::string>& why) {
-  const int64_t cols = p.n * p.p() * p.q(), kg = p.k_per_group(), sms = std::max(hw.sm_count, 1);
+  const int64_t kg = p.k_per_group(), sms = std::max(hw.sm_count, 1);
   if (p.n % 128 != 0 || kg <= 64) return -1;
   struct Pick {
     int tile, slices;
@@ -690,7 +693,7 @@ int choose_wgrad_cooperative_tile(const Problem& p, const HardwareModel& hw, int
   auto pick_for = [&](const char* name) {
     const int tile = find_mma_tile(name);
     const MmaTileShape& t = kMmaTileCatalog[tile];
-    const int64_t tiles = ceil_div(cols, int64_t(t.block_m)) * ceil_div(kg, int64_t(t.block_n));
+    const int64_t tiles = tile_count(p, t);  // groups 1: tensor maps
     const int64_t k_tiles = ceil_div(rows, int64_t(t.row_bytes / 2));
     const int64_t most = deterministic ? kCooperativeSplits : int64_t(kCooperativeSplits) * kMaxAtomicSlices;
     int64_t n = tiles <= sms ? sms / tiles : tiles * 2 <= sms * 3 ? 2 : 1;
