@@ -202,6 +202,62 @@ TEST(Backward, HalfStepsGatherTransposedOperandsAndSplitWgrad) {
   }
 }
 
+// Note [mma reduction runs]: the wgrad step of a 1x1, stride-1, unpadded layer in plane order
+// (NCHW) reads x and dy as 16-byte runs of taps (V = 4 in TF32, 8 in fp16/bf16) and splits its
+// long reduction as the transposed steps do. Note [tf32 wgrad steps]: under TF32, Auto keeps the
+// tensor cores for such steps only; others (padded, strided, 3x3, channels-last) run exact FFMA.
+TEST(Backward, PlaneOrderOneByOneWgradStepsGatherRunsOfTaps) {
+  struct Want {
+    Problem p;
+    DType dtype;
+    Layout layout;
+    bool runs;  // Vector/Vector through runs of taps on the tensor cores
+  };
+  const std::vector<Want> cases{
+      {make(32, 256, 56, 56, 64, 1, 1), DType::Float32, Layout::NCHW, true},
+      {make(32, 256, 56, 56, 64, 1, 1), DType::BFloat16, Layout::NCHW, true},
+      {make(32, 1024, 14, 14, 256, 1, 1), DType::Float32, Layout::NCHW, true},        // 196 taps: whole runs of 4
+      {make(32, 1024, 14, 14, 256, 1, 1), DType::Float16, Layout::NCHW, false},       // not of 8
+      {make(32, 512, 7, 7, 2048, 1, 1), DType::Float32, Layout::NCHW, false},         // 49 taps
+      {make(32, 64, 56, 56, 64, 3, 3, 1), DType::Float32, Layout::NCHW, false},       // padded windows
+      {make(32, 256, 56, 56, 512, 1, 1, 0, 2), DType::Float32, Layout::NCHW, false},  // stride 2
+      {make(32, 256, 56, 56, 64, 1, 1), DType::Float32, Layout::NHWC, false},         // channels-last fp32
+  };
+  for (const Want& c : cases) {
+    const TensorDesc x = c.p.x_desc(c.layout, c.dtype), y = c.p.y_desc(c.layout, c.dtype),
+                     w = c.p.w_desc(c.layout, c.dtype);
+    const ForwardStep s = decompose_backward_filter(c.p, x, y, w).steps.at(0);
+    for (bool deterministic : {false, true}) {
+      PlanOptions o;
+      o.target = Target::Cuda;
+      o.math = c.dtype == DType::Float32 ? MathMode::TF32 : MathMode::Exact;
+      o.deterministic = deterministic;
+      const Plan plan =
+          Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o, StepContext{std::nullopt, true});
+      const std::string text = c.p.to_string() + (deterministic ? " deterministic" : "") + "\n" + plan.to_text(0);
+      if (c.dtype == DType::Float32 && !c.runs) {  // exact FFMA, which TF32 permits
+        EXPECT_EQ(plan.algorithm(), Algorithm::ImplicitPrecomp) << text;
+        EXPECT_EQ(plan.math(), MathMode::Exact) << text;
+        EXPECT_NE(text.find("exact FFMA kept"), std::string::npos) << text;
+        continue;
+      }
+      ASSERT_EQ(plan.algorithm(), Algorithm::ImplicitMma) << text;
+      const auto& d = std::get<ImplicitMmaDivision>(plan.division());
+      const GatherForm want = c.runs ? GatherForm::Vector : GatherForm::Element;
+      EXPECT_EQ(d.a_gather, want) << text;
+      EXPECT_EQ(d.b_gather, want) << text;
+      EXPECT_EQ(plan.deterministic(), deterministic || d.atomic_slices == 1) << text;
+      if (!c.runs) continue;
+      EXPECT_NE(text.find("runs of"), std::string::npos) << text;
+      EXPECT_EQ(d.tile_name.rfind("wgmma", 0), 0u) << text;  // sm_90: the warpgroup tiles
+      EXPECT_FALSE(d.tensor_maps) << text;
+      // The reduction (N*P*Q rows) is split: atomic groups, or a cluster in rank order.
+      EXPECT_GT(int64_t(d.cluster_split) * d.atomic_slices, 1) << text;
+      if (deterministic) EXPECT_EQ(d.atomic_slices, 1) << text;
+    }
+  }
+}
+
 // Note [wgmma tensor-map loads]: bf16 channels-last dgrad steps load through tensor maps (dy as an
 // im2col column, w as N-major boxes) where dy has a multiple of 64 channels, every phase step of a
 // stride-2 layer included; with 48 they gather, and say why.

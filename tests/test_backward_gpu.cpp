@@ -393,6 +393,53 @@ TEST_F(BackwardGpu, LargeReductionWgradAndDeterministicMode) {
   }
 }
 
+// Note [mma reduction runs]: the wgrad of 1x1, stride-1 layers in plane order on the tensor cores,
+// x and dy gathered as 16-byte runs of taps, in TF32, fp16 and bf16: planes of 8x12 and 8x8 (whole
+// runs of 4 and 8 taps) and 14x14 (of 4 only: the 16-bit steps gather elements), grouped, alpha and
+// beta; atomic groups, and deterministic clusters bitwise equal across runs.
+TEST_F(BackwardGpu, PlaneOrderOneByOneWgradGathersRunsOfTaps) {
+  Engine engine(Target::Cuda);
+  std::vector<Case> cases{{make(6, 40, 8, 12, 24, 1, 1)},
+                          {make(4, 64, 14, 14, 96, 1, 1)},
+                          {make(16, 128, 8, 8, 72, 1, 1)},
+                          {make(3, 32, 8, 8, 48, 1, 1, 0, 1, 1, 2)}};
+  cases[1].alpha = 0.5f;
+  cases[1].beta = 0.75f;
+  for (const Precision& pr : {kPrecisions[1], kPrecisions[2], kPrecisions[3]})
+    for (Case c : cases) {
+      c = backward_case(c, Pass::BackwardFilter);
+      const bool runs = c.p.h * c.p.w % (16 / dtype_size(pr.dtype)) == 0;
+      for (bool deterministic : {false, true}) {
+        PlanOptions o;
+        o.deterministic = deterministic;
+        o.math = pr.math;
+        std::mt19937_64 g1(test_seed() + 966), g2(test_seed() + 966);
+        {
+          BackwardTensors bt(c, Pass::BackwardFilter, pr.dtype, g1);
+          auto plan = engine.plan_backward_filter(c.p, bt.ad, bt.bd, bt.outd, o);
+          ASSERT_EQ(plan->plans.size(), 1u);
+          const Plan& step = *plan->plans[0];
+          ASSERT_EQ(step.algorithm(),
+                    runs || pr.dtype != DType::Float32 ? Algorithm::ImplicitMma : Algorithm::ImplicitPrecomp)
+              << c.name() << ": " << step.to_text(0);
+          if (step.algorithm() == Algorithm::ImplicitMma)
+            EXPECT_EQ(std::get<ImplicitMmaDivision>(step.division()).a_gather,
+                      runs ? GatherForm::Vector : GatherForm::Element)
+                << c.name() << ": " << step.to_text(0);
+          if (deterministic) EXPECT_TRUE(plan->deterministic()) << c.name();
+        }
+        g1.seed(test_seed() + 966);
+        std::vector<unsigned char> first, second;
+        const std::string what = std::string(dtype_name(pr.dtype)) + " " + math_mode_name(pr.math) +
+                                 (deterministic ? " deterministic " : " ") + c.name();
+        EXPECT_LT(run_gpu(engine, c, Pass::BackwardFilter, pr, g1, o, &first), pr.tolerance) << what;
+        if (!deterministic) continue;
+        EXPECT_LT(run_gpu(engine, c, Pass::BackwardFilter, pr, g2, o, &second), pr.tolerance) << what;
+        EXPECT_EQ(first, second) << what;
+      }
+    }
+}
+
 // Note [depthwise wgrad]: the wgrad of layers with one input channel per group runs depthwise_wgrad
 // in every precision and layout: square 3/5/7 filters at strides 1 and 2 (P * stride != H), a
 // rectangular and a dilated filter (the tap-chunk kernel), column stride 3 and dilation 2 (the

@@ -145,12 +145,6 @@ std::shared_ptr<const BackwardPlan> Engine::plan_backward(Pass pass, const Probl
   const GroupSteps groups = target_ == Target::Cuda ? GroupSteps::Fused : GroupSteps::PerGroup;
   plan->decomposition = pass == Pass::BackwardData ? decompose_backward_data(problem, a, b, out, groups)
                                                    : decompose_backward_filter(problem, a, b, out, groups);
-  // wgrad's reduction (N*P*Q) is long and its output small. fp32 elements have no transposed
-  // tensor-core gather and the tensor-core GEMM splits a tile 16 ways at most, so under TF32 (which
-  // permits exact fp32) the FFMA GEMM with its split-K runs it.
-  if (pass == Pass::BackwardFilter && options.math == MathMode::TF32 && options.algorithm == Algorithm::Auto &&
-      options.tile.empty())
-    options.math = MathMode::Exact;
   for (const ForwardStep& step : plan->decomposition.steps)
     plan->plans.push_back(step_plan(step, options, pass == Pass::BackwardFilter));
   std::lock_guard<std::mutex> lock(mutex_);

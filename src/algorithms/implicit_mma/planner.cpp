@@ -55,6 +55,32 @@ std::string pixel_run_refusal(const Problem& p, const TensorDesc& x, const Tenso
   return "";
 }
 
+// Note [mma reduction runs]: the vector form needs only that a run of V = 16 / element-size
+// consecutive rows is V consecutive elements of x (and of w) for every column, 16-byte aligned.
+// With rows channels-fastest that is V channels (Note [mma vector gather]); with rows in CRS order
+// (s fastest) it is V taps of one channel's filter plane, when every column's window is that whole
+// plane: one output pixel an image, no padding, the window's rows back to back in x (dilation 1
+// along a row and a row's pitch dil_h * x's row stride equal to S) and w's filter planes dense
+// (cross-correlation: a flipped filter runs backwards). A wgrad step of a 1x1, stride-1, unpadded
+// layer in plane order (NCHW) is such a layer (src/plan/backward.cpp): its filter is dy's P x Q
+// plane, its window x's whole H x W plane, its reduction N*P*Q rows of planes contiguous in x and
+// in dy. Every window lies inside x, so the vector's one predicate (its first row's) holds for all
+// of its rows. "" when it can.
+std::string reduction_run_refusal(const Problem& p, const TensorDesc& x, const TensorDesc& w, bool rsc) {
+  const int64_t v = 16 / dtype_size(x.dtype);
+  const std::string vs = std::to_string(v);
+  if (rsc) return "rows channels-fastest";
+  if (p.p() != 1 || p.q() != 1 || p.pad_h != 0 || p.pad_w != 0 || p.end_pad_h() != 0 || p.end_pad_w() != 0)
+    return "more than one output pixel an image, or padding";
+  if (p.mode == Mode::Convolution) return "a true convolution's filter runs backwards";
+  if (p.dil_w != 1 || x.strides[3] != 1 || p.dil_h * x.strides[2] != p.s) return "x's windows are not contiguous";
+  if (w.strides[3] != 1 || w.strides[2] != p.s) return "w's filter planes are not contiguous";
+  if ((p.r * p.s) % v != 0) return "R*S = " + std::to_string(p.r * p.s) + " is not a multiple of " + vs;
+  for (int i : {0, 1})
+    if (x.strides[i] % v != 0 || w.strides[i] % v != 0) return "an x or w stride is not a multiple of " + vs;
+  return "";
+}
+
 // Warpgroup tiles run only on sm_90 itself: the library carries wgmma in its sm_90a code, and later
 // GPUs run the portable compute_90 PTX, which has none.
 bool wgmma_device(const HardwareModel& hw) {
@@ -65,6 +91,7 @@ struct GatherForms {
   GatherForm a = GatherForm::Element, b = GatherForm::Element;
   std::string why;
   bool images_fastest = false;  // the transposed images are runs of images (else of a plane's pixels)
+  bool reduction_runs = false;  // Note [mma reduction runs]: vectors of filter taps, rows in CRS order
 };
 
 GatherForms choose_gather_forms(const Problem& p, const TensorDesc& x, const TensorDesc& w, bool rsc) {
@@ -86,6 +113,13 @@ GatherForms choose_gather_forms(const Problem& p, const TensorDesc& x, const Ten
     return {GatherForm::Transposed, GatherForm::Transposed,
             "gather: x and w transposed (8 images, 8 filters a vector; pixels numbered images-fastest): " + a_vector,
             true};
+  const std::string runs = reduction_run_refusal(p, x, w, rsc);
+  if (runs.empty())
+    return {GatherForm::Vector, GatherForm::Vector,
+            "gather: x and w as 16-byte runs of " + v +
+                " taps of a filter plane (one output pixel an image, the window a whole contiguous plane: " + a_vector +
+                ")",
+            false, true};
   const std::string a_runs = pixel_run_refusal(p, x, w);
   if (a_runs.empty())
     return {GatherForm::Transposed, GatherForm::Vector,
@@ -97,7 +131,7 @@ GatherForms choose_gather_forms(const Problem& p, const TensorDesc& x, const Ten
                 "), w transposed (8 filters a vector)"};
   return {GatherForm::Element, GatherForm::Element,
           "gather: single elements (" + a_vector + (a_transposed.empty() ? "" : "; not transposed: " + a_transposed) +
-              "; not as pixel runs: " + a_runs + ")"};
+              "; not as runs of taps: " + runs + "; not as pixel runs: " + a_runs + ")"};
 }
 
 // Note [wgmma tensor-map loads]: why the copy engine cannot load this layer's stages ("" when it
@@ -787,13 +821,16 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   const GatherForms forms = choose_gather_forms(p, x, w, rows_order_rsc);
   // Note [wgmma tensor-map loads]: what keeps the copy engine from loading the stages, tiles aside.
   std::string no_tensor_maps = tensor_map_refusal(p, x, w, rows_order_rsc, forms);
-  // Element filters and transposed images come only with tiles that have the element form.
-  const bool vector_tile = forms.a == GatherForm::Vector && forms.b != GatherForm::Element;
+  // Element filters and transposed images come only with tiles that have the element form. Runs of
+  // taps (Note [mma reduction runs]) are vectors too, but of a long reduction into a small output.
+  const bool vector_tile = forms.a == GatherForm::Vector && forms.b != GatherForm::Element && !forms.reduction_runs;
   // Note [mma tf32 pixel runs]: a 1x1 layer's planes.
   const bool pixel_runs = forms.a == GatherForm::Transposed && forms.b == GatherForm::Vector;
-  // Transposed operands without the vector tiles: a wgrad step (long reduction, small output).
+  // Transposed operands without the vector tiles, or runs of taps: a wgrad step (long reduction,
+  // small output).
   const bool long_reduction =
-      !vector_tile && !pixel_runs && (forms.a == GatherForm::Transposed || forms.b == GatherForm::Transposed);
+      forms.reduction_runs ||
+      (!vector_tile && !pixel_runs && (forms.a == GatherForm::Transposed || forms.b == GatherForm::Transposed));
   int tile;
   TileRunForm form;
   // A forced "<wgmma tile>_tma" loads through tensor maps; the plain name gathers.
@@ -829,9 +866,10 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     tile = wgrad_tile >= 0 ? wgrad_tile
            : vector_tile ? choose_vector_tile(p, hw, rows, warpgroup, no_tensor_maps.empty(), dense_channels_last(p, y),
                                               forms.b == GatherForm::Vector, form, rule)
-           : long_reduction ? choose_split_tile(p, hw, rows, dtype_size(x.dtype), warpgroup && both_transposed,
-                                                no_tensor_maps.empty(), deterministic, rule)
-           : pixel_runs     ? choose_pixel_run_tile(p, hw, rows, warpgroup, rule)
+           : long_reduction                        ? choose_split_tile(p, hw, rows, dtype_size(x.dtype),
+                                                                       warpgroup && (both_transposed || forms.reduction_runs),
+                                                                       no_tensor_maps.empty(), deterministic, rule)
+           : pixel_runs                            ? choose_pixel_run_tile(p, hw, rows, warpgroup, rule)
            : warpgroup && dtype_size(x.dtype) == 4 ? choose_tf32_element_tile(p, hw, rows, rule)
                                                    : -1;
     // Note [mma narrow filter tiles]: but a 1x1 layer's persistent wgmma tile.
