@@ -173,14 +173,18 @@ TEST(Backward, HalfStepsGatherTransposedOperandsAndSplitWgrad) {
   EXPECT_EQ(ordered.atomic_slices, 1);
   EXPECT_EQ(ordered.cluster_split, 15);
   EXPECT_EQ(ordered.launch.grid_z, 15);
-  // fp32 in TF32 math has no transposed form (ldmatrix.trans moves 16-bit elements).
+  // Note [mma tf32 transposed filters]: TF32 transposed filters (a dgrad step's w) run on mma.sync
+  // tiles, which load them through registers; wgmma takes no transposed TF32 operand.
   o.math = MathMode::TF32;
   const Plan tf32 = Plan::build(p, p.x_desc(Layout::NHWC), p.w_desc(Layout::NHWC), p.y_desc(Layout::NHWC),
                                 HardwareModel::reference_h100(), o);
   const auto dtf = decompose_backward_data(p, p.y_desc(Layout::NHWC), p.w_desc(Layout::NHWC), p.x_desc(Layout::NHWC));
   const Plan dgrad_tf32 = Plan::build(dtf.steps[0].problem, dtf.steps[0].x, dtf.steps[0].w, dtf.steps[0].y,
                                       HardwareModel::reference_h100(), o);
-  EXPECT_EQ(std::get<ImplicitMmaDivision>(dgrad_tf32.division()).b_gather, GatherForm::Element);
+  const auto& dgrad_tf32_d = std::get<ImplicitMmaDivision>(dgrad_tf32.division());
+  EXPECT_EQ(dgrad_tf32_d.a_gather, GatherForm::Vector);
+  EXPECT_EQ(dgrad_tf32_d.b_gather, GatherForm::Transposed);
+  EXPECT_EQ(dgrad_tf32_d.tile_name.rfind("mma", 0), 0u) << dgrad_tf32_d.tile_name;
   EXPECT_EQ(std::get<ImplicitMmaDivision>(tf32.division()).b_gather, GatherForm::Vector);
   // A forced split beyond the 16 blocks of a cluster is a clear error.
   o.math = MathMode::Exact;
@@ -205,23 +209,29 @@ TEST(Backward, HalfStepsGatherTransposedOperandsAndSplitWgrad) {
 // Note [mma reduction runs]: the wgrad step of a 1x1, stride-1, unpadded layer in plane order
 // (NCHW) reads x and dy as 16-byte runs of taps (V = 4 in TF32, 8 in fp16/bf16) and splits its
 // long reduction as the transposed steps do. Note [tf32 wgrad steps]: under TF32, Auto keeps the
-// tensor cores for such steps only; others (padded, strided, 3x3, channels-last) run exact FFMA.
-TEST(Backward, PlaneOrderOneByOneWgradStepsGatherRunsOfTaps) {
+// tensor cores where no operand is gathered element by element: runs of taps, and channels-last
+// steps (both operands transposed, on mma.sync tiles: Note [mma tf32 transposed filters]); padded,
+// strided and 3x3 steps in plane order run exact FFMA. 16-bit wgrad steps gathered element by
+// element split their reduction too.
+TEST(Backward, WgradStepsGatherRunsOfTapsOrTransposedOperands) {
   struct Want {
     Problem p;
     DType dtype;
     Layout layout;
-    bool runs;  // Vector/Vector through runs of taps on the tensor cores
+    GatherForm form;  // both operands' (Element in fp32: exact FFMA)
   };
+  const GatherForm kRuns = GatherForm::Vector, kTransposed = GatherForm::Transposed, kElement = GatherForm::Element;
   const std::vector<Want> cases{
-      {make(32, 256, 56, 56, 64, 1, 1), DType::Float32, Layout::NCHW, true},
-      {make(32, 256, 56, 56, 64, 1, 1), DType::BFloat16, Layout::NCHW, true},
-      {make(32, 1024, 14, 14, 256, 1, 1), DType::Float32, Layout::NCHW, true},        // 196 taps: whole runs of 4
-      {make(32, 1024, 14, 14, 256, 1, 1), DType::Float16, Layout::NCHW, false},       // not of 8
-      {make(32, 512, 7, 7, 2048, 1, 1), DType::Float32, Layout::NCHW, false},         // 49 taps
-      {make(32, 64, 56, 56, 64, 3, 3, 1), DType::Float32, Layout::NCHW, false},       // padded windows
-      {make(32, 256, 56, 56, 512, 1, 1, 0, 2), DType::Float32, Layout::NCHW, false},  // stride 2
-      {make(32, 256, 56, 56, 64, 1, 1), DType::Float32, Layout::NHWC, false},         // channels-last fp32
+      {make(32, 256, 56, 56, 64, 1, 1), DType::Float32, Layout::NCHW, kRuns},
+      {make(32, 256, 56, 56, 64, 1, 1), DType::BFloat16, Layout::NCHW, kRuns},
+      {make(32, 1024, 14, 14, 256, 1, 1), DType::Float32, Layout::NCHW, kRuns},          // 196 taps: runs of 4
+      {make(32, 1024, 14, 14, 256, 1, 1), DType::Float16, Layout::NCHW, kElement},       // not of 8
+      {make(32, 64, 56, 56, 64, 3, 3, 1), DType::BFloat16, Layout::NCHW, kElement},      // padded windows
+      {make(32, 512, 7, 7, 2048, 1, 1), DType::Float32, Layout::NCHW, kElement},         // 49 taps
+      {make(32, 64, 56, 56, 64, 3, 3, 1), DType::Float32, Layout::NCHW, kElement},       // padded windows
+      {make(32, 256, 56, 56, 512, 1, 1, 0, 2), DType::Float32, Layout::NCHW, kElement},  // stride 2
+      {make(32, 256, 56, 56, 64, 1, 1), DType::Float32, Layout::NHWC, kTransposed},      // channels-last
+      {make(32, 64, 56, 56, 64, 3, 3, 1), DType::Float32, Layout::NHWC, kTransposed},
   };
   for (const Want& c : cases) {
     const TensorDesc x = c.p.x_desc(c.layout, c.dtype), y = c.p.y_desc(c.layout, c.dtype),
@@ -235,7 +245,7 @@ TEST(Backward, PlaneOrderOneByOneWgradStepsGatherRunsOfTaps) {
       const Plan plan =
           Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o, StepContext{std::nullopt, true});
       const std::string text = c.p.to_string() + (deterministic ? " deterministic" : "") + "\n" + plan.to_text(0);
-      if (c.dtype == DType::Float32 && !c.runs) {  // exact FFMA, which TF32 permits
+      if (c.dtype == DType::Float32 && c.form == kElement) {  // exact FFMA, which TF32 permits
         EXPECT_EQ(plan.algorithm(), Algorithm::ImplicitPrecomp) << text;
         EXPECT_EQ(plan.math(), MathMode::Exact) << text;
         EXPECT_NE(text.find("exact FFMA kept"), std::string::npos) << text;
@@ -243,17 +253,19 @@ TEST(Backward, PlaneOrderOneByOneWgradStepsGatherRunsOfTaps) {
       }
       ASSERT_EQ(plan.algorithm(), Algorithm::ImplicitMma) << text;
       const auto& d = std::get<ImplicitMmaDivision>(plan.division());
-      const GatherForm want = c.runs ? GatherForm::Vector : GatherForm::Element;
-      EXPECT_EQ(d.a_gather, want) << text;
-      EXPECT_EQ(d.b_gather, want) << text;
+      EXPECT_EQ(d.a_gather, c.form) << text;
+      EXPECT_EQ(d.b_gather, c.form) << text;
       EXPECT_EQ(plan.deterministic(), deterministic || d.atomic_slices == 1) << text;
-      if (!c.runs) continue;
-      EXPECT_NE(text.find("runs of"), std::string::npos) << text;
-      EXPECT_EQ(d.tile_name.rfind("wgmma", 0), 0u) << text;  // sm_90: the warpgroup tiles
-      EXPECT_FALSE(d.tensor_maps) << text;
       // The reduction (N*P*Q rows) is split: atomic groups, or a cluster in rank order.
       EXPECT_GT(int64_t(d.cluster_split) * d.atomic_slices, 1) << text;
       if (deterministic) EXPECT_EQ(d.atomic_slices, 1) << text;
+      if (c.form == kRuns) {
+        EXPECT_NE(text.find("runs of"), std::string::npos) << text;
+        EXPECT_EQ(d.tile_name.rfind("wgmma", 0), 0u) << text;  // sm_90: the warpgroup tiles
+        EXPECT_FALSE(d.tensor_maps) << text;
+      } else if (c.dtype == DType::Float32) {
+        EXPECT_EQ(d.tile_name.rfind("mma", 0), 0u) << text;  // TF32 transposed: mma.sync tiles
+      }
     }
   }
 }

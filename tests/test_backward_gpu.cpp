@@ -440,6 +440,50 @@ TEST_F(BackwardGpu, PlaneOrderOneByOneWgradGathersRunsOfTaps) {
     }
 }
 
+// Note [mma tf32 transposed filters]: TF32 steps whose filter operand has its filters contiguous --
+// dgrad in channels-last (w's channels), dgrad of 1x1 stride-1 layers in plane order (x as pixel
+// runs), wgrad in channels-last (both operands transposed) -- run on mma.sync tiles, the filters
+// copied 4 at a time and loaded through registers. Filter counts of 16 (the narrow tile), 24 and
+// 200 (edge tiles), padding, stride 2 (phase steps), groups, alpha and beta; outputs poisoned.
+TEST_F(BackwardGpu, Tf32TransposedFiltersOnMmaSyncTiles) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 967);
+  struct Shape {
+    Problem p;
+    Pass pass;
+    Layout layout;
+  };
+  std::vector<Shape> shapes{{make(4, 64, 14, 14, 24, 3, 3, 1), Pass::BackwardData, Layout::NHWC},
+                            {make(2, 200, 9, 11, 16, 3, 3, 1, 2), Pass::BackwardData, Layout::NHWC},
+                            {make(3, 16, 10, 10, 32, 1, 1), Pass::BackwardData, Layout::NHWC},
+                            {make(4, 24, 12, 12, 200, 1, 1), Pass::BackwardData, Layout::NCHW},
+                            {make(2, 128, 8, 8, 64, 1, 1, 0, 1, 1, 2), Pass::BackwardData, Layout::NCHW},
+                            {make(4, 40, 14, 14, 24, 3, 3, 1), Pass::BackwardFilter, Layout::NHWC},
+                            {make(8, 64, 8, 8, 200, 1, 1, 0, 2), Pass::BackwardFilter, Layout::NHWC}};
+  for (Shape& s : shapes) {
+    Case c{s.p};
+    c.xl = c.wl = c.yl = s.layout;
+    c.alpha = 0.75f;
+    c.beta = 0.5f;
+    c = backward_case(c, s.pass);
+    const Precision& pr = kPrecisions[1];
+    {
+      BackwardTensors bt(c, s.pass, pr.dtype, g);
+      PlanOptions o;
+      o.math = MathMode::TF32;
+      auto plan = s.pass == Pass::BackwardData ? engine.plan_backward_data(c.p, bt.ad, bt.bd, bt.outd, o)
+                                               : engine.plan_backward_filter(c.p, bt.ad, bt.bd, bt.outd, o);
+      for (const auto& step : plan->plans) {
+        if (step->algorithm() != Algorithm::ImplicitMma) continue;  // a phase no tap reaches
+        const auto& d = std::get<ImplicitMmaDivision>(step->division());
+        EXPECT_EQ(d.b_gather, GatherForm::Transposed) << c.name() << ": " << step->to_text(0);
+        EXPECT_EQ(d.tile_name.rfind("mma", 0), 0u) << c.name() << ": " << step->to_text(0);
+      }
+    }
+    EXPECT_LT(run_gpu(engine, c, s.pass, pr, g), pr.tolerance) << pass_name(s.pass) << " " << c.name();
+  }
+}
+
 // Note [depthwise wgrad]: the wgrad of layers with one input channel per group runs depthwise_wgrad
 // in every precision and layout: square 3/5/7 filters at strides 1 and 2 (P * stride != H), a
 // rectangular and a dilated filter (the tap-chunk kernel), column stride 3 and dilation 2 (the

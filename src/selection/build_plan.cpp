@@ -255,7 +255,7 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
                                     : "algorithm implicit_mma: forced");
       const ImplicitMmaDivision d =
           detail::plan_implicit_mma(pr, x, w, y, plan.valid_rows_, plan.row_order_ == RowOrder::RSC, hw, options.tile,
-                                    options.split_k, options.deterministic, plan.decisions_);
+                                    options.split_k, options.deterministic, step.filter_gradient, plan.decisions_);
       // Note [tf32 wgrad steps]: a wgrad step's long reduction gathered element by element (4-byte
       // copies, no transposed form for fp32) ran slower on the tensor cores than exact FFMA with its
       // split-K, which TF32 permits (resnet50 tf32 NCHW wgrad on an H100: 9.22 ms against 7.25).

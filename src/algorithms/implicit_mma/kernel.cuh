@@ -39,6 +39,13 @@
 // register-A form, mma.sync's fragment order), its rows' 16-byte chunks XORed with 2 (row % 4)
 // instead of padded; 16-bit images stay in shared memory as an M-major operand.
 //
+// Note [mma tf32 transposed filters]: the filter operand with its filters contiguous (a dgrad step's
+// w, a wgrad step's dy in channels-last) lands as the 16-bit transposed form does, V = 4 filters a
+// 16-byte copy into rows of BlockN floats padded by 8 ([kk][filter]); each lane then loads its
+// fragment (row t, filter g), (t + 4, g) and filter g + 8 one element a register, 32 distinct banks
+// (8t + g), as TF32 transposed images do. wgmma cannot take a transposed TF32 operand from shared
+// memory, so only mma.sync tiles have this form (the planner gives them such layers in TF32).
+//
 // Note [mma vector gather]: see planner.cpp. The element form moves one element per copy (cp.async
 // of 4 bytes for fp32; a predicated load and store for 16-bit types, which cp.async cannot copy) with
 // consecutive threads on consecutive pixels, so NCHW/CNHW inputs read along their contiguous axis.
@@ -420,10 +427,14 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   static_assert(kA != GatherForm::Element || kB != GatherForm::Vector, "vector filters with element images");
   static_assert((kA != GatherForm::Element && kB != GatherForm::Element) || Tile::kElementGather,
                 "the tile has the element form");
-  static_assert(kB != GatherForm::Transposed || EB == 2, "ldmatrix.trans moves 16-bit elements");
+  // Note [mma tf32 transposed filters]: mma.sync tiles load TF32 transposed filters through
+  // registers; wgmma transposes only 16-bit operands.
+  static_assert(kB != GatherForm::Transposed || EB == 2 || !Tile::kWarpgroup,
+                "TF32 transposed filters: mma.sync tiles only");
   // Note [mma tf32 pixel runs]: TF32 transposed images reach the MMA through registers.
   constexpr bool kImageRegisters = kA == GatherForm::Transposed && EB == 4;
-  static_assert(!kImageRegisters || kB == GatherForm::Vector, "TF32 transposed images come with vector filters");
+  static_assert(!kImageRegisters || kB == GatherForm::Vector || !Tile::kWarpgroup,
+                "TF32 transposed images on warpgroup tiles come with vector filters");
   static_assert(!kPersistent || kTensorMaps, "persistent tiles load through tensor maps");
   static_assert(!kTensorMaps || (Tile::kWarpgroup && EB == 2 &&
                                  ((kA == GatherForm::Vector && kB != GatherForm::Element) ||
@@ -432,6 +443,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
                 "transposed");
   // Note [mma gather forms]: the image tile's bytes in a stage, then the filter tile's.
   constexpr int kPitchA = EB == 4 ? Tile::kPitchA32 : Tile::kPitchA;  // transposed image rows
+  constexpr int kPitchB = EB == 4 ? Tile::kPitchB32 : Tile::kPitchB;  // transposed filter rows
   constexpr int kABytes = kA == GatherForm::Transposed && !Tile::kWarpgroup ? BK * kPitchA : BM * kPitch;
   extern __shared__ __align__(128) unsigned char smem[];
   // Note [wgmma shared layout]: warpgroup stages start on a 1024-byte boundary.
@@ -445,9 +457,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     return image_row(stage, 0) + kk * BM * 4 + ((vec ^ ((kk & 3) << 1)) << 4);
   };
   auto image_t_row = [&](int stage, int kk) { return smem_base + stage * Tile::kStageBytes + kk * kPitchA; };
-  auto filter_t_row = [&](int stage, int kk) {
-    return smem_base + stage * Tile::kStageBytes + kABytes + kk * Tile::kPitchB;
-  };
+  auto filter_t_row = [&](int stage, int kk) { return smem_base + stage * Tile::kStageBytes + kABytes + kk * kPitchB; };
   // The shared address of 16-byte vector `vec` of a pixel's or a filter's row (vector form).
   auto image_chunk = [&](int stage, int pixel, int vec) {
     if constexpr (Tile::kWarpgroup) return wgmma::swizzled_chunk(image_row(stage, 0), pixel, vec);
@@ -503,6 +513,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   constexpr int kVecsA = BM / V, kVecsB = BN / V;
   constexpr int kRowsA = kA == GatherForm::Vector ? 1 : kA == GatherForm::Transposed ? BK * kVecsA / NT : 0;
   constexpr int kRowsB = kB == GatherForm::Transposed ? BK * kVecsB / NT : 0;
+  static_assert(kA != GatherForm::Transposed || (BK * kVecsA) % NT == 0, "transposed images: equal chunks");
+  static_assert(kB != GatherForm::Transposed || (BK * kVecsB) % NT == 0, "transposed filters: equal chunks");
   // Vector filters under transposed images read their own row (vector images share theirs).
   constexpr bool kOwnFilterRow = kB == GatherForm::Vector && kA != GatherForm::Vector;
   struct TableRows {
@@ -583,9 +595,9 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
         detail::cp_async_16(filter_chunk(stage, f, vec), ok ? gW + (block_n + f) * prm.w_sk + w_offset : gW, ok);
       }
     } else if constexpr (kB == GatherForm::Transposed) {
-      // Filters contiguous (w.stride_k == 1, K/G a multiple of 8): 8 filters of one row per copy.
+      // Filters contiguous (w.stride_k == 1, K/G a multiple of V): V filters of one row per copy.
       const int vec = tid % kVecsB;
-      const bool f_ok = block_n + vec * 8 < prm.kg;
+      const bool f_ok = block_n + vec * V < prm.kg;
 #pragma unroll
       for (int i = 0; i < kRowsB; ++i) {
         const int kk = tid / kVecsB + i * (NT / kVecsB);
@@ -593,7 +605,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
         const bool ok = f_ok && k0 + kk < prm.rows;
         const uint32_t dst = Tile::kWarpgroup ? wgmma::n_major_chunk(filter_row(stage, 0), BK, kk, vec)
                                               : filter_t_row(stage, kk) + vec * 16;
-        detail::cp_async_16(dst, ok ? gW + block_n + vec * 8 + w_offset : gW, ok);
+        detail::cp_async_16(dst, ok ? gW + block_n + vec * V + w_offset : gW, ok);
       }
     } else {
 #pragma unroll
@@ -893,7 +905,14 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
           }
 #pragma unroll
           for (int j = 0; j < FN / 2; ++j) {
-            if constexpr (kB == GatherForm::Transposed)
+            if constexpr (kB == GatherForm::Transposed && EB == 4) {
+              // Note [mma tf32 transposed filters]: (row t, filter g), (t + 4, g), then filter g + 8.
+              const uint32_t base = filter_t_row(st, ks * 8 + t_row) + (wn * Tile::kWarpN + j * 16 + g_pixel) * 4;
+              asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(b[j][0]) : "r"(base));
+              asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(b[j][1]) : "r"(base + 4 * kPitchB));
+              asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(b[j][2]) : "r"(base + 32));
+              asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(b[j][3]) : "r"(base + 4 * kPitchB + 32));
+            } else if constexpr (kB == GatherForm::Transposed)
               detail::ldmatrix_x4_trans(b[j], filter_t_row(st, ks * 16 + bt_kk) + bt_byte + j * 32);
             else
               detail::ldmatrix_x4(b[j], filter_row(st, b_row + j * 16) + ks * 32 + b_byte);

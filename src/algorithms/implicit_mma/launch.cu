@@ -90,13 +90,15 @@ void visit_math(const Plan& plan, F&& f) {
 }
 
 /// Calls f(Forms<a, b>{}) where tile and element type have that instantiation (mma_tile_has_forms;
-/// transposed filters are 16-bit only, warpgroup tiles have no element form); false where they have none.
+/// TF32 transposed filters on mma.sync tiles only, warpgroup tiles have no element form); false
+/// where they have none.
 template <class Tile, class Math, class F>
 bool visit_forms(GatherForm a, GatherForm b, F&& f) {
   using G = GatherForm;
   constexpr bool k16 = Math::kBytes == 2;
   if (a == G::Vector && b == G::Vector) return f(Forms<G::Vector, G::Vector>{}), true;
-  if constexpr (k16)
+  // Note [mma tf32 transposed filters].
+  if constexpr (k16 || !Tile::kWarpgroup)
     if (a == G::Vector && b == G::Transposed) return f(Forms<G::Vector, G::Transposed>{}), true;
   if constexpr (Tile::kWarpgroup) {  // Note [wgmma mainloop]: no element forms
     if constexpr (k16)
@@ -109,10 +111,8 @@ bool visit_forms(GatherForm a, GatherForm b, F&& f) {
     if (a == G::Vector && b == G::Element) return f(Forms<G::Vector, G::Element>{}), true;
     // Note [mma tf32 pixel runs]: every element type.
     if (a == G::Transposed && b == G::Vector) return f(Forms<G::Transposed, G::Vector>{}), true;
-    if constexpr (k16) {
-      if (a == G::Transposed && b == G::Transposed) return f(Forms<G::Transposed, G::Transposed>{}), true;
-      if (a == G::Element && b == G::Transposed) return f(Forms<G::Element, G::Transposed>{}), true;
-    }
+    if (a == G::Transposed && b == G::Transposed) return f(Forms<G::Transposed, G::Transposed>{}), true;
+    if (a == G::Element && b == G::Transposed) return f(Forms<G::Element, G::Transposed>{}), true;
   }
   return false;
 }
@@ -231,7 +231,7 @@ void implicit_mma_prepare(const Plan& plan, const ImplicitMmaDivision& d) {
     using Math = decltype(math);
     // The fallback for calls whose pointers or group offsets the division's forms cannot take.
     set_attributes<Math>(kElementFallbackTile, GatherForm::Element, GatherForm::Element, d.cluster_split);
-    if (mma_tile_has_forms(kMmaTileCatalog.at(d.tile), d.a_gather, d.b_gather))
+    if (mma_tile_has_forms(kMmaTileCatalog.at(d.tile), d.a_gather, d.b_gather, dtype_size(plan.dtype())))
       set_attributes<Math>(d.tile, d.a_gather, d.b_gather, d.cluster_split, d.tensor_maps, d.persistent, d.consumers);
   });
 }
@@ -262,7 +262,7 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
            (reinterpret_cast<uintptr_t>(p) % 16 == 0 && (!grouped || group_stride % run == 0));
   };
   const bool keep = aligned(d.a_gather, x, prm.x_group) && aligned(d.b_gather, w, prm.w_group) &&
-                    mma_tile_has_forms(kMmaTileCatalog.at(d.tile), d.a_gather, d.b_gather);
+                    mma_tile_has_forms(kMmaTileCatalog.at(d.tile), d.a_gather, d.b_gather, esz);
   const int tile_index = keep ? d.tile : kElementFallbackTile;
   const MmaTileShape& t = kMmaTileCatalog[tile_index];
   const GatherForm a = keep ? d.a_gather : GatherForm::Element, b = keep ? d.b_gather : GatherForm::Element;

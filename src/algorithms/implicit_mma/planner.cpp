@@ -29,20 +29,22 @@ std::string vector_refusal(const Problem& p, const TensorDesc& t, const char* na
   return "";
 }
 
-// Note [mma gather forms]: the transposed form copies 8 consecutive pixels (images of one window, x
-// read images-fastest) or 8 consecutive filters of one reduction row. `count` is N or K/G.
+// Note [mma gather forms]: the transposed form copies V = 16 / element-size consecutive pixels
+// (images of one window, x read images-fastest) or V consecutive filters of one reduction row.
+// `count` is N or K/G. TF32 takes it on mma.sync tiles only (Note [mma tf32 transposed filters]).
 std::string transposed_refusal(const TensorDesc& t, const char* name, const char* axis, int64_t count) {
-  if (dtype_size(t.dtype) != 2) return "ldmatrix.trans moves 16-bit elements";
+  const int64_t v = 16 / dtype_size(t.dtype);
+  const std::string vs = std::to_string(v);
   if (t.strides[0] != 1) return std::string(name) + " " + axis + " stride is not 1";
-  if (count % 8 != 0) return std::string(axis) + " count " + std::to_string(count) + " is not a multiple of 8";
-  for (int i : {1, 2, 3})
-    if (t.strides[i] % 8 != 0) return std::string("a ") + name + " stride is not a multiple of 8";
+  if (count % v != 0) return std::string(axis) + " count " + std::to_string(count) + " is not a multiple of " + vs;
+  for (int i : {1, 2, 3})  // an axis of extent 1 (a 1x1 filter's r and s) is never stepped along
+    if (t.dims[i] > 1 && t.strides[i] % v != 0) return std::string("a ") + name + " stride is not a multiple of " + vs;
   return "";
 }
 
 // Note [mma tf32 pixel runs]: x copied as V = 16 / element-size consecutive pixels of a 1x1 layer's
-// plane (stride 1, no padding, x's planes contiguous), w as vectors along C. "" when it can.
-std::string pixel_run_refusal(const Problem& p, const TensorDesc& x, const TensorDesc& w) {
+// plane (stride 1, no padding, x's planes contiguous). "" when it can.
+std::string pixel_run_refusal(const Problem& p, const TensorDesc& x) {
   const int64_t v = 16 / dtype_size(x.dtype);
   const std::string vs = std::to_string(v);
   if (p.r != 1 || p.s != 1) return "the filter is not 1x1";
@@ -50,8 +52,15 @@ std::string pixel_run_refusal(const Problem& p, const TensorDesc& x, const Tenso
   if (x.strides[3] != 1 || x.strides[2] != p.w) return "x's planes are not contiguous";
   if ((p.h * p.w) % v != 0) return "H*W = " + std::to_string(p.h * p.w) + " is not a multiple of " + vs;
   if (x.strides[0] % v != 0 || x.strides[1] % v != 0) return "an x stride is not a multiple of " + vs;
+  return "";
+}
+
+// Pixel runs' filters as vectors along C ("" when they can): w's reduction is contiguous in KCRS
+// when R = S = 1.
+std::string filter_run_refusal(const Problem& p, const TensorDesc& w) {
+  const int64_t v = 16 / dtype_size(w.dtype);
   if (p.c_per_group() % v != 0 || w.strides[1] != 1 || w.strides[0] % v != 0)
-    return "w is not C-contiguous in whole vectors (C/G a multiple of " + vs + ")";
+    return "w is not C-contiguous in whole vectors (C/G a multiple of " + std::to_string(v) + ")";
   return "";
 }
 
@@ -120,11 +129,17 @@ GatherForms choose_gather_forms(const Problem& p, const TensorDesc& x, const Ten
                 " taps of a filter plane (one output pixel an image, the window a whole contiguous plane: " + a_vector +
                 ")",
             false, true};
-  const std::string a_runs = pixel_run_refusal(p, x, w);
-  if (a_runs.empty())
+  const std::string a_runs = pixel_run_refusal(p, x), w_runs = filter_run_refusal(p, w);
+  if (a_runs.empty() && w_runs.empty())
     return {GatherForm::Transposed, GatherForm::Vector,
             "gather: x as 16-byte runs of " + v +
                 " pixels of a plane, w as 16-byte vectors of channels (1x1: " + a_vector + ")"};
+  // A dgrad step of a 1x1 layer in plane order: w's filters (dx's channels) contiguous. TF32 only:
+  // 16-bit steps keep the element images below (Note [mma tf32 transposed filters]).
+  if (a_runs.empty() && b_transposed.empty() && dtype_size(x.dtype) == 4)
+    return {GatherForm::Transposed, GatherForm::Transposed,
+            "gather: x as 16-byte runs of " + v + " pixels of a plane, w transposed (" + v +
+                " filters a vector: " + w_runs + ")"};
   if (b_transposed.empty())
     return {GatherForm::Element, GatherForm::Transposed,
             "gather: x as single elements (" + a_vector + "; not transposed: " + a_transposed +
@@ -817,20 +832,20 @@ std::string implicit_mma_tile_names() {
 ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y,
                                       int64_t rows, bool rows_order_rsc, const HardwareModel& hw,
                                       const std::string& forced_tile, int forced_split, bool deterministic,
-                                      std::vector<std::string>& why) {
+                                      bool filter_gradient, std::vector<std::string>& why) {
   const GatherForms forms = choose_gather_forms(p, x, w, rows_order_rsc);
   // Note [wgmma tensor-map loads]: what keeps the copy engine from loading the stages, tiles aside.
   std::string no_tensor_maps = tensor_map_refusal(p, x, w, rows_order_rsc, forms);
   // Element filters and transposed images come only with tiles that have the element form. Runs of
   // taps (Note [mma reduction runs]) are vectors too, but of a long reduction into a small output.
   const bool vector_tile = forms.a == GatherForm::Vector && forms.b != GatherForm::Element && !forms.reduction_runs;
-  // Note [mma tf32 pixel runs]: a 1x1 layer's planes.
-  const bool pixel_runs = forms.a == GatherForm::Transposed && forms.b == GatherForm::Vector;
-  // Transposed operands without the vector tiles, or runs of taps: a wgrad step (long reduction,
-  // small output).
-  const bool long_reduction =
-      forms.reduction_runs ||
-      (!vector_tile && !pixel_runs && (forms.a == GatherForm::Transposed || forms.b == GatherForm::Transposed));
+  // Note [mma tf32 pixel runs]: a 1x1 layer's planes (filters as vectors, or transposed in TF32).
+  const bool pixel_runs = forms.a == GatherForm::Transposed && !forms.images_fastest;
+  // A long reduction into a small output: a wgrad step (whatever its forms: element images and
+  // filters in plane order too; images transposed images-fastest only a wgrad step has), or a layer
+  // of one output pixel an image read as runs of taps. A forward or dgrad step is not one, whatever
+  // its forms.
+  const bool long_reduction = filter_gradient || forms.reduction_runs || forms.images_fastest;
   int tile;
   TileRunForm form;
   // A forced "<wgmma tile>_tma" loads through tensor maps; the plain name gathers.
@@ -854,8 +869,9 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     why.push_back("tile " + forced_tile + ": forced");
   } else {
     // Note [wgmma mainloop]: warpgroup tiles take the vector forms and the both-transposed one, on
-    // sm_90 (the sm_90a code).
-    const bool warpgroup = wgmma_device(hw);
+    // sm_90 (the sm_90a code); TF32 transposed filters only mma.sync tiles (Note [mma tf32
+    // transposed filters]).
+    const bool warpgroup = wgmma_device(hw) && !(dtype_size(x.dtype) == 4 && forms.b == GatherForm::Transposed);
     const bool both_transposed = forms.a == GatherForm::Transposed && forms.b == GatherForm::Transposed;
     std::vector<std::string> rule;  // the reasons of the rule that picks, appended once it is kept
     // Note [wgmma warp-specialized wgrad]: both operands and dw through tensor maps.
@@ -952,7 +968,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
                                std::to_string(p.k_per_group()) + ")"));
     }
   }
-  if (!mma_tile_has_forms(t, forms.a, forms.b))
+  if (!mma_tile_has_forms(t, forms.a, forms.b, dtype_size(x.dtype)))
     why.push_back("tile " + t.name() + " has no " + gather_form_name(forms.a) + "/" + gather_form_name(forms.b) +
                   " form: calls run the element form on " + kMmaTileCatalog[kElementFallbackTile].name());
   d.launch.grid_x = ceil_div(p.n * p.p() * p.q(), t.block_m);

@@ -14,12 +14,12 @@ namespace mconv::detail {
 /// the rows per stage; y's strides whether Auto may pick the persistent form), `rows_order_rsc`:
 /// the plan's rows run channels fastest. A non-empty `forced_tile` overrides the choice, a
 /// `forced_split` > 0 the slices of a tile's rows (1: none): a cluster's blocks, and for long
-/// reductions (transposed operands, a wgrad step's) outside a `deterministic` plan also groups
-/// adding into y with atomics. Appends one line per decision to `why`.
+/// reductions (a wgrad step's, `filter_gradient`, or runs of taps) outside a `deterministic` plan
+/// also groups adding into y with atomics. Appends one line per decision to `why`.
 ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y,
                                       int64_t rows, bool rows_order_rsc, const HardwareModel& hw,
                                       const std::string& forced_tile, int forced_split, bool deterministic,
-                                      std::vector<std::string>& why);
+                                      bool filter_gradient, std::vector<std::string>& why);
 
 /// Note [wgmma persistent tiles]: whether the persistent and warp-specialized forms can store y
 /// through a tensor map, for a plan whose images take gather form `a`. Forward and dgrad steps: y

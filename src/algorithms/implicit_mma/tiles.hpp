@@ -70,6 +70,10 @@ struct ImplicitMmaTile {
   static constexpr int kPitchA32 = BlockM * 4 + 32;
   static_assert(kWarpgroup || (RowBytes / 4) * kPitchA32 <= BlockM * kRowPitch,
                 "TF32 transposed images fit the operand's stage bytes");
+  // Note [mma tf32 transposed filters] (kernel.cuh): likewise BlockN floats a row padded by 8.
+  static constexpr int kPitchB32 = BlockN * 4 + 32;
+  static_assert(kWarpgroup || (RowBytes / 4) * kPitchB32 <= kFilterBytes,
+                "TF32 transposed filters fit the operand's stage bytes");
   static_assert(!kWarpgroup || (RowBytes == 128 && WarpsN == 1 && WarpsM * 16 == BlockM && BlockM % 64 == 0 &&
                                 (BlockN == 64 || BlockN == 128 || BlockN == 256) && !ElementGather),
                 "warpgroup tiles: 128-byte rows, a warpgroup per 64 pixels over every filter, no element form");
@@ -162,16 +166,18 @@ constexpr std::array<MmaTileShape, sizeof...(Tiles)> make_mma_catalog(std::tuple
 }
 inline constexpr auto kMmaTileCatalog = make_mma_catalog(static_cast<ImplicitMmaTiles*>(nullptr));
 
-/// Whether tile `t` has an instantiation of these gather forms (the catalog's rule, which the
-/// launcher's dispatch follows): vector images with vector or transposed filters on every tile;
-/// element filters (under vector or element images), transposed filters under element images,
-/// transposed images with vector filters (Note [mma tf32 pixel runs]) and the both-transposed form
-/// on ElementGather tiles; warpgroup tiles have the vector forms, transposed images with vector
-/// filters and the both-transposed form.
-inline bool mma_tile_has_forms(const MmaTileShape& t, GatherForm a, GatherForm b) {
+/// Whether tile `t` has an instantiation of these gather forms for elements of `element_bytes` (the
+/// catalog's rule, which the launcher's dispatch follows): vector images with vector or transposed
+/// filters on every tile; element filters (under vector or element images), transposed filters under
+/// element images, transposed images with vector filters (Note [mma tf32 pixel runs]) and the
+/// both-transposed form on ElementGather tiles; warpgroup tiles have the vector forms, transposed
+/// images with vector filters and the both-transposed form, but no TF32 transposed filters (Note
+/// [mma tf32 transposed filters]).
+inline bool mma_tile_has_forms(const MmaTileShape& t, GatherForm a, GatherForm b, int element_bytes) {
   if (t.warpgroup)
-    return (a == GatherForm::Vector && b != GatherForm::Element) ||
-           (a == GatherForm::Transposed && b != GatherForm::Element);
+    return (element_bytes == 2 || b != GatherForm::Transposed) &&
+           ((a == GatherForm::Vector && b != GatherForm::Element) ||
+            (a == GatherForm::Transposed && b != GatherForm::Element));
   if (a == GatherForm::Vector && b != GatherForm::Element) return true;
   if (a == GatherForm::Transposed) return t.element_gather && b != GatherForm::Element;
   return t.element_gather && b != GatherForm::Vector;
