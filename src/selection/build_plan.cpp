@@ -249,31 +249,20 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
       if (options.algorithm != Algorithm::Auto && options.algorithm != Algorithm::ImplicitMma)
         throw Error(Status::Unsupported, std::string("algorithm: ") + algorithm_name(options.algorithm) +
                                              " has fp32 FFMA kernels only; " + what + " run on implicit_mma");
-      const size_t decided = plan.decisions_.size();
       plan.decisions_.push_back(options.algorithm == Algorithm::Auto
                                     ? "algorithm implicit_mma: " + what + " run on the tensor cores"
                                     : "algorithm implicit_mma: forced");
-      const ImplicitMmaDivision d =
+      // Note [tf32 wgrad steps]: TF32 wgrad steps run here too, every gather form split over the
+      // SMs (atomic groups). Measured on an H100 (resnet50 tf32 NCHW wgrad, against the FFMA GEMM's
+      // split-K, which TF32 permits): 4.75 -> 3.55 ms, the element-gathered layers from 12% slower
+      // (l4_ds) to 2.4x faster (l2_ds; conv1 1.9x); runs of taps (Note [mma reduction runs]) had
+      // taken it 7.25 -> 4.73 ms; channels-last steps (both transposed, Note [mma tf32 transposed
+      // filters]) 6.82 -> 2.70 ms.
+      plan.algorithm_ = Algorithm::ImplicitMma;
+      plan.division_ =
           detail::plan_implicit_mma(pr, x, w, y, plan.valid_rows_, plan.row_order_ == RowOrder::RSC, hw, options.tile,
                                     options.split_k, options.deterministic, step.filter_gradient, plan.decisions_);
-      // Note [tf32 wgrad steps]: a wgrad step's long reduction gathered element by element (4-byte
-      // copies, no transposed form for fp32) ran slower on the tensor cores than exact FFMA with its
-      // split-K, which TF32 permits (resnet50 tf32 NCHW wgrad on an H100: 9.22 ms against 7.25).
-      // Auto keeps the tensor cores where both operands come as 16-byte vectors (Note [mma
-      // reduction runs]: the 1x1 stride-1 layers in plane order).
-      const bool element_gather = d.a_gather == GatherForm::Element || d.b_gather == GatherForm::Element;
-      if (!(step.filter_gradient && !half && element_gather && options.algorithm == Algorithm::Auto &&
-            options.tile.empty())) {
-        plan.algorithm_ = Algorithm::ImplicitMma;
-        plan.division_ = d;
-        return plan;
-      }
-      plan.decisions_.resize(decided);
-      plan.decisions_.push_back(
-          "math tf32 allowed, exact FFMA kept: the wgrad step's tensor-core gather would copy single elements (" +
-          std::string(gather_form_name(d.a_gather)) + " x, " + gather_form_name(d.b_gather) +
-          " dy), slower than the FFMA GEMM's split-K");
-      plan.math_ = MathMode::Exact;
+      return plan;
     }
   } else if (options.algorithm == Algorithm::ImplicitMma) {
     throw Error(Status::Unsupported,
