@@ -29,7 +29,11 @@ def main(folder: str) -> None:
         ax.set_xticklabels(names, rotation=70, ha="right", fontsize=7)
         ax.set_ylabel("cuDNN time / mconv time")
         algos = ", ".join(sorted({r["algorithm"] for r in rows}))  # what Auto picked on this suite
-        ax.set_title(f"{path.stem}: mconv (Auto: {algos}) fp32 vs cuDNN (FFMA)", fontsize=9)
+        # The suite's name carries its precision (resnet50_NHWC_bf16); cuDNN runs the same one.
+        tokens = rows[0].get("suite", "").split("_")
+        precision = next((t for t in ("tf32", "fp16", "bf16") if t in tokens), "fp32")
+        peer = "FFMA" if precision == "fp32" else "the same precision"
+        ax.set_title(f"{path.stem}: mconv (Auto: {algos}) {precision} vs cuDNN ({peer})", fontsize=9)
         ax.legend(fontsize=8)
         fig.tight_layout()
         fig.savefig(path.with_suffix(".png"), dpi=110)
