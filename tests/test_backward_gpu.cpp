@@ -481,6 +481,45 @@ TEST_F(BackwardGpu, Tf32TransposedFiltersOnMmaSyncTiles) {
   }
 }
 
+// The dgrad step of a 1x1, stride-1 layer in plane order: dy as runs of pixels (Note [mma tf32 pixel
+// runs]) and w transposed, in every tensor-core precision: on the wgmma tiles in fp16/bf16 (dy
+// M-major, w N-major), on mma.sync in TF32. Planes of 8x12 (whole runs of 8) and 10x10 (of 4 only:
+// 16-bit steps gather dy element by element), 200 channels (edge tiles), stride 2 (a phase step
+// writing every other pixel of dx), groups; alpha and beta.
+TEST_F(BackwardGpu, PlaneOrderOneByOneDgradPixelRunsWithTransposedFilters) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 968);
+  std::vector<Case> cases{{make(4, 200, 8, 12, 48, 1, 1)},
+                          {make(3, 64, 10, 10, 32, 1, 1)},
+                          {make(2, 64, 16, 16, 128, 1, 1, 0, 2)},
+                          {make(2, 128, 8, 8, 64, 1, 1, 0, 1, 1, 2)}};
+  for (const Precision& pr : {kPrecisions[1], kPrecisions[2], kPrecisions[3]})
+    for (Case c : cases) {
+      c.alpha = 0.5f;
+      c.beta = 0.25f;
+      c = backward_case(c, Pass::BackwardData);
+      const int64_t v = 16 / dtype_size(pr.dtype);
+      {
+        BackwardTensors bt(c, Pass::BackwardData, pr.dtype, g);
+        PlanOptions o;
+        o.math = pr.math;
+        auto plan = engine.plan_backward_data(c.p, bt.ad, bt.bd, bt.outd, o);
+        for (const auto& step : plan->plans) {
+          if (step->algorithm() != Algorithm::ImplicitMma) continue;
+          const auto& d = std::get<ImplicitMmaDivision>(step->division());
+          const int64_t pq = step->problem().p() * step->problem().q();
+          EXPECT_EQ(d.a_gather, pq % v == 0 ? GatherForm::Transposed : GatherForm::Element)
+              << c.name() << ": " << step->to_text(0);
+          EXPECT_EQ(d.b_gather, GatherForm::Transposed) << c.name() << ": " << step->to_text(0);
+          EXPECT_FALSE(d.images_fastest) << c.name();
+          EXPECT_EQ(plan->deterministic(), true) << c.name();  // a dgrad step adds no atomics
+        }
+      }
+      EXPECT_LT(run_gpu(engine, c, Pass::BackwardData, pr, g), pr.tolerance)
+          << dtype_name(pr.dtype) << " " << math_mode_name(pr.math) << " " << c.name();
+    }
+}
+
 // Note [depthwise wgrad]: the wgrad of layers with one input channel per group runs depthwise_wgrad
 // in every precision and layout: square 3/5/7 filters at strides 1 and 2 (P * stride != H), a
 // rectangular and a dilated filter (the tap-chunk kernel), column stride 3 and dilation 2 (the

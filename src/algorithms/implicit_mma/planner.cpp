@@ -134,9 +134,9 @@ GatherForms choose_gather_forms(const Problem& p, const TensorDesc& x, const Ten
     return {GatherForm::Transposed, GatherForm::Vector,
             "gather: x as 16-byte runs of " + v +
                 " pixels of a plane, w as 16-byte vectors of channels (1x1: " + a_vector + ")"};
-  // A dgrad step of a 1x1 layer in plane order: w's filters (dx's channels) contiguous. TF32 only:
-  // 16-bit steps keep the element images below (Note [mma tf32 transposed filters]).
-  if (a_runs.empty() && b_transposed.empty() && dtype_size(x.dtype) == 4)
+  // A dgrad step of a 1x1 layer in plane order: w's filters (dx's channels) contiguous (TF32: Note
+  // [mma tf32 transposed filters]).
+  if (a_runs.empty() && b_transposed.empty())
     return {GatherForm::Transposed, GatherForm::Transposed,
             "gather: x as 16-byte runs of " + v + " pixels of a plane, w transposed (" + v +
                 " filters a vector: " + w_runs + ")"};
@@ -178,6 +178,7 @@ std::string tensor_map_refusal(const Problem& p, const TensorDesc& x, const Tens
   if (dtype_size(x.dtype) != 2) return "tensor-map loads take fp16/bf16 (TF32 stages are rounded by the threads)";
   if (p.groups != 1) return "groups > 1";
   if (forms.a == GatherForm::Transposed && forms.b == GatherForm::Transposed) {
+    if (!forms.images_fastest) return "x as pixel runs of a plane (the maps walk images, not planes)";
     // The step's images are the layer's channels, its channels the layer's images, its taps dy's
     // pixels (src/plan/backward.cpp); the maps walk the layer's geometry.
     const auto &xs = x.strides, &ws = w.strides;
