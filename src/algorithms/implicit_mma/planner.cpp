@@ -113,14 +113,15 @@ GatherForms choose_gather_forms(const Problem& p, const TensorDesc& x, const Ten
             "gather: 16-byte vectors of channels (x and w channels-last, C/G a multiple of " + v + ")"};
   if (a_vector.empty() && b_transposed.empty())
     return {GatherForm::Vector, GatherForm::Transposed,
-            "gather: x as 16-byte vectors of channels, w transposed (8 filters a vector: " + b_vector + ")"};
+            "gather: x as 16-byte vectors of channels, w transposed (" + v + " filters a vector: " + b_vector + ")"};
   if (a_vector.empty())
     return {GatherForm::Vector, GatherForm::Element,
             "gather: x as 16-byte vectors of channels, w as single elements (" + b_vector +
                 (b_transposed.empty() ? "" : "; not transposed: " + b_transposed) + ")"};
   if (a_transposed.empty() && b_transposed.empty())
     return {GatherForm::Transposed, GatherForm::Transposed,
-            "gather: x and w transposed (8 images, 8 filters a vector; pixels numbered images-fastest): " + a_vector,
+            "gather: x and w transposed (" + v + " images, " + v +
+                " filters a vector; pixels numbered images-fastest): " + a_vector,
             true};
   const std::string runs = reduction_run_refusal(p, x, w, rsc);
   if (runs.empty())
@@ -142,8 +143,8 @@ GatherForms choose_gather_forms(const Problem& p, const TensorDesc& x, const Ten
                 " filters a vector: " + w_runs + ")"};
   if (b_transposed.empty())
     return {GatherForm::Element, GatherForm::Transposed,
-            "gather: x as single elements (" + a_vector + "; not transposed: " + a_transposed +
-                "), w transposed (8 filters a vector)"};
+            "gather: x as single elements (" + a_vector + "; not transposed: " + a_transposed + "), w transposed (" +
+                v + " filters a vector)"};
   return {GatherForm::Element, GatherForm::Element,
           "gather: single elements (" + a_vector + (a_transposed.empty() ? "" : "; not transposed: " + a_transposed) +
               "; not as runs of taps: " + runs + "; not as pixel runs: " + a_runs + ")"};
@@ -840,7 +841,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   // Element filters and transposed images come only with tiles that have the element form. Runs of
   // taps (Note [mma reduction runs]) are vectors too, but of a long reduction into a small output.
   const bool vector_tile = forms.a == GatherForm::Vector && forms.b != GatherForm::Element && !forms.reduction_runs;
-  // Note [mma tf32 pixel runs]: a 1x1 layer's planes (filters as vectors, or transposed in TF32).
+  // Note [mma tf32 pixel runs]: a 1x1 layer's planes (filters as vectors, or transposed: a dgrad step).
   const bool pixel_runs = forms.a == GatherForm::Transposed && !forms.images_fastest;
   // A long reduction into a small output: a wgrad step (whatever its forms: element images and
   // filters in plane order too; images transposed images-fastest only a wgrad step has), or a layer
