@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdlib>
+#include <memory>
 #include <utility>
 
 #include "backward_tensors.hpp"
@@ -42,6 +43,13 @@ constexpr Precision kPrecisions[] = {{DType::Float32, MathMode::Exact, 1e-5},
                                      {DType::Float16, MathMode::Exact, 1e-2},
                                      {DType::BFloat16, MathMode::Exact, 1e-2}};
 
+// The plan of one pass of a case, for its tensors' descriptors.
+std::shared_ptr<const BackwardPlan> plan_pass(Engine& engine, const Case& c, Pass pass, const BackwardTensors& bt,
+                                              const PlanOptions& o) {
+  return pass == Pass::BackwardData ? engine.plan_backward_data(c.p, bt.ad, bt.bd, bt.outd, o)
+                                    : engine.plan_backward_filter(c.p, bt.ad, bt.bd, bt.outd, o);
+}
+
 // Runs one pass of a case on the GPU; returns the error and, through `out`, the output bytes.
 double run_gpu(Engine& engine, const Case& c, Pass pass, const Precision& pr, std::mt19937_64& g, PlanOptions o = {},
                std::vector<unsigned char>* out = nullptr) {
@@ -50,13 +58,11 @@ double run_gpu(Engine& engine, const Case& c, Pass pass, const Precision& pr, st
   EXPECT_TRUE(a.ptr && b.ptr && y.ptr);
   if (!a.ptr || !b.ptr || !y.ptr) return INFINITY;
   o.math = pr.math;
-  if (pass == Pass::BackwardData) {
-    auto plan = engine.plan_backward_data(c.p, bt.ad, bt.bd, bt.outd, o);
+  const auto plan = plan_pass(engine, c, pass, bt, o);
+  if (pass == Pass::BackwardData)
     engine.conv2d_backward_data(*plan, a.ptr, b.ptr, y.ptr, c.alpha, c.beta);
-  } else {
-    auto plan = engine.plan_backward_filter(c.p, bt.ad, bt.bd, bt.outd, o);
+  else
     engine.conv2d_backward_filter(*plan, a.ptr, b.ptr, y.ptr, c.alpha, c.beta);
-  }
   engine.synchronize();
   const std::vector<unsigned char> got = y.read(bt.out_bytes.size());
   if (out) *out = got;
@@ -222,8 +228,7 @@ TEST_F(BackwardGpu, ChannelsLastHalfStepsTransposedGathersAndClusterSplits) {
           o.math = pr.math;
           if (split == 0) {  // the planner's forms: what the test is for
             BackwardTensors bt(c, pass, pr.dtype, g);
-            auto plan = pass == Pass::BackwardData ? engine.plan_backward_data(c.p, bt.ad, bt.bd, bt.outd, o)
-                                                   : engine.plan_backward_filter(c.p, bt.ad, bt.bd, bt.outd, o);
+            auto plan = plan_pass(engine, c, pass, bt, o);
             const auto& d = std::get<ImplicitMmaDivision>(plan->plans.at(0)->division());
             // Three channels: dgrad's filters (dx's channels) and wgrad's images (x's) are no vector.
             const bool three = c0.p.c == 3;
@@ -468,8 +473,7 @@ TEST_F(BackwardGpu, Tf32TransposedFiltersOnMmaSyncTiles) {
       BackwardTensors bt(c, s.pass, pr.dtype, g);
       PlanOptions o;
       o.math = MathMode::TF32;
-      auto plan = s.pass == Pass::BackwardData ? engine.plan_backward_data(c.p, bt.ad, bt.bd, bt.outd, o)
-                                               : engine.plan_backward_filter(c.p, bt.ad, bt.bd, bt.outd, o);
+      auto plan = plan_pass(engine, c, s.pass, bt, o);
       for (const auto& step : plan->plans) {
         if (step->algorithm() != Algorithm::ImplicitMma) continue;  // a phase no tap reaches
         const auto& d = std::get<ImplicitMmaDivision>(step->division());
