@@ -112,6 +112,61 @@ TEST(PlanDtypes, OneByOnePlanesCopyRunsOfPixels) {
             GatherForm::Vector);
 }
 
+// Note [mma filter rows]: in plane order (NCHW) the images stay single elements, but a KCRS filter's
+// rows are V consecutive elements of w, so the filter operand copies 16-byte vectors where
+// C/G*R*S is whole vectors; a flipped filter, a C*R*S off the vector or a w not dense along C, R
+// and S keeps the element gather. Channels-last keeps the vectors of channels.
+TEST(PlanDtypes, ElementImagesTakeFilterRowVectors) {
+  auto options = [](DType t) {
+    PlanOptions o;
+    o.target = Target::Cuda;
+    if (t == DType::Float32) o.math = MathMode::TF32;
+    return o;
+  };
+  auto plan_nchw = [&](const Problem& p, DType t, const TensorDesc& w) {
+    Plan plan = Plan::build(p, p.x_desc(Layout::NCHW, t), w, p.y_desc(Layout::NCHW, t), HardwareModel::reference_h100(),
+                            options(t));
+    EXPECT_EQ(plan.algorithm(), Algorithm::ImplicitMma) << plan.to_text();
+    return plan;
+  };
+  auto filter_form = [&](const Problem& p, DType t) {
+    return std::get<ImplicitMmaDivision>(plan_nchw(p, t, p.w_desc(Layout::NCHW, t)).division()).b_gather;
+  };
+  for (DType t : {DType::Float32, DType::Float16, DType::BFloat16}) {
+    // resnet50's 3x3 (C*R*S = 576), a strided 3x3, a 7x7 map's 1x1 (H*W = 49: no pixel runs), and
+    // groups of 8 channels (72 rows a filter).
+    for (const Problem& p : {make(32, 64, 56, 56, 64, 3, 3, 1), make(32, 128, 56, 56, 128, 3, 3, 1, 2),
+                             make(32, 2048, 7, 7, 512, 1, 1), make(2, 24, 8, 8, 36, 3, 3, 1, 1, 1, 3)}) {
+      const Plan plan = plan_nchw(p, t, p.w_desc(Layout::NCHW, t));
+      const auto& d = std::get<ImplicitMmaDivision>(plan.division());
+      EXPECT_EQ(d.a_gather, GatherForm::Element) << dtype_name(t) << " " << p.to_string();
+      EXPECT_EQ(d.b_gather, GatherForm::Vector) << dtype_name(t) << " " << p.to_string();
+      EXPECT_TRUE(detail::kMmaTileCatalog.at(d.tile).element_gather) << d.tile_name;
+      const std::string v = std::to_string(16 / dtype_size(t));
+      EXPECT_NE(plan.to_text().find("w as 16-byte vectors of " + v + " rows"), std::string::npos) << plan.to_text();
+    }
+    EXPECT_EQ(filter_form(make(2, 3, 32, 32, 64, 3, 3, 1), t), GatherForm::Element);  // C*R*S = 27
+    Problem flipped = make(2, 64, 16, 16, 64, 3, 3, 1);
+    flipped.mode = Mode::Convolution;
+    const Plan f = plan_nchw(flipped, t, flipped.w_desc(Layout::NCHW, t));
+    EXPECT_EQ(std::get<ImplicitMmaDivision>(f.division()).b_gather, GatherForm::Element) << dtype_name(t);
+    EXPECT_NE(f.to_text().find("filter runs backwards"), std::string::npos) << f.to_text();
+    // w with its filter rows padded (R stride S + 1): not dense along C, R and S.
+    const Problem p = make(2, 64, 16, 16, 64, 3, 3, 1);
+    TensorDesc padded = p.w_desc(Layout::NCHW, t);
+    padded.strides = {64 * 12, 12, 4, 1};
+    const Plan pad = plan_nchw(p, t, padded);
+    EXPECT_EQ(std::get<ImplicitMmaDivision>(pad.division()).b_gather, GatherForm::Element) << dtype_name(t);
+    EXPECT_NE(pad.to_text().find("not dense"), std::string::npos) << pad.to_text();
+    EXPECT_EQ(std::get<ImplicitMmaDivision>(plan_for(p, Layout::NHWC, t, options(t)).division()).a_gather,
+              GatherForm::Vector);
+  }
+  // C/G*R*S = 36: whole vectors of four TF32 rows, not of eight 16-bit ones.
+  const Problem c4 = make(2, 4, 16, 16, 32, 3, 3, 1);
+  EXPECT_EQ(filter_form(c4, DType::Float32), GatherForm::Vector);
+  EXPECT_EQ(filter_form(c4, DType::BFloat16), GatherForm::Element);
+}
+
 TEST(PlanDtypes, Tf32KeepsTheFfmaFamiliesOfDepthwiseLayers) {
   PlanOptions tf32;
   tf32.math = MathMode::TF32;

@@ -626,6 +626,49 @@ TEST_F(TensorCores, OneByOnePlanesAsPixelRuns) {
   if (sm90) EXPECT_NE(division.find("wgmma"), std::string::npos) << division;
 }
 
+// Note [mma filter rows] (planner.cpp): NCHW layers whose images stay single elements (3x3, strided,
+// a 7x7 map's 1x1, dilation, groups) copy w's KCRS rows as 16-byte vectors on every element-gather
+// tile and precision, with K off the tile, many stages, the whole epilogue and a channels-last y.
+// Where C/G*R*S is not whole vectors, the filter is flipped, or x is misaligned, the other gathers
+// run, still exact.
+TEST_F(TensorCores, ElementImagesWithFilterRowVectors) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 109);
+  std::vector<Case> cases = {
+      Case{make(2, 16, 9, 11, 40, 3, 3, 1)},         Case{make(2, 64, 7, 7, 72, 1, 1)},
+      Case{make(3, 8, 13, 12, 24, 3, 3, 1, 2)},      Case{make(2, 24, 8, 8, 36, 3, 3, 1, 1, 1, 3)},
+      Case{make(1, 40, 10, 10, 136, 3, 3, 2, 1, 2)}, with_whole_epilogue(Case{make(2, 32, 6, 6, 48, 3, 3, 1)}),
+      Case{make(2, 3, 12, 12, 16, 3, 3, 1)},         Case{make(1, 4, 11, 9, 20, 3, 3, 1)}};
+  Case channels_last_y = cases[0];
+  channels_last_y.yl = Layout::NHWC;
+  cases.push_back(channels_last_y);
+  Case flipped = cases[0];
+  flipped.p.mode = Mode::Convolution;
+  cases.push_back(flipped);
+  std::vector<std::string> tiles = {""};  // the planner's, then every element-gather tile
+  for (const auto& t : detail::kMmaTileCatalog)
+    if (t.element_gather) tiles.push_back(t.name());
+  if (few()) tiles = {"", "mma64x64_4w_64B", "mma128x16_4w_128B"};
+  for (const Precision& pr : kPrecisions) {
+    const int64_t v = 16 / dtype_size(pr.dtype);
+    for (const std::string& tile : tiles)
+      for (Case c : cases) {
+        c.xl = c.wl = Layout::NCHW;
+        std::string division;
+        EXPECT_LT(run_mma(engine, c, g, pr, tile, &division), tolerance(pr.dtype, pr.math))
+            << pr.name << " " << (tile.empty() ? "planner's tile" : tile) << " " << c.name();
+        const bool rows = (c.p.c_per_group() * c.p.r * c.p.s) % v == 0 && c.p.mode != Mode::Convolution;
+        EXPECT_EQ(division.find("gather element/vector") != std::string::npos, rows)
+            << pr.name << " " << c.name() << "\n"
+            << division;
+      }
+    Case shifted = cases[0];
+    shifted.xl = shifted.wl = shifted.yl = Layout::NCHW;
+    shifted.x_offset = 1;  // element images need no alignment: the filter rows stay vectors
+    EXPECT_LT(run_mma(engine, shifted, g, pr), tolerance(pr.dtype, pr.math)) << pr.name << " misaligned x";
+  }
+}
+
 TEST_F(TensorCores, RandomProblems) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 102);

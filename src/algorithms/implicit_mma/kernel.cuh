@@ -424,7 +424,6 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   constexpr int V = 16 / EB;   // rows per 16-byte vector
   constexpr int VR = Tile::kRowVectors;
   constexpr int FM = Tile::kFragsM, FN = Tile::kFragsN;
-  static_assert(kA != GatherForm::Element || kB != GatherForm::Vector, "vector filters with element images");
   static_assert((kA != GatherForm::Element && kB != GatherForm::Element) || Tile::kElementGather,
                 "the tile has the element form");
   // Note [mma tf32 transposed filters]: mma.sync tiles load TF32 transposed filters through

@@ -109,6 +109,8 @@ bool visit_forms(GatherForm a, GatherForm b, F&& f) {
   if constexpr (Tile::kElementGather) {
     if (a == G::Element && b == G::Element) return f(Forms<G::Element, G::Element>{}), true;
     if (a == G::Vector && b == G::Element) return f(Forms<G::Vector, G::Element>{}), true;
+    // Note [mma filter rows] (planner.cpp): every element type.
+    if (a == G::Element && b == G::Vector) return f(Forms<G::Element, G::Vector>{}), true;
     // Note [mma tf32 pixel runs]: every element type.
     if (a == G::Transposed && b == G::Vector) return f(Forms<G::Transposed, G::Vector>{}), true;
     if (a == G::Transposed && b == G::Transposed) return f(Forms<G::Transposed, G::Transposed>{}), true;

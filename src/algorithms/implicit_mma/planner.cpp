@@ -64,6 +64,28 @@ std::string filter_run_refusal(const Problem& p, const TensorDesc& w) {
   return "";
 }
 
+// Note [mma filter rows]: with rows in CRS order (x in plane order, so its rows are single
+// elements) a filter's rows are still V = 16 / element-size consecutive elements of w when w is
+// dense along C, R and S (KCRS, the layout PyTorch keeps its weights in) and the filter is not
+// flipped: row (c, r, s) lies at c*R*S + r*S + s. The filter operand then copies 16-byte vectors of
+// rows under the image's element gather, a quarter (TF32) or an eighth (fp16/bf16) of the copies,
+// and of the offset-table reads, the element form makes for it. C/G*R*S a multiple of V keeps every
+// vector inside one filter (and the table's padded rows in whole vectors). "" when it can.
+std::string filter_rows_refusal(const Problem& p, const TensorDesc& w, bool rsc) {
+  const int64_t v = 16 / dtype_size(w.dtype);
+  const std::string vs = std::to_string(v);
+  if (rsc) return "rows channels-fastest";
+  if (p.mode == Mode::Convolution && p.r * p.s > 1) return "a true convolution's filter runs backwards";
+  int64_t dense = 1;  // the stride a dense (C, R, S) filter has along s, r, then c
+  for (int i : {3, 2, 1}) {
+    if (w.dims[i] > 1 && w.strides[i] != dense) return "w's C, R, S are not dense (KCRS)";
+    dense *= w.dims[i];
+  }
+  if (dense % v != 0) return "C/G*R*S = " + std::to_string(dense) + " is not a multiple of " + vs;
+  if (p.k_per_group() > 1 && w.strides[0] % v != 0) return "w's filter stride is not a multiple of " + vs;
+  return "";
+}
+
 // Note [mma reduction runs]: the vector form needs only that a run of V = 16 / element-size
 // consecutive rows is V consecutive elements of x (and of w) for every column, 16-byte aligned.
 // With rows channels-fastest that is V channels (Note [mma vector gather]); with rows in CRS order
@@ -145,9 +167,14 @@ GatherForms choose_gather_forms(const Problem& p, const TensorDesc& x, const Ten
     return {GatherForm::Element, GatherForm::Transposed,
             "gather: x as single elements (" + a_vector + "; not transposed: " + a_transposed + "), w transposed (" +
                 v + " filters a vector)"};
+  const std::string w_rows = filter_rows_refusal(p, w, rsc);
+  const std::string a_why = a_vector + (a_transposed.empty() ? "" : "; not transposed: " + a_transposed) +
+                            "; not as runs of taps: " + runs + "; not as pixel runs: " + a_runs;
+  if (w_rows.empty())  // Note [mma filter rows]
+    return {GatherForm::Element, GatherForm::Vector,
+            "gather: x as single elements (" + a_why + "), w as 16-byte vectors of " + v + " rows of its dense C*R*S"};
   return {GatherForm::Element, GatherForm::Element,
-          "gather: single elements (" + a_vector + (a_transposed.empty() ? "" : "; not transposed: " + a_transposed) +
-              "; not as runs of taps: " + runs + "; not as pixel runs: " + a_runs + ")"};
+          "gather: single elements (" + a_why + "; w not as vectors of rows: " + w_rows + ")"};
 }
 
 // Note [wgmma tensor-map loads]: why the copy engine cannot load this layer's stages ("" when it

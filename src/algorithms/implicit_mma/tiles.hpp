@@ -168,9 +168,9 @@ inline constexpr auto kMmaTileCatalog = make_mma_catalog(static_cast<ImplicitMma
 
 /// Whether tile `t` has an instantiation of these gather forms for elements of `element_bytes` (the
 /// catalog's rule, which the launcher's dispatch follows): vector images with vector or transposed
-/// filters on every tile; element filters (under vector or element images), transposed filters under
-/// element images, transposed images with vector filters (Note [mma tf32 pixel runs]) and the
-/// both-transposed form on ElementGather tiles; warpgroup tiles have the vector forms, transposed
+/// filters on every tile; element images under any filter form (vector filters: Note [mma filter
+/// rows], planner.cpp), element filters under vector images, transposed images with vector filters (Note [mma tf32
+/// pixel runs]) and the both-transposed form on ElementGather tiles; warpgroup tiles have the vector forms, transposed
 /// images with vector filters and the both-transposed form, but no TF32 transposed filters (Note
 /// [mma tf32 transposed filters]).
 inline bool mma_tile_has_forms(const MmaTileShape& t, GatherForm a, GatherForm b, int element_bytes) {
@@ -180,7 +180,7 @@ inline bool mma_tile_has_forms(const MmaTileShape& t, GatherForm a, GatherForm b
             (a == GatherForm::Transposed && b != GatherForm::Element));
   if (a == GatherForm::Vector && b != GatherForm::Element) return true;
   if (a == GatherForm::Transposed) return t.element_gather && b != GatherForm::Element;
-  return t.element_gather && b != GatherForm::Vector;
+  return t.element_gather;  // element images under any filter form (Note [mma filter rows], planner.cpp)
 }
 
 /// Note [mma cluster split]: slices of one tile, the blocks of one thread-block cluster: up to
