@@ -161,6 +161,24 @@ TEST(PlanDtypes, ElementImagesTakeFilterRowVectors) {
     EXPECT_EQ(std::get<ImplicitMmaDivision>(plan_for(p, Layout::NHWC, t, options(t)).division()).a_gather,
               GatherForm::Vector);
   }
+  // The tile rule (measured on the H100): by how much resnet50's 128x128 tiles fill the 132 SMs.
+  struct Expect {
+    Problem p;
+    DType t;
+    const char* tile;
+    int split;
+  };
+  const Problem stage2 = make(32, 128, 28, 28, 128, 3, 3, 1), stage3 = make(32, 256, 14, 14, 256, 3, 3, 1),
+                stage4 = make(32, 512, 7, 7, 512, 3, 3, 1), short_rows = make(32, 256, 14, 14, 1024, 1, 1, 0, 2);
+  for (const Expect& e :
+       {Expect{stage2, DType::Float32, "mma128x128_8w_64B", 1}, Expect{stage3, DType::Float32, "mma128x128_8w_64B", 2},
+        Expect{stage4, DType::Float32, "mma64x128_8w_64B", 2}, Expect{stage2, DType::BFloat16, "mma128x128_8w_64B", 1},
+        Expect{stage3, DType::BFloat16, "mma64x128_8w_64B", 1}, Expect{stage4, DType::Float16, "mma64x128_8w_64B", 2},
+        Expect{short_rows, DType::BFloat16, "mma64x128_8w_64B", 1}}) {
+    const auto d = std::get<ImplicitMmaDivision>(plan_nchw(e.p, e.t, e.p.w_desc(Layout::NCHW, e.t)).division());
+    EXPECT_EQ(d.tile_name, e.tile) << dtype_name(e.t) << " " << e.p.to_string();
+    EXPECT_EQ(d.cluster_split, e.split) << dtype_name(e.t) << " " << e.p.to_string();
+  }
   // C/G*R*S = 36: whole vectors of four TF32 rows, not of eight 16-bit ones.
   const Problem c4 = make(2, 4, 16, 16, 32, 3, 3, 1);
   EXPECT_EQ(filter_form(c4, DType::Float32), GatherForm::Vector);

@@ -543,6 +543,49 @@ int choose_tf32_element_tile(const Problem& p, const HardwareModel& hw, int64_t 
   return find_mma_tile(name);
 }
 
+// Note [mma filter rows]: element images under vector filter rows on sm_90, for layers of K/G >= 128
+// (resnet50's stages 2-4 in NCHW). Measured on the H100 (resnet50 batch 32, every layer forced to
+// each element tile, unsplit and split 2 ways; bench/results/latest/tile_sweep_filter_rows/):
+// - TF32: 128x128 where its tiles fill the SMs (stage 2); split 2 ways where they fill more than half
+//   (stage 3's 98 tiles: l3_3x3 154 -> 121 us, l3_3x3s2 155 -> 124); below that 64x128 split 2 ways
+//   (stage 4's 52 tiles of 128x128 split 3 ways: l4_3x3 157 -> 142, l4_1x1c 83 -> 73);
+// - fp16/bf16: 64x128 on short reductions (at most 512 rows: l3_1x1b 70 -> 53 us, l3_ds 123 -> 92;
+//   l4_1x1b lost 51 -> 54) and where 128x128 tiles leave SMs idle (l3_3x3 191 -> 101, l3_1x1c 110
+//   -> 54, against the 128x64 tiles that filled them), split 2 ways below half a wave (l4_3x3 171
+//   -> 105, l4_3x3s2 178 -> 110); 128x128 otherwise (stage 2's 3x3 101 us against 110, l4_ds 94
+//   against 101).
+// -1 outside the rule. `split` is the cluster split it asks for (0: the general rule's).
+int choose_filter_row_tile(const Problem& p, const HardwareModel& hw, int64_t rows, int esz, int& split,
+                           std::vector<std::string>& why) {
+  if (p.k_per_group() < 128 || rows > 4608) return -1;
+  const int sms = std::max(hw.sm_count, 1);
+  const int64_t large = tile_count(p, kMmaTileCatalog[find_mma_tile("mma128x128_8w_64B")]);
+  const char* name;
+  std::string reason;
+  split = 0;
+  if (esz == 4) {
+    name = large * 2 > sms ? "mma128x128_8w_64B" : "mma64x128_8w_64B";
+    if (large < sms) split = 2;
+    reason = large >= sms      ? "its tiles fill the SMs"
+             : large * 2 > sms ? "its tiles fill more than half the SMs, split 2 ways"
+                               : "128x128 tiles fill less than half the SMs, split 2 ways";
+  } else {
+    const bool small = rows <= 512 || large < sms;
+    name = small ? "mma64x128_8w_64B" : "mma128x128_8w_64B";
+    if (large * 2 <= sms) split = 2;
+    reason = rows <= 512    ? "a short reduction"
+             : large >= sms ? "128x128 tiles fill the SMs"
+             : split == 2   ? "128x128 tiles fill less than half the SMs, split 2 ways"
+                            : "128x128 tiles leave SMs idle";
+  }
+  std::ostringstream os;
+  os << "tile " << name << ": element images, vector filter rows, K/G = " << p.k_per_group() << ", " << rows
+     << " rows, " << large << " tiles of 128x128 for " << sms << " SMs: " << reason
+     << " (measured best for such layers on the H100)";
+  why.push_back(os.str());
+  return find_mma_tile(name);
+}
+
 // Note [mma tf32 pixel runs]: on sm_90 the wgmma tile the vector rule picks (the same grids and
 // reductions as a channels-last layer), else the element tiles' rule (-1).
 int choose_pixel_run_tile(const Problem& p, const HardwareModel& hw, int64_t rows, bool warpgroup,
@@ -875,6 +918,8 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   // of one output pixel an image read as runs of taps. A forward or dgrad step is not one, whatever
   // its forms.
   const bool long_reduction = filter_gradient || forms.reduction_runs || forms.images_fastest;
+  // Note [mma filter rows]: element images under vector filter rows (a forward step's).
+  const bool filter_rows = forms.a == GatherForm::Element && forms.b == GatherForm::Vector && !long_reduction;
   int tile;
   TileRunForm form;
   // A forced "<wgmma tile>_tma" loads through tensor maps; the plain name gathers.
@@ -911,10 +956,12 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     tile = wgrad_tile >= 0 ? wgrad_tile
            : vector_tile ? choose_vector_tile(p, hw, rows, warpgroup, no_tensor_maps.empty(), dense_channels_last(p, y),
                                               forms.b == GatherForm::Vector, form, rule)
-           : long_reduction                        ? choose_split_tile(p, hw, rows, dtype_size(x.dtype),
-                                                                       warpgroup && (both_transposed || forms.reduction_runs),
-                                                                       no_tensor_maps.empty(), deterministic, rule)
-           : pixel_runs                            ? choose_pixel_run_tile(p, hw, rows, warpgroup, rule)
+           : long_reduction ? choose_split_tile(p, hw, rows, dtype_size(x.dtype),
+                                                warpgroup && (both_transposed || forms.reduction_runs),
+                                                no_tensor_maps.empty(), deterministic, rule)
+           : pixel_runs     ? choose_pixel_run_tile(p, hw, rows, warpgroup, rule)
+           : filter_rows && wgmma_device(hw)
+               ? choose_filter_row_tile(p, hw, rows, dtype_size(x.dtype), form.split, rule)
            : warpgroup && dtype_size(x.dtype) == 4 ? choose_tf32_element_tile(p, hw, rows, rule)
                                                    : -1;
     // Note [mma narrow filter tiles]: but a 1x1 layer's persistent wgmma tile.
@@ -1042,7 +1089,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
                     "distributed shared memory");
   } else if (rule_persistent || forced_persistent) {
     d.cluster_split = 1;
-  } else if (form.split > 0 && forced_split == 0 && d.tensor_maps) {
+  } else if (form.split > 0 && forced_split == 0 && (d.tensor_maps || filter_rows)) {
     d.cluster_split = form.split;
     why.push_back(form.split == 1 ? std::string("unsplit: the tile's rule")
                                   : "cluster split " + std::to_string(form.split) +
