@@ -216,20 +216,22 @@ TEST(Backward, WgradStepsGatherRunsOfTapsOrTransposedOperands) {
     Problem p;
     DType dtype;
     Layout layout;
-    GatherForm form;  // both operands'
+    GatherForm form, filter_form;  // the images', and the filter's (dy's) where it differs
   };
   const GatherForm kRuns = GatherForm::Vector, kTransposed = GatherForm::Transposed, kElement = GatherForm::Element;
+  // Note [mma filter rows]: element images with dy's P x Q planes as vectors of rows.
+  const GatherForm kRows = GatherForm::Vector;
   const std::vector<Want> cases{
-      {make(32, 256, 56, 56, 64, 1, 1), DType::Float32, Layout::NCHW, kRuns},
-      {make(32, 256, 56, 56, 64, 1, 1), DType::BFloat16, Layout::NCHW, kRuns},
-      {make(32, 1024, 14, 14, 256, 1, 1), DType::Float32, Layout::NCHW, kRuns},          // 196 taps: runs of 4
-      {make(32, 1024, 14, 14, 256, 1, 1), DType::Float16, Layout::NCHW, kElement},       // not of 8
-      {make(32, 64, 56, 56, 64, 3, 3, 1), DType::BFloat16, Layout::NCHW, kElement},      // padded windows
-      {make(32, 512, 7, 7, 2048, 1, 1), DType::Float32, Layout::NCHW, kElement},         // 49 taps
-      {make(32, 64, 56, 56, 64, 3, 3, 1), DType::Float32, Layout::NCHW, kElement},       // padded windows
-      {make(32, 256, 56, 56, 512, 1, 1, 0, 2), DType::Float32, Layout::NCHW, kElement},  // stride 2
-      {make(32, 256, 56, 56, 64, 1, 1), DType::Float32, Layout::NHWC, kTransposed},      // channels-last
-      {make(32, 64, 56, 56, 64, 3, 3, 1), DType::Float32, Layout::NHWC, kTransposed},
+      {make(32, 256, 56, 56, 64, 1, 1), DType::Float32, Layout::NCHW, kRuns, kRuns},
+      {make(32, 256, 56, 56, 64, 1, 1), DType::BFloat16, Layout::NCHW, kRuns, kRuns},
+      {make(32, 1024, 14, 14, 256, 1, 1), DType::Float32, Layout::NCHW, kRuns, kRuns},            // 196 taps: runs of 4
+      {make(32, 1024, 14, 14, 256, 1, 1), DType::Float16, Layout::NCHW, kElement, kElement},      // not of 8
+      {make(32, 64, 56, 56, 64, 3, 3, 1), DType::BFloat16, Layout::NCHW, kElement, kRows},        // padded windows
+      {make(32, 512, 7, 7, 2048, 1, 1), DType::Float32, Layout::NCHW, kElement, kElement},        // 49 taps
+      {make(32, 64, 56, 56, 64, 3, 3, 1), DType::Float32, Layout::NCHW, kElement, kRows},         // padded windows
+      {make(32, 256, 56, 56, 512, 1, 1, 0, 2), DType::Float32, Layout::NCHW, kElement, kRows},    // stride 2
+      {make(32, 256, 56, 56, 64, 1, 1), DType::Float32, Layout::NHWC, kTransposed, kTransposed},  // channels-last
+      {make(32, 64, 56, 56, 64, 3, 3, 1), DType::Float32, Layout::NHWC, kTransposed, kTransposed},
   };
   for (const Want& c : cases) {
     const TensorDesc x = c.p.x_desc(c.layout, c.dtype), y = c.p.y_desc(c.layout, c.dtype),
@@ -246,7 +248,7 @@ TEST(Backward, WgradStepsGatherRunsOfTapsOrTransposedOperands) {
       ASSERT_EQ(plan.algorithm(), Algorithm::ImplicitMma) << text;
       const auto& d = std::get<ImplicitMmaDivision>(plan.division());
       EXPECT_EQ(d.a_gather, c.form) << text;
-      EXPECT_EQ(d.b_gather, c.form) << text;
+      EXPECT_EQ(d.b_gather, c.filter_form) << text;
       EXPECT_EQ(plan.deterministic(), deterministic || d.atomic_slices == 1) << text;
       // The reduction (N*P*Q rows) is split where the tiles leave SMs idle: atomic groups, or a
       // cluster in rank order.

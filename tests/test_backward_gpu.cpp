@@ -442,6 +442,50 @@ TEST_F(BackwardGpu, PlaneOrderOneByOneWgradGathersRunsOfTaps) {
     }
 }
 
+// Note [mma filter rows]: the wgrad steps of padded, strided and dilated layers in plane order
+// gather x element by element, and dy's P x Q planes (the step's filter) as 16-byte vectors of rows
+// where P*Q is whole vectors, in TF32, fp16 and bf16: groups, alpha and beta, atomic groups and
+// deterministic clusters bitwise equal across runs; a 7x7 plane (49) keeps the element gather.
+TEST_F(BackwardGpu, PlaneOrderWgradStepsCopyDyRowsAsVectors) {
+  Engine engine(Target::Cuda);
+  std::vector<Case> cases{{make(4, 24, 8, 12, 40, 3, 3, 1)},
+                          {make(3, 32, 8, 12, 48, 1, 1, 0, 2)},
+                          {make(2, 16, 12, 12, 24, 3, 3, 2, 1, 2)},
+                          {make(4, 32, 8, 8, 64, 3, 3, 1, 1, 1, 2)},
+                          {make(8, 16, 7, 7, 32, 3, 3, 1)}};
+  cases[0].alpha = 0.5f;
+  cases[0].beta = 0.75f;
+  for (const Precision& pr : {kPrecisions[1], kPrecisions[2], kPrecisions[3]})
+    for (Case c : cases) {
+      c = backward_case(c, Pass::BackwardFilter);
+      const bool rows = c.p.p() * c.p.q() % (16 / dtype_size(pr.dtype)) == 0;
+      for (bool deterministic : {false, true}) {
+        PlanOptions o;
+        o.deterministic = deterministic;
+        o.math = pr.math;
+        const std::string what = std::string(dtype_name(pr.dtype)) + " " + math_mode_name(pr.math) +
+                                 (deterministic ? " deterministic " : " ") + c.name();
+        std::mt19937_64 g1(test_seed() + 967), g2(test_seed() + 967);
+        {
+          BackwardTensors bt(c, Pass::BackwardFilter, pr.dtype, g1);
+          auto plan = engine.plan_backward_filter(c.p, bt.ad, bt.bd, bt.outd, o);
+          ASSERT_EQ(plan->plans.size(), 1u);
+          const Plan& step = *plan->plans[0];
+          ASSERT_EQ(step.algorithm(), Algorithm::ImplicitMma) << what << ": " << step.to_text(0);
+          const auto& d = std::get<ImplicitMmaDivision>(step.division());
+          EXPECT_EQ(d.a_gather, GatherForm::Element) << what << ": " << step.to_text(0);
+          EXPECT_EQ(d.b_gather, rows ? GatherForm::Vector : GatherForm::Element) << what << ": " << step.to_text(0);
+        }
+        g1.seed(test_seed() + 967);
+        std::vector<unsigned char> first, second;
+        EXPECT_LT(run_gpu(engine, c, Pass::BackwardFilter, pr, g1, o, &first), pr.tolerance) << what;
+        if (!deterministic) continue;
+        EXPECT_LT(run_gpu(engine, c, Pass::BackwardFilter, pr, g2, o, &second), pr.tolerance) << what;
+        EXPECT_EQ(first, second) << what;
+      }
+    }
+}
+
 // Note [mma tf32 transposed filters]: TF32 steps whose filter operand has its filters contiguous --
 // dgrad in channels-last (w's channels), dgrad of 1x1 stride-1 layers in plane order (x as pixel
 // runs), wgrad in channels-last (both operands transposed) -- run on mma.sync tiles, the filters

@@ -143,7 +143,8 @@ TEST(PlanDtypes, ElementImagesTakeFilterRowVectors) {
       EXPECT_EQ(d.b_gather, GatherForm::Vector) << dtype_name(t) << " " << p.to_string();
       EXPECT_TRUE(detail::kMmaTileCatalog.at(d.tile).element_gather) << d.tile_name;
       const std::string v = std::to_string(16 / dtype_size(t));
-      EXPECT_NE(plan.to_text().find("w as 16-byte vectors of " + v + " rows"), std::string::npos) << plan.to_text();
+      EXPECT_NE(plan.to_text().find("w as 16-byte vectors of " + v + " consecutive rows"), std::string::npos)
+          << plan.to_text();
     }
     EXPECT_EQ(filter_form(make(2, 3, 32, 32, 64, 3, 3, 1), t), GatherForm::Element);  // C*R*S = 27
     Problem flipped = make(2, 64, 16, 16, 64, 3, 3, 1);

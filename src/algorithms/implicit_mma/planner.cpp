@@ -65,24 +65,29 @@ std::string filter_run_refusal(const Problem& p, const TensorDesc& w) {
 }
 
 // Note [mma filter rows]: with rows in CRS order (x in plane order, so its rows are single
-// elements) a filter's rows are still V = 16 / element-size consecutive elements of w when w is
-// dense along C, R and S (KCRS, the layout PyTorch keeps its weights in) and the filter is not
-// flipped: row (c, r, s) lies at c*R*S + r*S + s. The filter operand then copies 16-byte vectors of
+// elements) a filter's rows are still V = 16 / element-size consecutive elements of w when each of
+// its channel planes is dense (S stride 1, R stride S) and the filter is not flipped: row (c, r, s)
+// lies at c*stride_c + r*S + s. Where the planes are also back to back (KCRS, the layout PyTorch
+// keeps its weights in) a run of V rows may cross a plane, so C/G*R*S must be whole vectors;
+// otherwise R*S must be, and the plane stride too. The filter operand then copies 16-byte vectors of
 // rows under the image's element gather, a quarter (TF32) or an eighth (fp16/bf16) of the copies,
-// and of the offset-table reads, the element form makes for it. C/G*R*S a multiple of V keeps every
-// vector inside one filter (and the table's padded rows in whole vectors). "" when it can.
+// and of the offset-table reads, the element form makes for it. A wgrad step of a plane-order layer
+// is the second case (src/plan/backward.cpp): its filter is dy, its channels dy's images, its planes
+// dy's P x Q planes. "" when it can.
 std::string filter_rows_refusal(const Problem& p, const TensorDesc& w, bool rsc) {
   const int64_t v = 16 / dtype_size(w.dtype);
   const std::string vs = std::to_string(v);
   if (rsc) return "rows channels-fastest";
   if (p.mode == Mode::Convolution && p.r * p.s > 1) return "a true convolution's filter runs backwards";
-  int64_t dense = 1;  // the stride a dense (C, R, S) filter has along s, r, then c
-  for (int i : {3, 2, 1}) {
-    if (w.dims[i] > 1 && w.strides[i] != dense) return "w's C, R, S are not dense (KCRS)";
-    dense *= w.dims[i];
+  const auto &d = w.dims, &st = w.strides;  // (k, c, r, s)
+  if ((d[3] > 1 && st[3] != 1) || (d[2] > 1 && st[2] != d[3])) return "w's filter planes are not dense";
+  const int64_t plane = d[2] * d[3];
+  if (d[1] == 1 || st[1] == plane) {
+    if (plane * d[1] % v != 0) return "C/G*R*S = " + std::to_string(plane * d[1]) + " is not a multiple of " + vs;
+  } else if (plane % v != 0 || st[1] % v != 0) {
+    return "w's planes are apart and R*S = " + std::to_string(plane) + " or their stride is not a multiple of " + vs;
   }
-  if (dense % v != 0) return "C/G*R*S = " + std::to_string(dense) + " is not a multiple of " + vs;
-  if (p.k_per_group() > 1 && w.strides[0] % v != 0) return "w's filter stride is not a multiple of " + vs;
+  if (d[0] > 1 && st[0] % v != 0) return "w's filter stride is not a multiple of " + vs;
   return "";
 }
 
@@ -172,7 +177,8 @@ GatherForms choose_gather_forms(const Problem& p, const TensorDesc& x, const Ten
                             "; not as runs of taps: " + runs + "; not as pixel runs: " + a_runs;
   if (w_rows.empty())  // Note [mma filter rows]
     return {GatherForm::Element, GatherForm::Vector,
-            "gather: x as single elements (" + a_why + "), w as 16-byte vectors of " + v + " rows of its dense C*R*S"};
+            "gather: x as single elements (" + a_why + "), w as 16-byte vectors of " + v +
+                " consecutive rows (w's filter planes dense)"};
   return {GatherForm::Element, GatherForm::Element,
           "gather: single elements (" + a_why + "; w not as vectors of rows: " + w_rows + ")"};
 }
