@@ -549,8 +549,8 @@ int choose_tf32_element_tile(const Problem& p, const HardwareModel& hw, int64_t 
   return find_mma_tile(name);
 }
 
-// Note [mma filter rows]: element images under vector filter rows on sm_90, for layers of K/G >= 128
-// (resnet50's stages 2-4 in NCHW). Measured on the H100 (resnet50 batch 32, every layer forced to
+// The tile of a forward step whose forms are Note [mma filter rows]'s, on sm_90, for layers of K/G
+// >= 128 (resnet50's stages 2-4 in NCHW). Measured on the H100 (resnet50 batch 32, every layer forced to
 // each element tile, unsplit and split 2 ways; bench/results/latest/tile_sweep_filter_rows/):
 // - TF32: 128x128 where its tiles fill the SMs (stage 2); split 2 ways where they fill more than half
 //   (stage 3's 98 tiles: l3_3x3 154 -> 121 us, l3_3x3s2 155 -> 124); below that 64x128 split 2 ways
@@ -924,7 +924,8 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   // of one output pixel an image read as runs of taps. A forward or dgrad step is not one, whatever
   // its forms.
   const bool long_reduction = filter_gradient || forms.reduction_runs || forms.images_fastest;
-  // Note [mma filter rows]: element images under vector filter rows (a forward step's).
+  // Note [mma filter rows]: element images under vector filter rows, not a wgrad step's (those
+  // take the split rule).
   const bool filter_rows = forms.a == GatherForm::Element && forms.b == GatherForm::Vector && !long_reduction;
   int tile;
   TileRunForm form;
