@@ -55,6 +55,11 @@ TEST(Heuristics, AlgorithmChoice) {
   EXPECT_EQ(pick(make(4, 8, 56, 56, 64, 3, 3, 1, 1, 1, 8)), Algorithm::SingleChannel);  // grouped, K/G = 8
   EXPECT_EQ(pick(make(32, 64, 56, 56, 64, 3, 3, 1)), Algorithm::ImplicitPrecomp);
   EXPECT_EQ(pick(make(32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 2)), Algorithm::ImplicitPrecomp);  // grouped, C/G = 32
+  // Few filters over many channels: an RGB first layer's dgrad phase step (K/G = 3), an output head.
+  EXPECT_EQ(pick(make(32, 64, 115, 115, 3, 4, 4)), Algorithm::DirectBlock);
+  EXPECT_EQ(pick(make(8, 64, 256, 256, 1, 1, 1)), Algorithm::DirectBlock);
+  EXPECT_EQ(pick(make(16, 256, 64, 64, 8, 1, 1)), Algorithm::ImplicitPrecomp);  // K/G = 8: the GEMM
+  EXPECT_EQ(pick(make(8, 8, 64, 64, 3, 3, 3, 1)), Algorithm::ImplicitPrecomp);  // C/G = 8: the GEMM
   // Multi channel: stride_fixed where it measured faster (Note [stride-fixed on Hopper] rules).
   EXPECT_EQ(pick(make(1, 64, 224, 224, 64, 3, 3)), Algorithm::StrideFixed);      // few channels, large map
   EXPECT_EQ(pick(make(32, 64, 224, 224, 64, 3, 3, 1)), Algorithm::StrideFixed);  // vgg16_1
