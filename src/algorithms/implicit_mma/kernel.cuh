@@ -49,6 +49,8 @@
 // Note [mma vector gather]: see planner.cpp. The element form moves one element per copy (cp.async
 // of 4 bytes for fp32; a predicated load and store for 16-bit types, which cp.async cannot copy) with
 // consecutive threads on consecutive pixels, so NCHW/CNHW inputs read along their contiguous axis.
+// Each operand's form is its own: element images may take vector filters (a KCRS w's rows, Note [mma
+// filter rows] in planner.cpp), and vector images element filters.
 //
 // Note [offset table prefetch]: a forward or dgrad step walks the same table rows in every block, and
 // they stay in L2; a wgrad step's rows are its slice of dy's pixels, each read by the few blocks of
@@ -264,6 +266,16 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t sme
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(smem_addr));
+}
+
+/// A TF32 fragment of an operand stored M- or N-major (ldmatrix cannot transpose 32-bit elements):
+/// one 32-bit word a register, at base, base + first, base + second and base + first + second
+/// (Note [mma tf32 pixel runs], Note [mma tf32 transposed filters]: the steps differ by operand).
+__device__ __forceinline__ void lds_tf32_fragment(uint32_t (&r)[4], uint32_t base, uint32_t first, uint32_t second) {
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(r[0]) : "r"(base));
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(r[1]) : "r"(base + first));
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(r[2]) : "r"(base + second));
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(r[3]) : "r"(base + first + second));
 }
 
 __device__ __forceinline__ void cp_async_16(uint32_t smem_addr, const void* gmem, bool pred) {
@@ -890,11 +902,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
           for (int i = 0; i < FM; ++i) {
             if constexpr (kA == GatherForm::Transposed && EB == 4) {
               // Note [mma tf32 pixel runs]: (pixel g, row t), (g + 8, t), (g, t + 4), (g + 8, t + 4).
-              const uint32_t base = image_t_row(st, ks * 8 + t_row) + (wm * Tile::kWarpM + i * 16 + g_pixel) * 4;
-              asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(a[i][0]) : "r"(base));
-              asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(a[i][1]) : "r"(base + 32));
-              asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(a[i][2]) : "r"(base + 4 * kPitchA));
-              asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(a[i][3]) : "r"(base + 4 * kPitchA + 32));
+              detail::lds_tf32_fragment(
+                  a[i], image_t_row(st, ks * 8 + t_row) + (wm * Tile::kWarpM + i * 16 + g_pixel) * 4, 32, 4 * kPitchA);
             } else if constexpr (kA == GatherForm::Transposed)
               detail::ldmatrix_x4_trans(a[i], image_t_row(st, ks * 16 + at_kk) + at_byte + i * 32);
             else
@@ -906,11 +915,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
           for (int j = 0; j < FN / 2; ++j) {
             if constexpr (kB == GatherForm::Transposed && EB == 4) {
               // Note [mma tf32 transposed filters]: (row t, filter g), (t + 4, g), then filter g + 8.
-              const uint32_t base = filter_t_row(st, ks * 8 + t_row) + (wn * Tile::kWarpN + j * 16 + g_pixel) * 4;
-              asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(b[j][0]) : "r"(base));
-              asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(b[j][1]) : "r"(base + 4 * kPitchB));
-              asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(b[j][2]) : "r"(base + 32));
-              asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(b[j][3]) : "r"(base + 4 * kPitchB + 32));
+              detail::lds_tf32_fragment(
+                  b[j], filter_t_row(st, ks * 8 + t_row) + (wn * Tile::kWarpN + j * 16 + g_pixel) * 4, 4 * kPitchB, 32);
             } else if constexpr (kB == GatherForm::Transposed)
               detail::ldmatrix_x4_trans(b[j], filter_t_row(st, ks * 16 + bt_kk) + bt_byte + j * 32);
             else
