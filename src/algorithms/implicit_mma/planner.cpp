@@ -55,15 +55,6 @@ std::string pixel_run_refusal(const Problem& p, const TensorDesc& x) {
   return "";
 }
 
-// Pixel runs' filters as vectors along C ("" when they can): w's reduction is contiguous in KCRS
-// when R = S = 1.
-std::string filter_run_refusal(const Problem& p, const TensorDesc& w) {
-  const int64_t v = 16 / dtype_size(w.dtype);
-  if (p.c_per_group() % v != 0 || w.strides[1] != 1 || w.strides[0] % v != 0)
-    return "w is not C-contiguous in whole vectors (C/G a multiple of " + std::to_string(v) + ")";
-  return "";
-}
-
 // Note [mma filter rows]: with rows in CRS order (x in plane order, so its rows are single
 // elements) a filter's rows are still V = 16 / element-size consecutive elements of w when each of
 // its channel planes is dense (S stride 1, R stride S) and the filter is not flipped: row (c, r, s)
@@ -157,7 +148,8 @@ GatherForms choose_gather_forms(const Problem& p, const TensorDesc& x, const Ten
                 " taps of a filter plane (one output pixel an image, the window a whole contiguous plane: " + a_vector +
                 ")",
             false, true};
-  const std::string a_runs = pixel_run_refusal(p, x), w_runs = filter_run_refusal(p, w);
+  // A 1x1 filter's rows are its channels: Note [mma filter rows] covers them.
+  const std::string a_runs = pixel_run_refusal(p, x), w_runs = filter_rows_refusal(p, w, rsc);
   if (a_runs.empty() && w_runs.empty())
     return {GatherForm::Transposed, GatherForm::Vector,
             "gather: x as 16-byte runs of " + v +
