@@ -40,6 +40,15 @@ struct Case {
   }
 };
 
+/// The whole epilogue: alpha, beta (reading y), bias and ReLU.
+inline Case with_whole_epilogue(Case c) {
+  c.alpha = 0.5f;
+  c.beta = 0.75f;
+  c.bias = true;
+  c.act = Activation::ReLU;
+  return c;
+}
+
 /// The run's seed: MCONV_TEST_SEED if set, else fresh; printed so a failure can be replayed.
 inline uint64_t test_seed() {
   static const uint64_t seed = [] {

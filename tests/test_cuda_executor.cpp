@@ -225,6 +225,30 @@ TEST_F(CudaExecutor, DirectBlockTileTooLargeIsAnError) {
   }
 }
 
+// Note [filter vectors] and [bounded taps]: 2 and 3 filters a group on maps wider than 16 take the
+// 4-filter shape (idle filter lanes); filters of at most 4 taps an axis other than 1x1 and 3x3 (4x4,
+// 4x3, 3x4, 2x2, 1x3, the steps a strided dgrad splits 7x7 and 5x5 filters into) the kernel unrolled
+// to 4 taps, with stride, dilation and groups; 5x4 and 6x2 the generic kernel. Bit-exact on integers,
+// every layout, NaN-poisoned y; the whole epilogue on one.
+TEST_F(CudaExecutor, DirectBlockFewFiltersAndBoundedTaps) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 11);
+  std::vector<Case> cases{{make(2, 16, 30, 40, 3, 4, 4, 1)},      {make(2, 16, 29, 37, 3, 4, 3, 1)},
+                          {make(2, 8, 25, 37, 2, 3, 4, 1, 2)},    {make(1, 12, 20, 33, 6, 2, 2, 0, 1, 2, 2)},
+                          {make(2, 8, 24, 35, 3, 1, 3, 0)},       {make(2, 8, 24, 35, 3, 5, 4, 2)},
+                          {make(2, 8, 26, 34, 3, 6, 2, 2, 1, 1)}, {make(1, 64, 19, 70, 3, 3, 3, 1)}};
+  cases.push_back(with_whole_epilogue(Case{make(2, 16, 18, 44, 3, 4, 4, 1)}));
+  for (Case c : cases)
+    for (int l = 0; l < 3; ++l) {
+      c.xl = c.wl = c.yl = Layout(l);
+      PlanOptions o;
+      o.algorithm = Algorithm::DirectBlock;
+      auto plan = engine.plan(c.p, c.p.x_desc(c.xl), c.p.w_desc(c.wl), c.p.y_desc(c.yl), o);
+      EXPECT_EQ(division_name(plan->division()), "direct_32x8_r2x2_f4") << c.name();
+      run_case(engine, c, g, true, "", 0, Algorithm::DirectBlock);
+    }
+}
+
 TEST_F(CudaExecutor, SingleChannelExactAndFloat) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 10);

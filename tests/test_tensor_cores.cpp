@@ -79,15 +79,6 @@ double run_mma(Engine& engine, const Case& c, std::mt19937_64& g, const Precisio
   return rel_error(t.values(out), ref);
 }
 
-// The whole epilogue: alpha, beta (reading y), bias and ReLU.
-Case with_whole_epilogue(Case c) {
-  c.alpha = 0.5f;
-  c.beta = 0.75f;
-  c.bias = true;
-  c.act = Activation::ReLU;
-  return c;
-}
-
 // The tile edges a tensor-core tile must take: C = 3, 8, 12, 264 (RGB, one vector, a vector and a half, many
 // stages), K off the tile, P*Q = 1, N*P*Q below one tile, groups with C/G a vector and not.
 std::vector<Case> mma_edge_cases() {

@@ -35,6 +35,17 @@
 // which is larger than the thread group. Instead of an exact thread-to-element map with division and
 // modulo, thread (tx, ty) loads elements (ty + a*kThreadsY, tx + b*kThreadsX) for a, b = 0, 1, ...:
 // a = b = 0 is the main part matching the thread group; the others are the strips and the corner.
+//
+// Note [filter vectors]: a buffer's filter slice is stored tap-major, [R*S][kFilters] in fp32, so a
+// thread reads the kFilters weights of one tap (the same address across the warp: a broadcast) as
+// float4s, one shared-memory load per 4 filters rather than one per filter. With 4 filters a thread
+// and 2x2 outputs a tap costs 5 loads for 16 FMAs instead of 8.
+//
+// Note [bounded taps]: a filter whose size is not one of the unrolled squares (1, 3, 5, 7) runs the
+// generic kernel. Where both axes have at most kTapBound taps, the tap loops still unroll to the
+// bound, each tap behind a predicate, so the shared-memory offsets fold into the loads. A strided
+// dgrad splits 7x7 and 5x5 filters into such steps (stride 2: 4x4, 4x3, 3x4 and 3x3 taps), and
+// resnet50's conv1 dgrad spends most of its time in them.
 #pragma once
 
 #include "../common/conv_geometry.cuh"
@@ -56,12 +67,16 @@ struct DirectBlockParams : ConvGeometry, StoragePointers {
   int vec4;                  // Note [vector halo]: 16-byte copies allowed
 };
 
-/// Thread-group shape and register blocking; R = S = 0 means "filter size at run time".
+/// Thread-group shape and register blocking; R = S = 0 means "filter size at run time", of at most
+/// TapBound taps an axis when TapBound > 0 (Note [bounded taps]).
 /// kGroupsPerBlock thread groups share one block, each on its own (group, filter slice) slot, so that
 /// small maps (7x7, 14x14) still give a block of 256 threads enough work (Note [packed groups]).
-template <int R_, int S_, int Filters, int ThreadsX, int ThreadsY, int RegRows, int RegCols, int GroupsPerBlock>
+template <int R_, int S_, int Filters, int ThreadsX, int ThreadsY, int RegRows, int RegCols, int GroupsPerBlock,
+          int TapBound = 0>
 struct DirectBlockShape {
   static constexpr int kR = R_, kS = S_, kFilters = Filters, kGroupsPerBlock = GroupsPerBlock;
+  static constexpr int kTapBound = TapBound;
+  static_assert(TapBound == 0 || (R_ == 0 && S_ == 0), "a bound serves the run-time filter size only");
   static constexpr int kThreadsX = ThreadsX, kThreadsY = ThreadsY, kGroupThreads = ThreadsX * ThreadsY;
   static constexpr int kThreads = kGroupThreads * GroupsPerBlock;
   static constexpr int kRegRows = RegRows, kRegCols = RegCols;
@@ -76,12 +91,16 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
   constexpr int KF = Shape::kFilters, E = 16 / static_cast<int>(sizeof(T));
   const int R = Shape::kR > 0 ? Shape::kR : prm.R;
   const int S = Shape::kS > 0 ? Shape::kS : prm.S;
+  // The tap loops' trip counts: the size, the bound (Note [bounded taps]) or 0 for "R, S at run time".
+  constexpr bool kBounded = Shape::kTapBound > 0;
+  constexpr int kRLoop = kBounded ? Shape::kTapBound : Shape::kR, kSLoop = kBounded ? Shape::kTapBound : Shape::kS;
   const int tile_elems = prm.tile_rows * prm.pitch;
   extern __shared__ __align__(16) unsigned char smem_all[];
   const int sub = threadIdx.x / Shape::kGroupThreads, lt = threadIdx.x - sub * Shape::kGroupThreads;
   unsigned char* smem = smem_all + sub * prm.group_bytes;  // Note [packed groups]
-  // Buffer b: sTile(b) = [tile_rows][tile_cols] in T, then sFilter(b) = [KF][R*S] in fp32 after both
-  // tiles, 16-byte aligned (computed, not indexed, so no pointer array lands in local memory).
+  // Buffer b: sTile(b) = [tile_rows][tile_cols] in T, then sFilter(b) = [R*S][KF] in fp32 after both
+  // tiles, 16-byte aligned (computed, not indexed, so no pointer array lands in local memory; Note
+  // [filter vectors]).
   auto sTile = [&](int b) { return reinterpret_cast<T*>(smem) + b * tile_elems; };
   const int filters_at = (2 * tile_elems * static_cast<int>(sizeof(T)) + 15) / 16 * 16;
   auto sFilter = [&](int b) { return reinterpret_cast<float*>(smem + filters_at) + b * KF * R * S; };
@@ -135,7 +154,7 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
       }
     }
     for (int e = lt; e < KF * R * S; e += Shape::kGroupThreads) {
-      const int f = e / (R * S), rs = e - f * (R * S), r = rs / S, s = rs - r * S;
+      const int rs = e / KF, f = e - rs * KF, r = rs / S, s = rs - r * S;  // Note [filter vectors]
       const int fr = prm.flip ? R - 1 - r : r, fs = prm.flip ? S - 1 - s : s;
       const bool ok = f < nf;
       const T* w = prm.w_as<T>();
@@ -167,11 +186,14 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
     __syncthreads();             // ... and everyone else's
     const T* tile = sTile(it & 1);
     const float* filt = sFilter(it & 1);
-    // With R and S template constants these loops unroll fully; R = S = 0 is the generic fallback.
+    // With R and S template constants these loops unroll fully; R = S = 0 is the generic fallback,
+    // unrolled to kTapBound taps where there is one (Note [bounded taps]).
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
+    for (int r = 0; r < (kRLoop > 0 ? kRLoop : R); ++r) {
+      if (kBounded && r >= R) continue;
 #pragma unroll
-      for (int s = 0; s < S; ++s) {
+      for (int s = 0; s < (kSLoop > 0 ? kSLoop : S); ++s) {
+        if (kBounded && s >= S) continue;
         float rX[RH][RW];
 #pragma unroll
         for (int i = 0; i < RH; ++i)
@@ -179,14 +201,24 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
           for (int j = 0; j < RW; ++j)
             rX[i][j] = to_float(tile[((ty + i * TY) * prm.stride_h + r * prm.dil_h) * prm.pitch + shift +
                                      (tx + j * TX) * prm.stride_w + s * prm.dil_w]);
+        float rW[KF];  // Note [filter vectors]
+        const float* tap = filt + (r * S + s) * KF;
+        if constexpr (KF % 4 == 0) {
 #pragma unroll
-        for (int f = 0; f < KF; ++f) {
-          const float wv = filt[f * R * S + r * S + s];
+          for (int f = 0; f < KF; f += 4) {
+            const float4 v = *reinterpret_cast<const float4*>(tap + f);
+            rW[f] = v.x, rW[f + 1] = v.y, rW[f + 2] = v.z, rW[f + 3] = v.w;
+          }
+        } else {
+#pragma unroll
+          for (int f = 0; f < KF; ++f) rW[f] = tap[f];
+        }
+#pragma unroll
+        for (int f = 0; f < KF; ++f)
 #pragma unroll
           for (int i = 0; i < RH; ++i)
 #pragma unroll
-            for (int j = 0; j < RW; ++j) rAcc[f][i][j] = fmaf(rX[i][j], wv, rAcc[f][i][j]);
-        }
+            for (int j = 0; j < RW; ++j) rAcc[f][i][j] = fmaf(rX[i][j], rW[f], rAcc[f][i][j]);
       }
     }
     if (c + 1 < prm.cg) {

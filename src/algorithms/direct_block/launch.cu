@@ -2,6 +2,7 @@
 // the instantiation for the plan's shape and filter size (1, 3, 5, 7 square, else generic), and the
 // launch check.
 #include <cstdint>
+#include <type_traits>
 
 #include "../common/cuda_check.cuh"
 #include "../common/filter_size_switch.cuh"
@@ -21,13 +22,22 @@ void launch(const DirectBlockParams& prm, dim3 grid, int smem, cudaStream_t stre
   cuda::launch_with_smem(cuda::direct_block_kernel<T, Shape>, grid, Shape::kThreads, smem, stream, prm);
 }
 
-// Static switch over the filter size: 1, 3, 5, 7 square get unrolled kernels, others the generic one.
+// Static switch over the filter size: 1, 3, 5, 7 square get unrolled kernels, others the generic one,
+// unrolled to 4 taps where both axes have at most 4 (Note [bounded taps]).
 template <class T, class Thread>
 void launch_sized(const DirectBlockParams& prm, dim3 grid, int smem, cudaStream_t stream) {
   cuda::filter_size_switch(prm.R, prm.S, [&](auto k) {
     constexpr int K = decltype(k)::value;
-    launch<T, DirectBlockShape<K, K, Thread::kFilters, Thread::kThreadsX, Thread::kThreadsY, Thread::kRegRows,
-                               Thread::kRegCols, Thread::kGroupsPerBlock>>(prm, grid, smem, stream);
+    auto go = [&](auto bound) {
+      launch<T, DirectBlockShape<K, K, Thread::kFilters, Thread::kThreadsX, Thread::kThreadsY, Thread::kRegRows,
+                                 Thread::kRegCols, Thread::kGroupsPerBlock, decltype(bound)::value>>(prm, grid, smem,
+                                                                                                     stream);
+    };
+    if constexpr (K == 0) {
+      if (prm.R <= kDirectTapBound && prm.S <= kDirectTapBound)
+        return go(std::integral_constant<int, kDirectTapBound>{});
+    }
+    go(std::integral_constant<int, 0>{});
   });
 }
 

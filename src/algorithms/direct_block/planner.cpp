@@ -14,7 +14,9 @@ int choose_shape(const Problem& p, const HardwareModel& hw, std::vector<std::str
   int d = find_direct_shape("direct_32x8_r2x2_f1");
   const int64_t sms = std::max(hw.sm_count, 1);
   const int64_t slots = p.groups * p.k_per_group();
-  if (p.k_per_group() >= 4) {
+  if (p.k_per_group() >= 4 || (p.k_per_group() >= 2 && p.q() > 16)) {
+    // Below 4 filters a group the idle filter lanes cost less than copying each tile once per filter
+    // (Note [filter vectors]); on maps of 16 or less the narrower shapes below fill their threads.
     d = find_direct_shape("direct_32x8_r2x2_f4");
   } else if (p.p() <= 8 && p.q() <= 8 && slots >= 4 * sms) {
     // Small maps: one tile covers the map and several groups share a block (Note [packed groups]).

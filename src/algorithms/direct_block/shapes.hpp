@@ -33,6 +33,10 @@ using DirectBlockShapes = std::tuple<
     DirectThreadShape<8, 8, 1, 1, 1, 4>,    // depthwise, maps <= 8 wide and high: 4 groups per block
     DirectThreadShape<16, 8, 2, 1, 1, 2>>;  // depthwise, maps <= 16: one 16 x 16 tile, 2 groups per block
 
+/// Filters of other sizes than the unrolled squares with at most this many taps an axis run a kernel
+/// unrolled to it (Note [bounded taps] in kernel.cuh).
+inline constexpr int kDirectTapBound = 4;
+
 /// A row of the catalog: what the planner needs of a shape.
 struct DirectShape {
   int threads_x, threads_y, reg_rows, reg_cols, filters, groups_per_block, threads;
