@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tile sweep on one GPU machine, for the planner's rules: every layer of a suite with the planner's
 # own choice ("auto") and forced to each named tile, from the staged bundle (.gpu-bundle). No cuDNN.
-# An entry TILE:N also forces N row slices (--split-k N); "auto:N" keeps the planner's tile.
+# An entry TILE:N also forces N row slices (--split-k N); "auto:N" keeps the planner's tile. The
+# tiles are implicit_mma's unless ALGO names another family (ALGO=implicit_precomp: the FFMA tiles).
 #   usage: TILES="wgmma128x128_s3 wgmma128x128_s3_tma" scripts/gpu_tile_sweep.sh SUITE [mconv bench options...]
 #   e.g.   TILES="..." scripts/gpu_tile_sweep.sh bench/suites/resnet50.csv --dtype bf16 --layout NHWC
 #          TILES="auto:1 auto:4 auto:16" scripts/gpu_tile_sweep.sh bench/suites/resnet50.csv --pass wgrad ...
@@ -20,7 +21,7 @@ tiles=(auto ${TILES:-})
 for t in "${tiles[@]}"; do
   force=()
   tile=${t%%:*}
-  [ "$tile" != auto ] && force=(--algo implicit_mma --tile "$tile")
+  [ "$tile" != auto ] && force=(--algo "${ALGO:-implicit_mma}" --tile "$tile")
   [ "$tile" != "$t" ] && force+=(--split-k "${t#*:}")
   "$B/mconv" bench --suite "$suite" "${force[@]}" "$@" --format csv > "$OUT/sweep/${name}_$t.csv" 2> "$OUT/sweep/${name}_$t.err"
   echo "$name $t: exit $?" >&2

@@ -14,17 +14,19 @@ namespace {
 
 const HardwareModel kH100 = HardwareModel::reference_h100();
 
-/// The implicit-GEMM tile the planner picks for `p` (`rows_gather`: channels innermost).
-std::string tile_of(const Problem& p, bool rows_gather) {
+/// The implicit-GEMM tile the planner picks for `p` (`rows_gather`: channels innermost;
+/// `filters_contiguous`: w's filter stride is 1).
+std::string tile_of(const Problem& p, bool rows_gather, bool filters_contiguous = false) {
   std::vector<std::string> why;
-  const auto d = detail::plan_implicit_precomp(p, p.c_per_group() * p.r * p.s, rows_gather, kH100, "", 0, false, why);
+  const auto d = detail::plan_implicit_precomp(p, p.c_per_group() * p.r * p.s, {rows_gather, filters_contiguous}, kH100,
+                                               "", 0, false, why);
   EXPECT_FALSE(why.empty()) << "every choice gives its reason";
   return d.tile_name;
 }
 /// The split-K slices the planner picks for `p` with `tile`.
 int split_of(const Problem& p, const std::string& tile) {
   std::vector<std::string> why;
-  return detail::plan_implicit_precomp(p, p.c_per_group() * p.r * p.s, false, kH100, tile, 0, false, why).split_k;
+  return detail::plan_implicit_precomp(p, p.c_per_group() * p.r * p.s, {}, kH100, tile, 0, false, why).split_k;
 }
 
 Algorithm pick(const Problem& p, Layout x_layout = Layout::NCHW) {
@@ -88,6 +90,14 @@ TEST(Heuristics, TileChoice) {
   EXPECT_EQ(tile_of(make(32, 64, 56, 56, 64, 3, 3, 1), false), "128x64x16");
   EXPECT_EQ(tile_of(make(32, 64, 56, 56, 64, 3, 3, 1), true), "128x64x8");
   EXPECT_EQ(tile_of(make(1, 512, 7, 7, 512, 3, 3, 1), false), "64x32x8");
+  // 1x1 steps reading w's filters contiguously (resnet50's 1x1 dgrad steps at batch 32): the 8-row
+  // tiles, 128x64 where 128x128 fills a wave of 264 blocks and leaves the last one emptier.
+  EXPECT_EQ(tile_of(make(32, 512, 28, 28, 256, 1, 1), false, true), "128x64x8");       // l2_ds: 392 vs 784 blocks
+  EXPECT_EQ(tile_of(make(32, 128, 28, 28, 512, 1, 1), false, true), "128x128x8");      // l2_1x1c: 784 blocks
+  EXPECT_EQ(tile_of(make(32, 1024, 14, 14, 256, 1, 1), false, true), "128x128x8");     // l3_1x1b: 98, split
+  EXPECT_EQ(tile_of(make(32, 64, 56, 56, 64, 1, 1), false, true), "128x64x8");         // l1_1x1a: K/G = 64
+  EXPECT_EQ(tile_of(make(32, 512, 28, 28, 256, 1, 1), false), "128x128x16");           // filters apart
+  EXPECT_EQ(tile_of(make(32, 512, 28, 28, 256, 3, 3, 1), false, true), "128x128x16");  // not 1x1
 }
 
 TEST(Heuristics, SplitKOnlyWhenTheGridIsSmall) {
@@ -102,6 +112,13 @@ TEST(Heuristics, DirectShapeFitsOrSaysWhy) {
   EXPECT_EQ(detail::plan_direct_block(make(1, 8, 7, 7, 8, 3, 3, 1, 1, 1, 8), kH100, why).shape_name,
             "direct_16x8_r1x1_f1");
   EXPECT_EQ(detail::plan_direct_block(make(1, 1, 56, 56, 64, 3, 3), kH100, why).shape_name, "direct_32x8_r2x2_f4");
+  // 2 or 3 filters a group: the 4-filter shape on maps wider than 16 (resnet50 conv1's dgrad phases).
+  EXPECT_EQ(detail::plan_direct_block(make(32, 64, 112, 112, 3, 4, 4, 3, 1, 1), kH100, why).shape_name,
+            "direct_32x8_r2x2_f4");
+  EXPECT_EQ(detail::plan_direct_block(make(1, 8, 17, 17, 16, 3, 3, 1, 1, 1, 8), kH100, why).shape_name,
+            "direct_32x8_r2x2_f4");
+  EXPECT_EQ(detail::plan_direct_block(make(1, 8, 16, 16, 16, 3, 3, 1, 1, 1, 8), kH100, why).shape_name,
+            "direct_16x8_r1x1_f1");
   EXPECT_EQ(detail::plan_direct_block(make(32, 960, 7, 7, 960, 3, 3, 1, 1, 1, 960), kH100, why).shape_name,
             "direct_8x8_r1x1_f1_g4");
   EXPECT_EQ(detail::plan_direct_block(make(32, 576, 14, 14, 576, 3, 3, 1, 1, 1, 576), kH100, why).shape_name,

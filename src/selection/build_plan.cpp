@@ -309,8 +309,8 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
   }
   if (target == Target::Cuda) {
     plan.division_ =
-        detail::plan_implicit_precomp(pr, plan.valid_rows_, plan.row_order_ == RowOrder::RSC, hw, options.tile,
-                                      options.split_k, options.deterministic, plan.decisions_);
+        detail::plan_implicit_precomp(pr, plan.valid_rows_, {plan.row_order_ == RowOrder::RSC, w.strides[0] == 1}, hw,
+                                      options.tile, options.split_k, options.deterministic, plan.decisions_);
   } else if (!options.tile.empty() || options.split_k > 1) {
     throw Error(Status::BadParam, "tile: tiles and split_k apply to the cuda target only");
   }

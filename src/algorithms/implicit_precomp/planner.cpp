@@ -11,10 +11,34 @@
 namespace mconv::detail {
 namespace {
 
-int choose_tile(const Problem& p, const HardwareModel& hw, bool rows_gather, std::vector<std::string>& why) {
+// Filters read contiguously by 1x1 steps (the dgrad of a 1x1 layer: w transposed, its filter stride
+// 1). Measured on the H100 (resnet50 fp32 dgrad, batch 32, every layer forced to each tile in one
+// call; bench/results/latest/tile_sweep_dgrad_fp32): the three-stage 8-row tiles beat 128x128x16
+// and 128x64x16 on 13 of the 14 such layers, by 1-13%. Of those, 128x64x8 won where 128x128's grid
+// fills at least one wave of two blocks an SM and 128x64's last wave is fuller (l2_ds 449 vs 468 us
+// on 128x128x8; l3_1x1c, l4_1x1a 11-12%), and lost below one wave, where 128x128 splits instead.
+int choose_contiguous_filter_tile(const Problem& p, int sms, std::vector<std::string>& why) {
+  const int64_t cols = p.n * p.p() * p.q(), kg = p.k_per_group(), slots = 2 * int64_t(sms);
+  const int64_t col_tiles = (cols + 127) / 128;
+  auto blocks = [&](int64_t block_n) { return col_tiles * ((kg + block_n - 1) / block_n) * p.groups; };
+  auto last_wave_fill = [&](int64_t b) { return double(b) / double((b + slots - 1) / slots * slots); };
+  const int64_t wide = blocks(128), narrow = blocks(64);
+  const bool narrow_wins = kg <= 64 || (wide >= slots && last_wave_fill(narrow) > last_wave_fill(wide) + 0.1);
+  std::ostringstream os;
+  os << "tile " << (narrow_wins ? "128x64x8" : "128x128x8") << ": 1x1 filters read contiguously (K/G = " << kg << ", "
+     << wide << " blocks of 128x128 and " << narrow << " of 128x64 for " << slots
+     << " resident; the 8-row tiles measured best for such steps on the H100)";
+  why.push_back(os.str());
+  return find_tile(narrow_wins ? "128x64x8" : "128x128x8");
+}
+
+int choose_tile(const Problem& p, const HardwareModel& hw, PrecompOperands operands, std::vector<std::string>& why) {
   const int64_t cols = p.n * p.p() * p.q();
   const int64_t kg = p.k_per_group();
   const int sms = std::max(hw.sm_count, 1);
+  const bool rows_gather = operands.rows_gather;
+  if (operands.filters_contiguous && !rows_gather && p.r * p.s == 1 && kg > 32 && cols >= 4 * 128)
+    return choose_contiguous_filter_tile(p, sms, why);
   // Two resident 256-thread blocks per SM is what the 128x128 tile's registers allow (8x8 accumulators
   // + fragments ~ 128 regs/thread): a grid of fewer than ~sms blocks leaves SMs idle, so step down to
   // smaller tiles until the grid fills the machine. Larger tiles read less shared memory per FFMA.
@@ -84,9 +108,9 @@ int choose_split_k(const Problem& p, const TileShape& t, const HardwareModel& hw
 
 }  // namespace
 
-ImplicitPrecompDivision plan_implicit_precomp(const Problem& p, int64_t rows, bool rows_gather, const HardwareModel& hw,
-                                              const std::string& forced_tile, int forced_split_k, bool deterministic,
-                                              std::vector<std::string>& why) {
+ImplicitPrecompDivision plan_implicit_precomp(const Problem& p, int64_t rows, PrecompOperands operands,
+                                              const HardwareModel& hw, const std::string& forced_tile,
+                                              int forced_split_k, bool deterministic, std::vector<std::string>& why) {
   int tile = -1;
   if (!forced_tile.empty()) {
     tile = find_tile(forced_tile);
@@ -97,7 +121,7 @@ ImplicitPrecompDivision plan_implicit_precomp(const Problem& p, int64_t rows, bo
     }
     why.push_back("tile " + forced_tile + ": forced");
   } else {
-    tile = choose_tile(p, hw, rows_gather, why);
+    tile = choose_tile(p, hw, operands, why);
   }
   const TileShape& t = kTileCatalog[tile];
   ImplicitPrecompDivision d;
