@@ -116,27 +116,36 @@ TEST_F(BackwardGpu, DgradLongReductionSplitsTheLargestTile) {
   }
 }
 
-// fp32 dgrad of first layers (C = 3, 7x7 and 5x5 at stride 2; Auto: direct_block for few filters):
-// every phase step (4x4, 4x3, 3x4 and 3x3 taps of a 7x7; 3x3, 3x2, 2x3, 2x2 of a 5x5) takes the
-// 4-filter shape on phases wider than 16 (Note [filter vectors], [bounded taps]). Every layout,
-// alpha/beta on one, against the double reference.
+// dgrad of first layers (C = 3, 7x7 and 5x5 at stride 2; Auto: direct_block for few filters): every
+// phase step (4x4, 4x3, 3x4 and 3x3 taps of a 7x7; 3x3, 3x2, 2x3, 2x2 of a 5x5) takes the 4-filter
+// shape on phases wider than 16 (Note [filter vectors], [bounded taps]): fp32 in every layout, and
+// TF32 (exact FFMA), fp16 and bf16 in plane order (Note [few filters off the tensor cores]).
+// Alpha/beta on one, against the double reference.
 TEST_F(BackwardGpu, FirstLayerDgradPhasesOnDirectBlock) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 963);
   std::vector<Case> cases{{make(2, 3, 40, 46, 32, 7, 7, 3, 2)}, {make(2, 3, 38, 41, 24, 5, 5, 2, 2)}};
   cases[1].alpha = 0.5f;
   cases[1].beta = 0.75f;
-  for (Case c : cases)
-    for (int l = 0; l < 3; ++l) {
-      c.xl = c.wl = c.yl = Layout(l);
-      c = backward_case(c, Pass::BackwardData);
-      BackwardTensors bt(c, Pass::BackwardData, DType::Float32, g);
-      auto plan = engine.plan_backward_data(c.p, bt.ad, bt.bd, bt.outd);
-      EXPECT_EQ(plan->plans.size(), 4u) << c.name();
-      for (const auto& step : plan->plans)
-        EXPECT_EQ(division_name(step->division()), "direct_32x8_r2x2_f4") << c.name() << ": " << step->to_text(0);
-      EXPECT_LT(run_gpu(engine, c, Pass::BackwardData, kPrecisions[0], g), kPrecisions[0].tolerance) << c.name();
-    }
+  for (const Precision& pr : kPrecisions)
+    for (Case c : cases)
+      for (int l = 0; l < 3; ++l) {
+        c.xl = c.wl = c.yl = Layout(l);
+        if (pr.dtype != DType::Float32 || pr.math != MathMode::Exact) {
+          if (c.xl == Layout::NHWC) continue;  // channels-last: the tensor cores
+          c.wl = Layout::NCHW;
+        }
+        c = backward_case(c, Pass::BackwardData);
+        BackwardTensors bt(c, Pass::BackwardData, pr.dtype, g);
+        PlanOptions o;
+        o.math = pr.math;
+        auto plan = engine.plan_backward_data(c.p, bt.ad, bt.bd, bt.outd, o);
+        EXPECT_EQ(plan->plans.size(), 4u) << c.name();
+        for (const auto& step : plan->plans)
+          EXPECT_EQ(division_name(step->division()), "direct_32x8_r2x2_f4") << c.name() << ": " << step->to_text(0);
+        EXPECT_LT(run_gpu(engine, c, Pass::BackwardData, pr, g, o), pr.tolerance)
+            << dtype_name(pr.dtype) << " " << math_mode_name(pr.math) << " " << c.name();
+      }
 }
 
 // fp16/bf16 depthwise dgrad in plane order (NCHW, CNHW): the stride-1 step runs the plane streams;

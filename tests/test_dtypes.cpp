@@ -573,9 +573,11 @@ TEST(PlanDtypes, NarrowFilterTilesOnLayersOfFewFilters) {
   };
   PlanOptions tf32;
   tf32.math = MathMode::TF32;
+  // (In plane order the 3x3 layers of at most 4 filters leave for direct_block: below.)
   for (const Problem& p : {make(8, 64, 64, 64, 3, 3, 3, 1), make(8, 64, 64, 64, 1, 3, 3, 1),
                            make(32, 256, 28, 28, 16, 3, 3, 1), make(4, 64, 28, 28, 64, 3, 3, 1, 1, 1, 8)})
     for (Layout l : {Layout::NHWC, Layout::NCHW}) {
+      if (l == Layout::NCHW && p.k_per_group() <= 4) continue;
       EXPECT_EQ(division(p, l, DType::BFloat16).tile_name, narrow) << p.to_string();
       EXPECT_EQ(division(p, l, DType::Float16).tile_name, narrow) << p.to_string();
       EXPECT_EQ(division(p, l, DType::Float32, tf32).tile_name, narrow) << p.to_string();
@@ -615,6 +617,49 @@ TEST(PlanDtypes, NarrowFilterTilesOnLayersOfFewFilters) {
   for (const ForwardStep& s : wg.steps) {
     const Plan step = Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), cuda);
     EXPECT_NE(std::get<ImplicitMmaDivision>(step.division()).tile_name, narrow) << s.problem.to_string();
+  }
+}
+
+// Note [few filters off the tensor cores]: layers of at most 4 filters over 16 or more channels,
+// larger than 1x1, with x in plane order run direct_block in TF32 math (exact) and in fp16/bf16:
+// output heads and an RGB first layer's dgrad phase steps. Channels-last ones, 1x1 ones and those of
+// more filters or fewer channels stay on the tensor cores.
+TEST(PlanDtypes, FewFiltersInPlaneOrderLeaveTheTensorCores) {
+  PlanOptions tf32;
+  tf32.math = MathMode::TF32;
+  auto algorithm = [&](const Problem& p, Layout l, DType t) {
+    return plan_for(p, l, t, t == DType::Float32 ? tf32 : PlanOptions{}).algorithm();
+  };
+  for (DType t : {DType::Float32, DType::BFloat16, DType::Float16}) {
+    for (const Problem& p : {make(8, 64, 256, 256, 3, 3, 3, 1), make(8, 128, 128, 128, 1, 3, 3, 1),
+                             make(2, 32, 40, 40, 4, 5, 3, 2, 2), make(2, 64, 40, 40, 6, 3, 3, 1, 1, 1, 2)}) {
+      EXPECT_EQ(algorithm(p, Layout::NCHW, t), Algorithm::DirectBlock) << p.to_string() << " " << dtype_name(t);
+      EXPECT_EQ(algorithm(p, Layout::NHWC, t), Algorithm::ImplicitMma) << p.to_string() << " " << dtype_name(t);
+    }
+    for (const Problem& p :
+         {make(8, 64, 256, 256, 1, 1, 1), make(8, 64, 64, 64, 5, 3, 3, 1), make(8, 8, 64, 64, 3, 3, 3, 1)})
+      EXPECT_EQ(algorithm(p, Layout::NCHW, t), Algorithm::ImplicitMma) << p.to_string() << " " << dtype_name(t);
+    const Problem conv1 = make(32, 3, 224, 224, 64, 7, 7, 3, 2);
+    const BackwardDecomposition dg = decompose_backward_data(
+        conv1, conv1.y_desc(Layout::NCHW, t), conv1.w_desc(Layout::NCHW, t), conv1.x_desc(Layout::NCHW, t));
+    ASSERT_EQ(dg.steps.size(), 4u);
+    PlanOptions o = t == DType::Float32 ? tf32 : PlanOptions{};
+    o.target = Target::Cuda;
+    for (const ForwardStep& s : dg.steps) {
+      const Plan step = Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o);
+      EXPECT_EQ(step.algorithm(), Algorithm::DirectBlock) << s.problem.to_string() << " " << dtype_name(t);
+      EXPECT_EQ(step.math(), MathMode::Exact) << s.problem.to_string();
+      EXPECT_EQ(division_name(step.division()), "direct_32x8_r2x2_f4") << s.problem.to_string();
+    }
+    // Not wgrad steps: their filter is dy's planes.
+    const Problem head = make(32, 64, 64, 64, 3, 3, 3, 1);
+    const BackwardDecomposition wg = decompose_backward_filter(
+        head, head.x_desc(Layout::NCHW, t), head.y_desc(Layout::NCHW, t), head.w_desc(Layout::NCHW, t));
+    for (const ForwardStep& s : wg.steps) {
+      const Plan step =
+          Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o, StepContext{s.group_strides, true});
+      EXPECT_EQ(step.algorithm(), Algorithm::ImplicitMma) << s.problem.to_string() << " " << dtype_name(t);
+    }
   }
 }
 

@@ -128,14 +128,20 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
   // (depthwise, single channel) are bandwidth-bound and have no reduction for an MMA to speed up: Auto
   // keeps their FFMA family (exact, which TF32 permits) rather than a GEMM whose filter tiles would
   // hold one filter each.
+  // Likewise layers of few filters in plane order (Note [few filters off the tensor cores]); not
+  // wgrad steps, whose filter is dy's P x Q planes.
   bool tensor_cores = half || options.math == MathMode::TF32;
+  const bool few_filters = !step.filter_gradient && detail::few_filters_leave_tensor_cores(pr, x);
   if (!half && tensor_cores && target == Target::Cuda && options.algorithm == Algorithm::Auto && options.tile.empty() &&
-      pr.c_per_group() == 1) {
+      (pr.c_per_group() == 1 || few_filters)) {
     std::vector<std::string> why;
     const Algorithm a = detail::choose_algorithm(pr, x, hw, why);
     if (a == Algorithm::DirectBlock || a == Algorithm::SingleChannel) {
-      plan.decisions_.push_back(std::string("math tf32 allowed, ") + algorithm_name(a) +
-                                " kept: C/G = 1 layers are bandwidth-bound (exact FFMA, which tf32 permits)");
+      plan.decisions_.push_back(std::string("math tf32 allowed, ") + algorithm_name(a) + " kept: " +
+                                (pr.c_per_group() == 1
+                                     ? "C/G = 1 layers are bandwidth-bound"
+                                     : "a few filters in plane order (Note [few filters off the tensor cores])") +
+                                " (exact FFMA, which tf32 permits)");
       plan.math_ = MathMode::Exact;
       tensor_cores = false;
     }
@@ -213,11 +219,16 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
         // phase steps) or when forced; the paper's strip kernel for more filters (single-channel
         // layers). (Channels-last layers the channels-last kernel does not run stay on implicit_mma:
         // these would read x an element at a time, C elements apart.)
+        // Layers of few filters in plane order likewise (Note [few filters off the tensor cores]).
         const bool one_channel = pr.c_per_group() == 1 && x.strides[3] == 1;
-        if (forced_direct || (auto_pick && one_channel && pr.groups > 1 && pr.k_per_group() <= 4)) {
+        const bool depthwise = one_channel && pr.groups > 1 && pr.k_per_group() <= 4;
+        if (forced_direct || (auto_pick && (depthwise || few_filters))) {
           if (take(Algorithm::DirectBlock, "direct_block", [&] {
                 plan.decisions_.push_back(std::string("algorithm direct_block: ") + dtype_name(x.dtype) +
-                                          (forced_direct ? " forced" : " depthwise layer (K/G <= 4) in plane order"));
+                                          (forced_direct ? " forced"
+                                           : depthwise   ? " depthwise layer (K/G <= 4) in plane order"
+                                                       : " layer of K/G <= 4 filters over C/G >= 16 channels in plane "
+                                                         "order (Note [few filters off the tensor cores])"));
                 return direct_division(Algorithm::DirectBlock, pr, x, y, hw, "", false, plan.decisions_);
               }))
             return plan;

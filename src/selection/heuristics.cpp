@@ -64,7 +64,7 @@ Algorithm choose_algorithm(const Problem& p, const TensorDesc& x, const Hardware
   // and direct_block's blocks hold only the filters there are. Measured on the H100 (resnet50 conv1's
   // dgrad, fp32, batch 32, every family forced): direct_block 1.69 ms, implicit_precomp 3.76,
   // stride_fixed 5.64.
-  if (p.k_per_group() <= 4 && p.c_per_group() >= 16) {
+  if (few_filters(p)) {
     why.push_back("algorithm direct_block: K/G = " + std::to_string(p.k_per_group()) +
                   " filters over C/G = " + std::to_string(p.c_per_group()) +
                   " channels (the GEMM would idle all but K/G of its filter lanes; measured faster on the H100)");
@@ -109,6 +109,25 @@ Algorithm choose_algorithm(const Problem& p, const TensorDesc& x, const Hardware
                 ", K/G = " + std::to_string(p.k_per_group()) +
                 " fill the GEMM tiles (stride_fixed measured faster only on the layers above)");
   return Algorithm::ImplicitPrecomp;
+}
+
+bool few_filters(const Problem& p) {
+  return p.k_per_group() <= 4 && p.c_per_group() >= 16;
+}
+
+// Note [few filters off the tensor cores]: the tensor-core tile for at most 16 filters (Note [mma
+// narrow filter tiles]) still idles 13 of its 16 filter lanes on 3 filters, and in plane order its
+// x is gathered an element at a time, while direct_block reads x's rows as 16-byte vectors once per
+// tile for all of a block's filters. Measured on the H100 (one call, mconv only; every layer of
+// narrow_output and resnet50 conv1's dgrad, Auto against forced implicit_mma and direct_block):
+// - plane order: conv1's dgrad TF32 2.133 -> 0.836 ms (exact FFMA), bf16 2.150 -> 0.960, fp16 2.144
+//   -> 0.967; the 3x3 heads of 1-3 filters 2.5-3.4x (rgb_out_c64_h256_k3 TF32 0.517 -> 0.161 ms,
+//   bf16 0.537 -> 0.185); the 1x1 head of one filter lost (TF32 0.055 against 0.072, bf16 0.043
+//   against 0.070), so 1x1 layers stay;
+// - channels-last x, read an element at a time C apart, lost 2.7-18x (conv1's bf16 dgrad 0.744
+//   against 2.000 ms; rgb_out_c64_h256_k3 0.153 against 0.441).
+bool few_filters_leave_tensor_cores(const Problem& p, const TensorDesc& x) {
+  return few_filters(p) && p.r * p.s > 1 && x.strides[3] == 1;
 }
 
 }  // namespace mconv::detail

@@ -15,4 +15,12 @@ namespace mconv::detail {
 Algorithm choose_algorithm(const Problem& p, const TensorDesc& x, const HardwareModel& hw,
                            std::vector<std::string>& why);
 
+/// Few filters over many channels (K/G <= 4, C/G >= 16: output heads, an RGB first layer's dgrad
+/// phase steps): a GEMM tile would idle all but K/G of its filter lanes.
+bool few_filters(const Problem& p);
+
+/// Note [few filters off the tensor cores]: a layer of few filters, larger than 1x1, whose x is in
+/// plane order; Auto runs it on direct_block in TF32 math (exact FFMA) and in fp16/bf16 too.
+bool few_filters_leave_tensor_cores(const Problem& p, const TensorDesc& x);
+
 }  // namespace mconv::detail
