@@ -60,6 +60,9 @@ TEST(Heuristics, AlgorithmChoice) {
   // Few filters over many channels: an RGB first layer's dgrad phase step (K/G = 3), an output head.
   EXPECT_EQ(pick(make(32, 64, 115, 115, 3, 4, 4)), Algorithm::DirectBlock);
   EXPECT_EQ(pick(make(8, 64, 256, 256, 1, 1, 1)), Algorithm::DirectBlock);
+  // Channels-last: the 3x3 ones too, a 1x1 one the GEMM (direct_block reads x C elements apart).
+  EXPECT_EQ(pick(make(32, 64, 115, 115, 3, 4, 4), Layout::NHWC), Algorithm::DirectBlock);
+  EXPECT_EQ(pick(make(8, 64, 256, 256, 1, 1, 1), Layout::NHWC), Algorithm::ImplicitPrecomp);
   EXPECT_EQ(pick(make(16, 256, 64, 64, 8, 1, 1)), Algorithm::ImplicitPrecomp);  // K/G = 8: the GEMM
   EXPECT_EQ(pick(make(8, 8, 64, 64, 3, 3, 3, 1)), Algorithm::ImplicitPrecomp);  // C/G = 8: the GEMM
   // Multi channel: stride_fixed where it measured faster (Note [stride-fixed on Hopper] rules).

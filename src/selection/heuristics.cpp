@@ -63,8 +63,11 @@ Algorithm choose_algorithm(const Problem& p, const TensorDesc& x, const Hardware
   // whose filters are dx's 3 channels): the GEMM's tiles idle all but K/G of their 32+ filter lanes,
   // and direct_block's blocks hold only the filters there are. Measured on the H100 (resnet50 conv1's
   // dgrad, fp32, batch 32, every family forced): direct_block 1.69 ms, implicit_precomp 3.76,
-  // stride_fixed 5.64.
-  if (few_filters(p)) {
+  // stride_fixed 5.64. Channels-last, where direct_block reads x an element at a time C apart, it
+  // still won conv1's dgrad (2.49 against 3.66 ms) and the 3x3 heads (rgb_out_c64_h256_k3 0.77
+  // against 0.92) but lost the 1x1 head 4.6x (mask_head_c64_h256_k1 0.680 against 0.147): 1x1
+  // layers there stay on the GEMM.
+  if (few_filters(p) && !(p.r * p.s == 1 && x.strides[3] != 1)) {
     why.push_back("algorithm direct_block: K/G = " + std::to_string(p.k_per_group()) +
                   " filters over C/G = " + std::to_string(p.c_per_group()) +
                   " channels (the GEMM would idle all but K/G of its filter lanes; measured faster on the H100)");
