@@ -115,11 +115,22 @@ TEST(Backward, DgradPhasesPartitionDx) {
 }
 
 TEST(Backward, OneByOneStrideTwoFillsTheUnreachedPhases) {
-  const Problem p = make(2, 16, 8, 8, 24, 1, 1, 0, 2);
-  const BackwardDecomposition d =
-      decompose_backward_data(p, p.y_desc(Layout::NHWC), p.w_desc(Layout::NHWC), p.x_desc(Layout::NHWC));
-  EXPECT_EQ(d.steps.size(), 1u);
-  EXPECT_EQ(d.fills.size(), 3u);
+  // The even rows' odd columns are one strided fill; the odd rows, which no tap reaches in any
+  // column, one fill of whole rows (unit stride along W).
+  const Problem p = make(2, 16, 9, 8, 24, 1, 1, 0, 2);
+  for (Layout l : {Layout::NHWC, Layout::NCHW}) {
+    const TensorDesc dx = p.x_desc(l);
+    const BackwardDecomposition d = decompose_backward_data(p, p.y_desc(l), p.w_desc(l), dx);
+    EXPECT_EQ(d.steps.size(), 1u);
+    ASSERT_EQ(d.fills.size(), 2u);
+    EXPECT_EQ(d.fills[0].offset, dx.strides[3]);
+    EXPECT_EQ(d.fills[0].view.dims[3], 4);
+    EXPECT_EQ(d.fills[0].view.strides[3], 2 * dx.strides[3]);
+    EXPECT_EQ(d.fills[1].offset, dx.strides[2]);
+    EXPECT_EQ(d.fills[1].view.dims, (std::array<int64_t, 4>{2, 16, 4, 8}));
+    EXPECT_EQ(d.fills[1].view.strides[2], 2 * dx.strides[2]);
+    EXPECT_EQ(d.fills[1].view.strides[3], dx.strides[3]);
+  }
 }
 
 TEST(Backward, WgradIsOneStepForEveryGroupCount) {
