@@ -186,6 +186,49 @@ TEST(PlanDtypes, ElementImagesTakeFilterRowVectors) {
   EXPECT_EQ(filter_form(c4, DType::BFloat16), GatherForm::Element);
 }
 
+// Note [mma element tiles]: dgrad steps in plane order gather dy element by element under w flipped
+// or transposed, and take the forward filter rows' tile rule (TF32 element filters their own, split 2
+// ways where 128x128 fills more than half the SMs); short reductions of about one wave keep 128x128;
+// batch-1 grids of fewer than 17 tiles take the general split rule.
+TEST(PlanDtypes, ElementImageStepsTakeTheElementTileRule) {
+  PlanOptions o;
+  o.target = Target::Cuda;
+  auto first_step = [&](const Problem& p, DType t) {
+    o.math = t == DType::Float32 ? MathMode::TF32 : MathMode::Exact;
+    const BackwardDecomposition d =
+        decompose_backward_data(p, p.y_desc(Layout::NCHW, t), p.w_desc(Layout::NCHW, t), p.x_desc(Layout::NCHW, t));
+    const ForwardStep& s = d.steps.at(0);
+    return std::get<ImplicitMmaDivision>(
+        Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o).division());
+  };
+  struct Expect {
+    Problem p;
+    DType t;
+    const char* tile;
+    int split;
+  };
+  const Problem l2_3x3s2 = make(32, 128, 56, 56, 128, 3, 3, 1, 2), l3_3x3 = make(32, 256, 14, 14, 256, 3, 3, 1),
+                l4_3x3 = make(32, 512, 7, 7, 512, 3, 3, 1), l4_ds = make(32, 1024, 14, 14, 2048, 1, 1, 0, 2),
+                l4_1x1b = make(32, 512, 7, 7, 2048, 1, 1);
+  for (const Expect& e :
+       {Expect{l3_3x3, DType::BFloat16, "mma64x128_8w_64B", 1}, Expect{l4_3x3, DType::BFloat16, "mma64x128_8w_64B", 2},
+        Expect{l4_ds, DType::BFloat16, "mma64x128_8w_64B", 1}, Expect{l2_3x3s2, DType::Float16, "mma128x128_8w_64B", 1},
+        Expect{l3_3x3, DType::Float32, "mma128x128_8w_64B", 2}, Expect{l4_3x3, DType::Float32, "mma128x128_8w_64B", 3},
+        Expect{l4_1x1b, DType::Float32, "mma64x128_8w_64B", 2}}) {
+    const ImplicitMmaDivision d = first_step(e.p, e.t);
+    EXPECT_EQ(d.tile_name, e.tile) << dtype_name(e.t) << " " << e.p.to_string();
+    EXPECT_EQ(d.cluster_split, e.split) << dtype_name(e.t) << " " << e.p.to_string();
+  }
+  // A batch-1 layer's 4 tiles of 128x128: the general rule's tile, split to fill the SMs.
+  const ImplicitMmaDivision one = first_step(make(1, 512, 7, 7, 512, 3, 3, 1), DType::BFloat16);
+  EXPECT_EQ(one.tile_name, "mma64x64_4w_64B");
+  EXPECT_GT(one.cluster_split, 2);
+  // 25 tiles (a batch-1 56x56 map of 128 filters, forward with w's rows as vectors): the rule's.
+  const auto h56 = std::get<ImplicitMmaDivision>(
+      plan_for(make(1, 128, 56, 56, 128, 3, 3, 1), Layout::NCHW, DType::BFloat16).division());
+  EXPECT_EQ(division_name(h56), "mma64x128_8w_64B_cs2");
+}
+
 TEST(PlanDtypes, Tf32KeepsTheFfmaFamiliesOfDepthwiseLayers) {
   PlanOptions tf32;
   tf32.math = MathMode::TF32;

@@ -529,38 +529,64 @@ int choose_element_tile(const Problem& p, const HardwareModel& hw, bool warpgrou
 // split fills them. Measured on the H100 (resnet50 tf32 NCHW, every layer forced to each element
 // tile): 128x128 with K/G >= 128 beat the tiles that fill the SMs unsplit on stage 3's 3x3 (199 us
 // against 216 for 128x64) and stage 4's 3x3 and 1x1 layers (199-200 us against 279-281 for 64x64,
-// split 3 ways); 128x64 stayed best at K/G = 64 (l1_3x3 155 us against 217). -1 outside that rule,
-// and for reductions longer than the measured 4608 rows (a wgrad step's N*P*Q).
-int choose_tf32_element_tile(const Problem& p, const HardwareModel& hw, int64_t rows, std::vector<std::string>& why) {
+// split 3 ways); 128x64 stayed best at K/G = 64 (l1_3x3 155 us against 217). Split 2 ways where its
+// tiles fill more than half the SMs but not all, as Note [mma element tiles] found for filter rows:
+// l3_3x3's dgrad step (98 tiles) 199.8 -> 150.7 us (tile_sweep_dgrad_nchw; its strided phase steps,
+// four at once on side streams, lost 228.7 -> 242.1). Below half a wave the general split rule
+// (stage 4's 52 tiles in 3: l4_3x3's dgrad 200.4 us against 207.6 for 64x128 split 2 ways). -1
+// outside that rule, and for reductions longer than the measured 4608 rows (a wgrad step's N*P*Q).
+int choose_tf32_element_tile(const Problem& p, const HardwareModel& hw, int64_t rows, int& split,
+                             std::vector<std::string>& why) {
   const int64_t kg = p.k_per_group();
   const char* name = kg >= 128 ? "mma128x128_8w_64B" : kg > 32 ? "mma128x64_4w_64B" : nullptr;
+  split = 0;
   if (!name || rows > 4608) return -1;
-  why.push_back(std::string("tile ") + name + ": TF32 element gather, K/G = " + std::to_string(kg) +
-                " (measured best for such layers on the H100; " + std::to_string(hw.sm_count) +
-                " SMs filled by the cluster split where the tiles leave them idle)");
+  const int sms = std::max(hw.sm_count, 1);
+  const int64_t tiles = tile_count(p, kMmaTileCatalog[find_mma_tile(name)]);
+  if (kg >= 128 && tiles < sms && tiles * 2 > sms) split = 2;
+  why.push_back(std::string("tile ") + name + ": TF32 element gather, K/G = " + std::to_string(kg) + ", " +
+                std::to_string(tiles) + " tiles for " + std::to_string(sms) + " SMs" +
+                (split == 2 ? ", split 2 ways: they fill more than half the SMs" : "") +
+                " (measured best for such layers on the H100; the cluster split fills the SMs where the tiles leave "
+                "them idle)");
   return find_mma_tile(name);
 }
 
-// The tile of a forward step whose forms are Note [mma filter rows]'s, on sm_90, for layers of K/G
-// >= 128 (resnet50's stages 2-4 in NCHW). Measured on the H100 (resnet50 batch 32, every layer forced to
-// each element tile, unsplit and split 2 ways; bench/results/latest/tile_sweep_filter_rows/):
-// - TF32: 128x128 where its tiles fill the SMs (stage 2); split 2 ways where they fill more than half
-//   (stage 3's 98 tiles: l3_3x3 154 -> 121 us, l3_3x3s2 155 -> 124); below that 64x128 split 2 ways
-//   (stage 4's 52 tiles of 128x128 split 3 ways: l4_3x3 157 -> 142, l4_1x1c 83 -> 73);
-// - fp16/bf16: 64x128 on short reductions (at most 512 rows: l3_1x1b 70 -> 53 us, l3_ds 123 -> 92;
-//   l4_1x1b lost 51 -> 54) and where 128x128 tiles leave SMs idle (l3_3x3 191 -> 101, l3_1x1c 110
-//   -> 54, against the 128x64 tiles that filled them), split 2 ways below half a wave (l4_3x3 171
-//   -> 105, l4_3x3s2 178 -> 110); 128x128 otherwise (stage 2's 3x3 101 us against 110, l4_ds 94
-//   against 101).
-// -1 outside the rule. `split` is the cluster split it asks for (0: the general rule's).
-int choose_filter_row_tile(const Problem& p, const HardwareModel& hw, int64_t rows, int esz, int& split,
-                           std::vector<std::string>& why) {
-  if (p.k_per_group() < 128 || rows > 4608) return -1;
+// Note [mma element tiles]: the tile of a step that gathers its images element by element, on
+// sm_90, for K/G >= 128: forward steps with w's rows as vectors (Note [mma filter rows]), and dgrad
+// steps with w flipped or transposed (in TF32 only those with w's filters contiguous, which only
+// mma.sync tiles take; element filters keep choose_tf32_element_tile). Measured on the H100 (resnet50 batch 32,
+// every layer forced to each element tile, unsplit and split 2 ways):
+// - forward, filter rows (bench/results/latest/tile_sweep_filter_rows/):
+//   - TF32: 128x128 where its tiles fill the SMs (stage 2); split 2 ways where they fill more than
+//     half (stage 3's 98 tiles: l3_3x3 154 -> 121 us, l3_3x3s2 155 -> 124); below that 64x128 split
+//     2 ways (stage 4's 52 tiles of 128x128 split 3 ways: l4_3x3 157 -> 142, l4_1x1c 83 -> 73);
+//   - fp16/bf16: 64x128 on short reductions (at most 512 rows) of 392 tiles of 128x128 (l3_1x1b 70
+//     -> 53 us, l3_ds 123 -> 92; with 208 tiles l4_1x1b lost 51 -> 54) and where 128x128 tiles leave
+//     SMs idle (l3_3x3 191 -> 101, l3_1x1c 110 -> 54, against the 128x64 tiles that filled them),
+//     split 2 ways below half a wave (l4_3x3 171 -> 105, l4_3x3s2 178 -> 110); 128x128 otherwise
+//     (stage 2's 3x3 101 us against 110, l4_ds 94 against 101);
+// - dgrad steps in NCHW, the same rule against the largest tile that filled the SMs, which they took
+//   before (bench/results/latest/tile_sweep_dgrad_nchw/): bf16 l4_ds 208 -> 108 us, l3_1x1b 102 ->
+//   51, l4_3x3 410 -> 227, l4_1x1b 78 -> 53, l3_3x3 277 -> 219, l4_1x1a 108 -> 79, l3_1x1c 69 -> 51,
+//   l4_3x3s2 359 -> 304; lost l3_3x3s2 251 -> 257. Short reductions of about one wave kept 128x128
+//   (l2_3x3s2's phase steps, 196 tiles: 228 against 288 us on 64x128; l4_1x1c, 208: 49 against 52),
+//   hence "two waves" above. TF32 element images over contiguous filters: l4_1x1b 102 -> 74, l4_ds
+//   195 -> 165.
+// - batch-1 layers (multi_channel NCHW forward, this rule against the general one in one call,
+//   bench/results/latest/tile_sweep_multi_channel_nchw/): with 4-14 tiles of 128x128 the general
+//   rule's 64x64 tiles split 3-16 ways won by 1.2-5x (h7_c512_k3 TF32 25.4 against 101.9 us); with
+//   25 (h56_c128) this rule's 64x128 split 2 ways won (k3 50.1 -> 34.3, k5 135.3 -> 82.4).
+// -1 outside the rule, and on grids of fewer than an eighth of the SMs' worth of 128x128 tiles,
+// which take the general rule. `split` is the cluster split it asks for (0: the general rule's).
+int choose_element_image_tile(const Problem& p, const HardwareModel& hw, int64_t rows, int esz, int& split,
+                              std::vector<std::string>& why) {
+  split = 0;
   const int sms = std::max(hw.sm_count, 1);
   const int64_t large = tile_count(p, kMmaTileCatalog[find_mma_tile("mma128x128_8w_64B")]);
+  if (p.k_per_group() < 128 || rows > 4608 || large * 8 < sms) return -1;
   const char* name;
   std::string reason;
-  split = 0;
   if (esz == 4) {
     name = large * 2 > sms ? "mma128x128_8w_64B" : "mma64x128_8w_64B";
     if (large < sms) split = 2;
@@ -568,18 +594,17 @@ int choose_filter_row_tile(const Problem& p, const HardwareModel& hw, int64_t ro
              : large * 2 > sms ? "its tiles fill more than half the SMs, split 2 ways"
                                : "128x128 tiles fill less than half the SMs, split 2 ways";
   } else {
-    const bool small = rows <= 512 || large < sms;
-    name = small ? "mma64x128_8w_64B" : "mma128x128_8w_64B";
+    const bool short_many = rows <= 512 && large >= 2 * sms;
+    name = short_many || large < sms ? "mma64x128_8w_64B" : "mma128x128_8w_64B";
     if (large * 2 <= sms) split = 2;
-    reason = rows <= 512    ? "a short reduction"
+    reason = short_many     ? "a short reduction over two waves of 128x128 tiles"
              : large >= sms ? "128x128 tiles fill the SMs"
              : split == 2   ? "128x128 tiles fill less than half the SMs, split 2 ways"
                             : "128x128 tiles leave SMs idle";
   }
   std::ostringstream os;
-  os << "tile " << name << ": element images, vector filter rows, K/G = " << p.k_per_group() << ", " << rows
-     << " rows, " << large << " tiles of 128x128 for " << sms << " SMs: " << reason
-     << " (measured best for such layers on the H100)";
+  os << "tile " << name << ": images gathered by the threads, K/G = " << p.k_per_group() << ", " << rows << " rows, "
+     << large << " tiles of 128x128 for " << sms << " SMs: " << reason << " (measured best for such steps on the H100)";
   why.push_back(os.str());
   return find_mma_tile(name);
 }
@@ -919,6 +944,8 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   // Note [mma filter rows]: element images under vector filter rows, not a wgrad step's (those
   // take the split rule).
   const bool filter_rows = forms.a == GatherForm::Element && forms.b == GatherForm::Vector && !long_reduction;
+  // Note [mma element tiles]: the rules that pick an element tile with its cluster split.
+  bool element_rule = false;
   int tile;
   TileRunForm form;
   // A forced "<wgmma tile>_tma" loads through tensor maps; the plain name gathers.
@@ -952,17 +979,25 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
                                    forms.images_fastest && y_takes_tensor_map_store(p, y, forms.a)
                                ? choose_wgrad_cooperative_tile(p, hw, rows, deterministic, form, rule)
                                : -1;
-    tile = wgrad_tile >= 0 ? wgrad_tile
-           : vector_tile ? choose_vector_tile(p, hw, rows, warpgroup, no_tensor_maps.empty(), dense_channels_last(p, y),
-                                              forms.b == GatherForm::Vector, form, rule)
-           : long_reduction ? choose_split_tile(p, hw, rows, dtype_size(x.dtype),
-                                                warpgroup && (both_transposed || forms.reduction_runs),
-                                                no_tensor_maps.empty(), deterministic, rule)
-           : pixel_runs     ? choose_pixel_run_tile(p, hw, rows, warpgroup, rule)
-           : filter_rows && wgmma_device(hw)
-               ? choose_filter_row_tile(p, hw, rows, dtype_size(x.dtype), form.split, rule)
-           : warpgroup && dtype_size(x.dtype) == 4 ? choose_tf32_element_tile(p, hw, rows, rule)
-                                                   : -1;
+    const int esz = dtype_size(x.dtype);
+    if (wgrad_tile >= 0)
+      tile = wgrad_tile;
+    else if (vector_tile)
+      tile = choose_vector_tile(p, hw, rows, warpgroup, no_tensor_maps.empty(), dense_channels_last(p, y),
+                                forms.b == GatherForm::Vector, form, rule);
+    else if (long_reduction)
+      tile = choose_split_tile(p, hw, rows, esz, warpgroup && (both_transposed || forms.reduction_runs),
+                               no_tensor_maps.empty(), deterministic, rule);
+    else
+      tile = pixel_runs ? choose_pixel_run_tile(p, hw, rows, warpgroup, rule) : -1;
+    // Note [mma element tiles]: images gathered element by element. TF32 element images under
+    // element filters keep their own rule.
+    if (tile < 0 && forms.a == GatherForm::Element && !long_reduction && wgmma_device(hw)) {
+      const bool tf32_elements = esz == 4 && warpgroup && !filter_rows;
+      tile = tf32_elements ? choose_tf32_element_tile(p, hw, rows, form.split, rule)
+                           : choose_element_image_tile(p, hw, rows, esz, form.split, rule);
+      element_rule = tile >= 0;
+    }
     // Note [mma narrow filter tiles]: but a 1x1 layer's persistent wgmma tile.
     const int narrow = form.persistent && p.r * p.s == 1 ? -1 : choose_narrow_tile(p, long_reduction, why);
     if (narrow >= 0) {
@@ -1088,7 +1123,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
                     "distributed shared memory");
   } else if (rule_persistent || forced_persistent) {
     d.cluster_split = 1;
-  } else if (form.split > 0 && forced_split == 0 && (d.tensor_maps || filter_rows)) {
+  } else if (form.split > 0 && forced_split == 0 && (d.tensor_maps || element_rule)) {
     d.cluster_split = form.split;
     why.push_back(form.split == 1 ? std::string("unsplit: the tile's rule")
                                   : "cluster split " + std::to_string(form.split) +
