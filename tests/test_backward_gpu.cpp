@@ -559,6 +559,16 @@ TEST_F(BackwardGpu, Tf32TransposedFiltersOnMmaSyncTiles) {
     }
     EXPECT_LT(run_gpu(engine, c, s.pass, pr, g), pr.tolerance) << pass_name(s.pass) << " " << c.name();
   }
+  // 26 tiles of 128x128 for 132 SMs: that tile split 2 ways in a cluster (choose_vector_tile).
+  Case c{make(8, 256, 14, 14, 256, 3, 3, 1)};
+  c.xl = c.wl = c.yl = Layout::NHWC;
+  c = backward_case(c, Pass::BackwardData);
+  BackwardTensors bt(c, Pass::BackwardData, DType::Float32, g);
+  PlanOptions o;
+  o.math = MathMode::TF32;
+  auto plan = plan_pass(engine, c, Pass::BackwardData, bt, o);
+  EXPECT_EQ(division_name(plan->plans.at(0)->division()), "mma128x128_8w_128B_cs2") << plan->plans[0]->to_text(0);
+  EXPECT_LT(run_gpu(engine, c, Pass::BackwardData, kPrecisions[1], g, o), kPrecisions[1].tolerance) << c.name();
 }
 
 // The dgrad step of a 1x1, stride-1 layer in plane order: dy as runs of pixels (Note [mma tf32 pixel

@@ -229,6 +229,29 @@ TEST(PlanDtypes, ElementImageStepsTakeTheElementTileRule) {
   EXPECT_EQ(division_name(h56), "mma64x128_8w_64B_cs2");
 }
 
+// TF32 channels-last dgrad steps read w with its filters contiguous on mma.sync tiles; where their
+// 128x128 tiles leave SMs idle (but fill an eighth of them) the tile splits 2 ways in a cluster.
+TEST(PlanDtypes, Tf32TransposedFilterStepsSplitWhereTheyLeaveSmsIdle) {
+  PlanOptions o;
+  o.target = Target::Cuda;
+  o.math = MathMode::TF32;
+  auto first_step = [&](const Problem& p) {
+    const BackwardDecomposition d =
+        decompose_backward_data(p, p.y_desc(Layout::NHWC), p.w_desc(Layout::NHWC), p.x_desc(Layout::NHWC));
+    const ForwardStep& s = d.steps.at(0);
+    return std::get<ImplicitMmaDivision>(
+        Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o).division());
+  };
+  for (const Problem& p : {make(32, 256, 14, 14, 256, 3, 3, 1), make(32, 512, 7, 7, 512, 3, 3, 1),
+                           make(32, 1024, 14, 14, 2048, 1, 1, 0, 2)}) {
+    const ImplicitMmaDivision d = first_step(p);
+    EXPECT_EQ(division_name(d), "mma128x128_8w_128B_cs2") << p.to_string();
+    EXPECT_EQ(d.b_gather, GatherForm::Transposed) << p.to_string();
+  }
+  EXPECT_EQ(first_step(make(32, 128, 28, 28, 128, 3, 3, 1)).cluster_split, 1);  // 196 tiles
+  EXPECT_GT(first_step(make(1, 512, 7, 7, 512, 3, 3, 1)).cluster_split, 2);     // 4 tiles: the general rule
+}
+
 TEST(PlanDtypes, Tf32KeepsTheFfmaFamiliesOfDepthwiseLayers) {
   PlanOptions tf32;
   tf32.math = MathMode::TF32;

@@ -448,6 +448,20 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
       return pick("wgmma128x128_s3", shape + std::to_string(blocks(128, 128)) + " blocks");
     if (kg >= 128) return pick("wgmma64x128_s4", shape + std::to_string(blocks(64, 128)) + " blocks");
   }
+  // TF32 steps with w's filters contiguous (a channels-last dgrad step; wgmma takes no transposed TF32
+  // operand, so they run mma.sync) whose 128x128 tiles leave SMs idle: 128x128 split 2 ways in a
+  // cluster. Measured on the H100 (resnet50 TF32 NHWC dgrad, every step forced to each tile,
+  // bench/results/latest/tile_sweep_dgrad_tf32_nhwc/): l3_3x3 103.6 -> 88.0 us, l3_1x1b 59.2 -> 47.2,
+  // l4_ds 114.2 -> 89.2 (98-104 tiles, unsplit 128x128 before); l4_3x3 125.4 -> 102.9, l4_1x1b
+  // 60.6 -> 58.1, l4_3x3s2's phases 123.0 -> 113.5 (52 tiles, unsplit 64x64 before). With 196 tiles
+  // the split lost (l3_ds 94.1 -> 105.4, l2_1x1b 49.5 -> 58.6). Batch-1 grids of a few tiles keep the
+  // general rule.
+  if (!warpgroup && wgmma_device(hw) && !filters_k_major && kg >= 128 && blocks(128, 128) < sms &&
+      blocks(128, 128) * 8 >= sms) {
+    form.split = 2;
+    return pick("mma128x128_8w_128B", shape + std::to_string(blocks(128, 128)) +
+                                          " blocks, TF32 filters contiguous, split 2 ways in a cluster");
+  }
   if (kg >= 256 && rows >= 1152 && blocks(128, 256) >= sms * 3 / 4)
     return pick("mma128x256_8w_128B", shape + std::to_string(blocks(128, 256)) + " blocks");
   if (kg >= 128 && blocks(128, 128) >= sms / 2)
@@ -944,8 +958,9 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   // Note [mma filter rows]: element images under vector filter rows, not a wgrad step's (those
   // take the split rule).
   const bool filter_rows = forms.a == GatherForm::Element && forms.b == GatherForm::Vector && !long_reduction;
-  // Note [mma element tiles]: the rules that pick an element tile with its cluster split.
-  bool element_rule = false;
+  // The rule that picked the tile also set its cluster split (Note [mma element tiles], and TF32
+  // transposed filters in choose_vector_tile), tensor maps or not.
+  bool rule_split = false;
   int tile;
   TileRunForm form;
   // A forced "<wgmma tile>_tma" loads through tensor maps; the plain name gathers.
@@ -980,12 +995,13 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
                                ? choose_wgrad_cooperative_tile(p, hw, rows, deterministic, form, rule)
                                : -1;
     const int esz = dtype_size(x.dtype);
-    if (wgrad_tile >= 0)
+    if (wgrad_tile >= 0) {
       tile = wgrad_tile;
-    else if (vector_tile)
+    } else if (vector_tile) {
       tile = choose_vector_tile(p, hw, rows, warpgroup, no_tensor_maps.empty(), dense_channels_last(p, y),
                                 forms.b == GatherForm::Vector, form, rule);
-    else if (long_reduction)
+      rule_split = !warpgroup && form.split > 0;  // mma.sync tiles: no tensor maps to wait for
+    } else if (long_reduction)
       tile = choose_split_tile(p, hw, rows, esz, warpgroup && (both_transposed || forms.reduction_runs),
                                no_tensor_maps.empty(), deterministic, rule);
     else
@@ -996,7 +1012,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
       const bool tf32_elements = esz == 4 && warpgroup && !filter_rows;
       tile = tf32_elements ? choose_tf32_element_tile(p, hw, rows, form.split, rule)
                            : choose_element_image_tile(p, hw, rows, esz, form.split, rule);
-      element_rule = tile >= 0;
+      rule_split = tile >= 0;
     }
     // Note [mma narrow filter tiles]: but a 1x1 layer's persistent wgmma tile.
     const int narrow = form.persistent && p.r * p.s == 1 ? -1 : choose_narrow_tile(p, long_reduction, why);
@@ -1123,7 +1139,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
                     "distributed shared memory");
   } else if (rule_persistent || forced_persistent) {
     d.cluster_split = 1;
-  } else if (form.split > 0 && forced_split == 0 && (d.tensor_maps || element_rule)) {
+  } else if (form.split > 0 && forced_split == 0 && (d.tensor_maps || rule_split)) {
     d.cluster_split = form.split;
     why.push_back(form.split == 1 ? std::string("unsplit: the tile's rule")
                                   : "cluster split " + std::to_string(form.split) +
