@@ -1001,11 +1001,12 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
       tile = choose_vector_tile(p, hw, rows, warpgroup, no_tensor_maps.empty(), dense_channels_last(p, y),
                                 forms.b == GatherForm::Vector, form, rule);
       rule_split = !warpgroup && form.split > 0;  // mma.sync tiles: no tensor maps to wait for
-    } else if (long_reduction)
+    } else if (long_reduction) {
       tile = choose_split_tile(p, hw, rows, esz, warpgroup && (both_transposed || forms.reduction_runs),
                                no_tensor_maps.empty(), deterministic, rule);
-    else
+    } else {
       tile = pixel_runs ? choose_pixel_run_tile(p, hw, rows, warpgroup, rule) : -1;
+    }
     // Note [mma element tiles]: images gathered element by element. TF32 element images under
     // element filters keep their own rule.
     if (tile < 0 && forms.a == GatherForm::Element && !long_reduction && wgmma_device(hw)) {
