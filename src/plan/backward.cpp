@@ -2,8 +2,10 @@
 // docs/ALGORITHMS.md, "Backward passes").
 #include "mconv/backward.hpp"
 
+#include <algorithm>
 #include <numeric>
 #include <sstream>
+#include <vector>
 
 namespace mconv {
 
@@ -97,6 +99,12 @@ BackwardDecomposition decompose_backward_data(const Problem& pr, const TensorDes
   const bool natural = G == 1 || cg == 1;
   const bool per_group = !natural && group_steps == GroupSteps::PerGroup;
   const auto &ds = dy.strides, &ws = w.strides, &xs = dx.strides;
+  // The column phases are the same for every row phase.
+  std::vector<PhaseAxis> columns;
+  for (int64_t pw = 0; pw < pr.stride_w; ++pw)
+    columns.push_back(phase_axis(pw, pr.w, pr.q(), pr.s, pr.pad_w, pr.stride_w, pr.dil_w, flipped));
+  const bool some_column_reached =
+      std::any_of(columns.begin(), columns.end(), [](const PhaseAxis& a) { return !a.empty; });
   BackwardDecomposition out;
   for (int64_t ph = 0; ph < pr.stride_h; ++ph) {
     const PhaseAxis ah = phase_axis(ph, pr.h, pr.p(), pr.r, pr.pad_h, pr.stride_h, pr.dil_h, flipped);
@@ -104,21 +112,18 @@ BackwardDecomposition decompose_backward_data(const Problem& pr, const TensorDes
     // Rows of dx that no tap reaches in any column phase (a 1x1 layer's odd rows at stride 2) are one
     // fill of whole rows: contiguous along W, so written in 16-byte vectors, in one launch instead
     // of stride_w strided ones.
-    bool row_reached = false;
-    for (int64_t pw = 0; pw < pr.stride_w && !ah.empty; ++pw)
-      row_reached |= !phase_axis(pw, pr.w, pr.q(), pr.s, pr.pad_w, pr.stride_w, pr.dil_w, flipped).empty;
-    if (!row_reached) {
+    if (ah.empty || !some_column_reached) {
       out.fills.push_back(
           {view(dx.dtype, {pr.n, pr.c, ah.count, pr.w}, {xs[0], xs[1], xs[2] * pr.stride_h, xs[3]}), ph * xs[2]});
       continue;
     }
     for (int64_t pw = 0; pw < pr.stride_w; ++pw) {
-      const PhaseAxis aw = phase_axis(pw, pr.w, pr.q(), pr.s, pr.pad_w, pr.stride_w, pr.dil_w, flipped);
+      const PhaseAxis& aw = columns[size_t(pw)];
       if (aw.count == 0) continue;
       const TensorDesc dx_view =
           view(dx.dtype, {pr.n, pr.c, ah.count, aw.count}, {xs[0], xs[1], xs[2] * pr.stride_h, xs[3] * pr.stride_w});
       const int64_t dx_offset = ph * xs[2] + pw * xs[3];
-      if (ah.empty || aw.empty) {
+      if (aw.empty) {  // rows reached, but not these columns
         out.fills.push_back({dx_view, dx_offset});
         continue;
       }
