@@ -36,7 +36,7 @@ bool built_with_cuda();
 /// True when mconv was built with CUDA and a device is visible.
 bool cuda_available();
 
-/// How an Engine checks the pointers of a call.
+/// How an Engine checks the pointers of a call, keeps its plans and launches its kernels.
 struct EngineOptions {
   /// Ask the CUDA driver where x, w, y and bias live and how far their allocations reach
   /// (cudaPointerGetAttributes and cuMemGetAddressRange, about 1-3 us a call in all): host memory,
@@ -47,6 +47,11 @@ struct EngineOptions {
   /// Plans kept by plan(), least recently used dropped first (a dropped plan stays valid for as long
   /// as the caller holds it; plan() then builds it again). At least 1.
   size_t plan_cache_capacity = 1024;
+  /// Launch the tensor-core kernels as programmatic dependent launches (sm_90 and later): a kernel's
+  /// blocks are dispatched and set up while the previous kernel of the stream finishes, and wait for
+  /// it before they touch memory, in a stream as in a CUDA graph. Off: each kernel starts only once
+  /// the previous one has ended (measured in docs/PERFORMANCE.md, "Dependent launches").
+  bool dependent_launch = true;
 };
 
 namespace detail {

@@ -6,7 +6,8 @@
 
 namespace mconv::detail {
 
-void launch_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& e, void* stream) {
+void launch_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& e, void* stream,
+                    bool dependent_launch) {
   // implicit_mma and the direct families but stride_fixed take every dtype; implicit_precomp and
   // stride_fixed run fp32 only (Plan::build refuses other dtypes for them).
   const auto* xf = static_cast<const float*>(x);
@@ -18,7 +19,7 @@ void launch_forward(const Plan& plan, const void* x, const void* w, void* y, con
         if constexpr (std::is_same_v<D, std::monostate>)
           throw Error(Status::BadParam, "plan: a cpu plan given to the cuda target");
         else if constexpr (std::is_same_v<D, ImplicitMmaDivision>)
-          implicit_mma_forward(plan, d, x, w, y, e, stream);
+          implicit_mma_forward(plan, d, x, w, y, e, stream, dependent_launch);
         else if constexpr (std::is_same_v<D, ChannelsLastDepthwiseDivision>)
           channels_last_depthwise_forward(plan, d, x, w, y, e, stream);
         else if constexpr (std::is_same_v<D, ImplicitPrecompDivision>)

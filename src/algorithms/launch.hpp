@@ -10,8 +10,10 @@ namespace mconv::detail {
 
 /// Launches `plan` (a cuda plan with its device table where its family reads one) on `stream`.
 /// Asynchronous; checks the launch. Pointers are device pointers of the plan's dtype, checked by the
-/// caller.
-void launch_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& e, void* stream);
+/// caller. `dependent_launch`: the kernels that allow it may start while the stream's previous
+/// kernel finishes (Note [dependent launch], common/dependent_launch.cuh).
+void launch_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& e, void* stream,
+                    bool dependent_launch);
 
 /// What a plan's kernels need set once before their first launch (the dynamic shared-memory limit
 /// of the tensor-core tiles), done when the plan is made so that a launch stays graph-capturable.
@@ -21,7 +23,7 @@ void prepare_launch(const Plan& plan);
 // decides what depends on the call (pointer alignment for vector copies; an activation forbids split-K).
 void implicit_mma_prepare(const Plan& plan, const ImplicitMmaDivision& d);
 void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const void* x, const void* w, void* y,
-                          const Epilogue& e, void* stream);
+                          const Epilogue& e, void* stream, bool dependent_launch);
 void implicit_precomp_forward(const Plan& plan, const ImplicitPrecompDivision& d, const float* x, const float* w,
                               float* y, const Epilogue& e, void* stream);
 void direct_block_forward(const Plan& plan, const DirectBlockDivision& d, const void* x, const void* w, void* y,

@@ -3,7 +3,7 @@
 
 namespace mconv::detail {
 
-void launch_forward(const Plan&, const void*, const void*, void*, const Epilogue&, void*) {
+void launch_forward(const Plan&, const void*, const void*, void*, const Epilogue&, void*, bool) {
   throw Error(Status::NoDevice, "target: mconv was built without CUDA");
 }
 

@@ -220,7 +220,7 @@ void Engine::run_backward(const BackwardPlan& plan, Pass pass, const void* a, co
   auto launch_steps = [&](auto&& stream_of) {
     for (size_t i = 0; i < steps.size(); ++i)
       detail::launch_forward(*plan.plans[i], at(a, steps[i].x_offset), at(b, steps[i].w_offset),
-                             at_mut(out, steps[i].y_offset), e, stream_of(i));
+                             at_mut(out, steps[i].y_offset), e, stream_of(i), options_.dependent_launch);
   };
   if (!fork) {  // one step, or a plan of another engine of this device: one stream (none is made here)
     launch_steps([stream](size_t) { return stream; });
@@ -273,7 +273,7 @@ void Engine::conv2d_forward(const Plan& plan, const void* x, const void* w, void
     detail::cuda_device::check_device_pointer(y, "y", device_, plan.y_desc().span_elements() * esz);
     if (e.bias) detail::cuda_device::check_device_pointer(e.bias, "bias", device_, plan.problem().k * 4);
   }
-  detail::launch_forward(plan, x, w, y, e, stream);
+  detail::launch_forward(plan, x, w, y, e, stream, options_.dependent_launch);
 }
 
 void Engine::synchronize() {

@@ -27,10 +27,11 @@ struct BenchOptions {
   /// it. 1 = Find's own picks, which on the H100 were up to 3x slower than another algorithm of the
   /// same call on single-channel and multi-channel layers (docs/PERFORMANCE.md).
   int peer_candidates = 8;
-  bool all_algorithms = false;  ///< also time every mconv algorithm that supports the layer
-  int launches = 20;            ///< back-to-back launches per timed loop
-  int repeats = 5;              ///< timed loops; the median is reported
-  bool graph = true;            ///< time a captured CUDA graph of the launches (no per-call host overhead)
+  bool all_algorithms = false;   ///< also time every mconv algorithm that supports the layer
+  int launches = 20;             ///< back-to-back launches per timed loop
+  int repeats = 5;               ///< timed loops; the median is reported
+  bool graph = true;             ///< time a captured CUDA graph of the launches (no per-call host overhead)
+  bool dependent_launch = true;  ///< EngineOptions::dependent_launch
   int64_t check_samples = 4096;
   uint64_t seed = 1;
   /// cuDNN candidates Find timed slower than this many times the best of their peer class (and

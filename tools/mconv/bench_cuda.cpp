@@ -171,11 +171,14 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
   cudaStream_t stream = nullptr;
   cuda_ok(cudaStreamCreate(&stream), "cudaStreamCreate");
   std::unique_ptr<CUstream_st, decltype(&cudaStreamDestroy)> stream_owner(stream, cudaStreamDestroy);
-  Engine engine(Target::Cuda, 0, stream);
+  EngineOptions engine_options;
+  engine_options.dependent_launch = opt.dependent_launch;
+  Engine engine(Target::Cuda, 0, stream, engine_options);
   const LoopTiming timing{opt.launches, opt.repeats, opt.graph, stream};
   peaks.timing = (opt.pass == Pass::Forward ? std::string() : std::string(pass_name(opt.pass)) + " pass; ") +
                  "median of " + std::to_string(opt.repeats) + " loops of " + std::to_string(opt.launches) +
-                 (opt.graph ? " launches replayed as one CUDA graph" : " launches enqueued from the host");
+                 (opt.graph ? " launches replayed as one CUDA graph" : " launches enqueued from the host") +
+                 (opt.dependent_launch ? "" : ", no dependent launches");
   if (opt.vs_cudnn) {
     const bool graph = !(opt.dtype == DType::Float32 && opt.plan.math == MathMode::Exact);
     const std::string apis = graph ? "Find's and the graph API heuristics' " : "Find's ";

@@ -394,6 +394,8 @@ int run_main(int argc, char** argv) {
                    "fp32 (exact), tf32 (fp32 tensors on tensor cores), fp16 or bf16; cuDNN runs the same precision")
       ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}))
       ->capture_default_str();
+  bench->add_flag("--no-dependent-launch{false}", bopt.dependent_launch,
+                  "launch every kernel only once the previous one has ended (EngineOptions::dependent_launch)");
   bench->add_flag("--all-algos", bopt.all_algorithms, "also time every mconv algorithm that supports each layer");
   bench
       ->add_option("--peer-candidates", bopt.peer_candidates,

@@ -1,5 +1,6 @@
 // Launching a kernel as thread-block clusters along z (the slices of one tile: Note [mma cluster
-// split], Note [ordered split-k]), and whether a device can schedule a cluster of a given size.
+// split], Note [ordered split-k]) and as a dependent of the stream's previous kernel (Note
+// [dependent launch]), and whether a device can schedule a cluster of a given size.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,6 +9,7 @@
 #include <utility>
 
 #include "cuda_check.cuh"
+#include "dependent_launch.cuh"
 
 namespace mconv::cuda {
 
@@ -25,20 +27,39 @@ inline cudaLaunchAttribute cluster_z_attribute(int blocks) {
   return a;
 }
 
-/// Launches kernel<<<grid, threads, smem, stream>>>(args...) with clusters of `blocks` consecutive
-/// z blocks (grid.z a multiple of it).
+/// How a launch goes beyond its grid, block and shared memory.
+struct LaunchAttributes {
+  int cluster_blocks = 1;  ///< clusters of this many consecutive z blocks (grid.z a multiple of it); 1: none
+  bool dependent = false;  ///< Note [dependent launch]: where the kernel's code waits for its prerequisites
+};
+
+/// Launches kernel<<<grid, threads, smem, stream>>>(args...) with `attributes`, and checks the launch.
 template <class... Params, class... Args>
-void launch_z_clusters(void (*kernel)(Params...), dim3 grid, int threads, int smem, cudaStream_t stream, int blocks,
-                       Args&&... args) {
+void launch_kernel(void (*kernel)(Params...), dim3 grid, int threads, int smem, cudaStream_t stream,
+                   LaunchAttributes attributes, Args&&... args) {
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = dim3(static_cast<unsigned>(threads));
   config.dynamicSmemBytes = static_cast<size_t>(smem);
   config.stream = stream;
-  cudaLaunchAttribute cluster = cluster_z_attribute(blocks);
-  config.attrs = &cluster;
-  config.numAttrs = 1;
+  cudaLaunchAttribute list[2]{};
+  unsigned count = 0;
+  if (attributes.cluster_blocks > 1) list[count++] = cluster_z_attribute(attributes.cluster_blocks);
+  if (attributes.dependent && waits_for_prerequisite_grids(reinterpret_cast<const void*>(kernel))) {
+    list[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    list[count++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  config.attrs = list;
+  config.numAttrs = count;
   MCONV_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
+}
+
+/// Launches kernel<<<grid, threads, smem, stream>>>(args...) with clusters of `blocks` consecutive
+/// z blocks (grid.z a multiple of it).
+template <class... Params, class... Args>
+void launch_z_clusters(void (*kernel)(Params...), dim3 grid, int threads, int smem, cudaStream_t stream, int blocks,
+                       Args&&... args) {
+  launch_kernel(kernel, grid, threads, smem, stream, LaunchAttributes{blocks, false}, std::forward<Args>(args)...);
 }
 
 /// The cluster size a launch of `kernel` can take: `blocks` up to the portable size; beyond it (the

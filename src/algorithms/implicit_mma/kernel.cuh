@@ -152,6 +152,7 @@
 #include <type_traits>
 
 #include "../common/cp_async.cuh"
+#include "../common/dependent_launch.cuh"
 #include "../common/implicit_gemm_geometry.cuh"
 #include "../common/storage.cuh"
 #include "../common/tensor_copy.cuh"
@@ -512,6 +513,9 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
       rStart[i] = 0;
     }
   }
+  // Note [dependent launch]: nothing above reads memory another kernel writes; everything below may.
+  detail::wait_for_prerequisite_grids();
+  if constexpr (kPersistent) detail::allow_dependent_grids();  // one wave: its blocks take every tile
   auto inside = [&](int i, const int4& row) {
     return static_cast<unsigned>(rH0[i] + row.y) < static_cast<unsigned>(prm.H) &&
            static_cast<unsigned>(rW0[i] + row.z) < static_cast<unsigned>(prm.W);
@@ -932,7 +936,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
       }
     }
     detail::cp_async_wait<0>();
-  }  // the gather's mainloops
+  }                                 // the gather's mainloops
+  detail::allow_dependent_grids();  // Note [dependent launch]: the epilogue is left
 
   // Epilogue: fragment c0,c1 is (pixel g, filters 2t, 2t+1), c2,c3 the pixel g + 8; alpha, beta (never
   // reading y when 0), bias and ReLU in fp32, one rounding to the storage type at the store.

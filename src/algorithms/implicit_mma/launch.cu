@@ -62,14 +62,12 @@ MmaKernel warp_specialized_kernel(ConsumerSchedule consumers, bool split) {
 template <class Tile, bool kPersistent>
 constexpr int kSmemBytesOf = kPersistent ? Tile::kPersistentSmemBytes : Tile::kSmemBytes;
 
+// Note [mma cluster split]: the slices of a tile are consecutive z blocks, one cluster.
 template <class Tile, class Math, class F, bool kTensorMaps, bool kPersistent>
-void launch(const ImplicitMmaParams& prm, dim3 grid, cudaStream_t stream) {
+void launch(const ImplicitMmaParams& prm, dim3 grid, cudaStream_t stream, bool dependent) {
   auto* kernel = cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB, kTensorMaps, kPersistent>;
-  if (prm.splits == 1)
-    kernel<<<grid, Tile::kThreads, kSmemBytesOf<Tile, kPersistent>, stream>>>(prm);
-  else  // Note [mma cluster split]: the slices of a tile are consecutive z blocks, one cluster.
-    cuda::launch_z_clusters(kernel, grid, Tile::kThreads, Tile::kSmemBytes, stream, prm.splits, prm);
-  MCONV_CUDA_CHECK(cudaGetLastError());
+  cuda::launch_kernel(kernel, grid, Tile::kThreads, kSmemBytesOf<Tile, kPersistent>, stream,
+                      cuda::LaunchAttributes{prm.splits, dependent}, prm);
 }
 
 /// Calls f(Math{}) for the plan's element type and math mode.
@@ -239,7 +237,7 @@ void implicit_mma_prepare(const Plan& plan, const ImplicitMmaDivision& d) {
 }
 
 void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const void* x, const void* w, void* y,
-                          const Epilogue& e, void* stream) {
+                          const Epilogue& e, void* stream, bool dependent_launch) {
   const auto& out = plan.output_rule();
   ImplicitMmaParams prm{};
   static_cast<cuda::ImplicitGemmGeometry&>(prm) = cuda::implicit_gemm_geometry(plan, e, "implicit_mma");
@@ -312,7 +310,7 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
                 d.cluster_split, Tile::kThreads, kSmemBytesOf<Tile, kPersistent>);
         prm.k_tiles_per_split = static_cast<int>(ceil_div(k_tiles, prm.splits * prm.atomic_slices));
         grid.z = static_cast<unsigned>(plan.problem().groups * prm.atomic_slices * prm.splits);
-        launch<Tile, Math, F, kMaps, kPersistent>(prm, grid, s);
+        launch<Tile, Math, F, kMaps, kPersistent>(prm, grid, s, dependent_launch);
       };
       // Note [wgmma warp-specialized tiles]: cooperative tiles may split their rows among a cluster,
       // and a wgrad step's among the atomic groups along y (Note [wgmma warp-specialized wgrad]).
@@ -324,12 +322,8 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
         prm.k_tiles_per_split = static_cast<int>(ceil_div(k_tiles, prm.splits * prm.atomic_slices));
         grid.y = static_cast<unsigned>(prm.atomic_slices);
         grid.z = static_cast<unsigned>(prm.splits);
-        if (prm.splits == 1)
-          kernel<<<grid, Tile::kWarpSpecializedThreads, Tile::kWarpSpecializedSmemBytes, s>>>(prm);
-        else
-          cuda::launch_z_clusters(kernel, grid, Tile::kWarpSpecializedThreads, Tile::kWarpSpecializedSmemBytes, s,
-                                  prm.splits, prm);
-        MCONV_CUDA_CHECK(cudaGetLastError());
+        cuda::launch_kernel(kernel, grid, Tile::kWarpSpecializedThreads, Tile::kWarpSpecializedSmemBytes, s,
+                            cuda::LaunchAttributes{prm.splits, dependent_launch}, prm);
         return;
       }
       if constexpr (kHasPersistent<Tile, Math, F>)

@@ -205,6 +205,9 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
     cooperative_groups::this_cluster().sync();
   else
     __syncthreads();
+  // Note [dependent launch]: from here on the block reads and writes tensors.
+  detail::wait_for_prerequisite_grids();
+  detail::allow_dependent_grids();
 
   if (warp >= 2 * kConsumerThreads / 32) {  // the producer warpgroup: one thread issues the copies
     detail::release_registers<40>();

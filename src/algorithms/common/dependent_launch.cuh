@@ -1,0 +1,66 @@
+// Programmatic dependent launch (sm_90): a kernel's blocks start while the previous kernel of its
+// stream finishes, and wait for it before they touch memory.
+//
+// Note [dependent launch]: a small layer's kernel runs 10-20 us on the H100, and between two kernels
+// of a stream the next grid is launched, its blocks dispatched and set up only once the previous
+// grid has drained. A kernel launched with cudaLaunchAttributeProgrammaticStreamSerialization may
+// be dispatched as soon as every block of the previous grid has executed
+// griddepcontrol.launch_dependents (or exited). It then does what reads nothing another kernel
+// writes (pixel coordinates, barrier initialisation, tensor-map prefetches) and waits in
+// griddepcontrol.wait until the previous grid has completed and its writes are visible. So:
+// - a kernel launched this way waits before its first read or write of a tensor, a bias or an
+//   offset table (the tables are uploaded by copies, which keep the full ordering anyway);
+// - a kernel allows its dependents only after its own wait, so that at most one grid waits ahead
+//   of the one running and a dependent's blocks are dispatched only once every block of this grid
+//   has been (they never take an SM from this grid's own blocks). The plain tiles allow them when
+//   their mainloop ends, the persistent and warp-specialized ones (one wave) right after the wait.
+//   Measured (docs/PERFORMANCE.md, "Dependent launches"): allowed at the first instruction, ahead
+//   of the wait, resnet50's bf16 3x3 l3 layer lost 2 us of 18; allowed right after the wait, two
+//   TF32 1x1 layers on the 8-warp mma.sync tile lost 4-7%, and they still do when allowed at the
+//   mainloop's end;
+// - only kernels compiled with the instructions (sm_90 and later; the host asks the loaded code's
+//   PTX version) are launched this way; every other launch keeps the full ordering.
+// EngineOptions::dependent_launch turns it off.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <mutex>
+#include <unordered_map>
+
+namespace mconv::cuda {
+
+namespace detail {
+/// Lets the stream's next kernel, if launched as a dependent, be dispatched once every block of this
+/// grid has done the same or exited.
+__device__ __forceinline__ void allow_dependent_grids() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+/// Waits until the grids this one depends on have completed and their memory operations are
+/// visible (returns at once where it was not launched as a dependent).
+__device__ __forceinline__ void wait_for_prerequisite_grids() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+}  // namespace detail
+
+/// Whether `kernel`'s code loaded for this device was compiled with the griddepcontrol instructions
+/// (PTX 9.0 or later), so that a dependent launch of it waits where it must. Asked once per kernel;
+/// devices of one process are taken to be alike.
+inline bool waits_for_prerequisite_grids(const void* kernel) {
+  static std::mutex mutex;
+  static std::unordered_map<const void*, bool> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = known.find(kernel); it != known.end()) return it->second;
+  cudaFuncAttributes attributes{};
+  const bool asked = cudaFuncGetAttributes(&attributes, kernel) == cudaSuccess;
+  if (!asked) (void)cudaGetLastError();  // the launch itself reports a kernel that cannot load
+  const bool waits = asked && attributes.ptxVersion >= 90;
+  known.emplace(kernel, waits);
+  return waits;
+}
+
+}  // namespace mconv::cuda
