@@ -15,9 +15,8 @@
 //   has been (they never take an SM from this grid's own blocks). The plain tiles allow them when
 //   their mainloop ends, the persistent and warp-specialized ones (one wave) right after the wait.
 //   Measured (docs/PERFORMANCE.md, "Dependent launches"): allowed at the first instruction, ahead
-//   of the wait, resnet50's bf16 3x3 l3 layer lost 2 us of 18; allowed right after the wait, two
-//   TF32 1x1 layers on the 8-warp mma.sync tile lost 4-7%, and they still do when allowed at the
-//   mainloop's end;
+//   of the wait, resnet50's bf16 3x3 l3 layer lost 2 us of 18. Two TF32 1x1 layers of 208 blocks
+//   (between one and two an SM) lose 2-7% wherever the dependents are let go, on every tile;
 // - only kernels compiled with the instructions (sm_90 and later; the host asks the loaded code's
 //   PTX version) are launched this way; every other launch keeps the full ordering.
 // EngineOptions::dependent_launch turns it off.
