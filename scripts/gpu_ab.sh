@@ -2,8 +2,11 @@
 # A/B timing of builds on one GPU machine: the staged bundle (.gpu-bundle, "new") against other
 # builds staged into .gpu-bundle/<name>/ (their libmconv and mconv; "old" by default), taking turns
 # (old, new, old, new ...) so that clock and thermal drift fall on all. No cuDNN: only mconv is timed.
+# A variant may also be LABEL=BUILD:OPTIONS, the build's mconv with comma-separated options of its
+# own, to compare a switch within one build.
 #   usage: [AB_VARIANTS="old new x"] scripts/gpu_ab.sh ROUNDS SUITE [mconv bench options...]
 #   e.g.   scripts/gpu_ab.sh 2 bench/suites/multi_channel.csv --algo stride_fixed
+#          AB_VARIANTS="off=new:--no-dependent-launch on=new" scripts/gpu_ab.sh 2 bench/suites/depthwise.csv
 # Writes $OUT/ab/<variant>_<i>.csv and prints the per-layer medians side by side, and each variant's
 # geometric-mean speed-up over the first.
 set -u
@@ -14,14 +17,19 @@ shift 2
 B=$PWD/.gpu-bundle
 mkdir -p "$OUT/ab"
 variants=(${AB_VARIANTS:-old new})
+labels=()
+for v in "${variants[@]}"; do labels+=("${v%%=*}"); done
 for i in $(seq 1 "$rounds"); do
   for v in "${variants[@]}"; do
-    dir=$B; [ "$v" != new ] && dir=$B/$v
-    LD_LIBRARY_PATH=$dir "$dir/mconv" bench --suite "$suite" "$@" --format csv > "$OUT/ab/${v}_$i.csv" 2> "$OUT/ab/${v}_$i.err"
-    echo "$v run $i: exit $?"
+    label=${v%%=*} build=${v#*=} own=""
+    [[ "$build" == *:* ]] && own=${build#*:} build=${build%%:*}
+    dir=$B; [ "$build" != new ] && dir=$B/$build
+    LD_LIBRARY_PATH=$dir "$dir/mconv" bench --suite "$suite" "$@" ${own//,/ } --format csv > "$OUT/ab/${label}_$i.csv" \
+      2> "$OUT/ab/${label}_$i.err"
+    echo "$label run $i: exit $?"
   done
 done
-python3 - "$OUT/ab" "$rounds" "${variants[@]}" <<'EOF'
+python3 - "$OUT/ab" "$rounds" "${labels[@]}" <<'EOF'
 import csv, statistics, sys, math
 d, rounds, variants = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 runs = {v: [list(csv.DictReader(open(f"{d}/{v}_{i}.csv"))) for i in range(1, rounds + 1)] for v in variants}

@@ -7,6 +7,18 @@
 
 namespace mconv::test {
 
+/// Values stored in dtype `t` (each rounded to it), and stored bytes of `t` read back as values.
+inline std::vector<unsigned char> storage_bytes(DType t, const std::vector<float>& v) {
+  std::vector<unsigned char> b(v.size() * size_t(dtype_size(t)));
+  from_float(t, v.data(), b.data(), int64_t(v.size()));
+  return b;
+}
+inline std::vector<float> stored_values(DType t, const std::vector<unsigned char>& b) {
+  std::vector<float> v(b.size() / size_t(dtype_size(t)));
+  to_float(t, b.data(), v.data(), int64_t(v.size()));
+  return v;
+}
+
 struct DtypeTensors {
   HostTensors f;  // the rounded values, fp32 descriptors
   DType dtype;
@@ -24,16 +36,8 @@ struct DtypeTensors {
     w = bytes(f.w);
     y = bytes(f.y);  // NaN stays NaN in every dtype
   }
-  std::vector<unsigned char> bytes(const std::vector<float>& v) const {
-    std::vector<unsigned char> b(v.size() * size_t(dtype_size(dtype)));
-    from_float(dtype, v.data(), b.data(), int64_t(v.size()));
-    return b;
-  }
-  std::vector<float> values(const std::vector<unsigned char>& b) const {
-    std::vector<float> v(b.size() / size_t(dtype_size(dtype)));
-    to_float(dtype, b.data(), v.data(), int64_t(v.size()));
-    return v;
-  }
+  std::vector<unsigned char> bytes(const std::vector<float>& v) const { return storage_bytes(dtype, v); }
+  std::vector<float> values(const std::vector<unsigned char>& b) const { return stored_values(dtype, b); }
   /// The double reference of the case on the rounded inputs, rounded to the dtype like a stored y.
   std::vector<float> reference(const Case& c) const {
     std::vector<float> ref = f.y;

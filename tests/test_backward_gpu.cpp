@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "backward_tensors.hpp"
+#include "device_bytes.hpp"
 
 namespace mconv::test {
 namespace {
@@ -16,20 +17,6 @@ class BackwardGpu : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!cuda_available()) GTEST_SKIP() << "no CUDA device visible: GPU tests skipped";
-  }
-};
-
-struct DeviceBytes {
-  void* ptr = nullptr;
-  explicit DeviceBytes(const std::vector<unsigned char>& host) {
-    if (cudaMalloc(&ptr, std::max<size_t>(host.size(), 16)) != cudaSuccess) ptr = nullptr;
-    if (ptr) cudaMemcpy(ptr, host.data(), host.size(), cudaMemcpyHostToDevice);
-  }
-  ~DeviceBytes() { cudaFree(ptr); }
-  std::vector<unsigned char> read(size_t n) const {
-    std::vector<unsigned char> r(n);
-    cudaMemcpy(r.data(), ptr, n, cudaMemcpyDeviceToHost);
-    return r;
   }
 };
 

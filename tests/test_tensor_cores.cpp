@@ -5,12 +5,11 @@
 
 #include "../src/algorithms/implicit_mma/tiles.hpp"
 #include "../src/algorithms/single_channel/planner.hpp"
+#include "device_bytes.hpp"
 #include "dtype_tensors.hpp"
 
 namespace mconv::test {
 namespace {
-
-#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
 
 class TensorCores : public ::testing::Test {
  protected:
@@ -31,14 +30,6 @@ struct Precision {
 constexpr Precision kPrecisions[] = {{DType::Float16, MathMode::Exact, "fp16"},
                                      {DType::BFloat16, MathMode::Exact, "bf16"},
                                      {DType::Float32, MathMode::TF32, "tf32"}};
-
-struct DeviceBytes {
-  void* ptr = nullptr;
-  explicit DeviceBytes(size_t n) {
-    if (cudaMalloc(&ptr, std::max<size_t>(n, 16)) != cudaSuccess) ptr = nullptr;
-  }
-  ~DeviceBytes() { cudaFree(ptr); }
-};
 
 // Whether the engine's GPU runs the wgmma tiles (sm_90).
 bool wgmma_device(Engine& engine) {
@@ -712,99 +703,6 @@ TEST_F(TensorCores, GraphCaptureReplays) {
   cudaGraphDestroy(graph);
   engine.set_stream(nullptr);
   cudaStreamDestroy(s);
-}
-
-// Note [dependent launch]: each kernel of a chain may start while the one before it finishes, and
-// must wait for it before it reads that one's output (y1 is NaN until the first layer writes it) or
-// overwrites what it still reads (the third layer writes y1, which the second reads). The first
-// layer's grid is several waves, so the second's blocks are dispatched into its last wave. Eager on
-// a stream and replayed as a CUDA graph, with dependent launches on (the default) and off.
-TEST_F(TensorCores, DependentLaunchesKeepAChainOfLayersInOrder) {
-  const Problem p = make(8, 64, 56, 56, 64, 3, 3, 1);
-  const DType t = DType::BFloat16;
-  const TensorDesc xd = p.x_desc(Layout::NHWC, t), wd = p.w_desc(Layout::NHWC, t), yd = p.y_desc(Layout::NHWC, t);
-  ASSERT_EQ(xd.dims, yd.dims);
-  std::mt19937_64 g(test_seed() + 7);
-  auto rounded = [&](size_t n) {
-    std::vector<float> v(n);
-    std::normal_distribution<float> d(0.0f, 1.0f);
-    for (float& e : v) e = round_to_dtype(d(g), t);
-    return v;
-  };
-  const std::vector<float> x0 = rounded(xd.span_elements());
-  std::vector<float> w[3];
-  for (auto& wi : w) {
-    wi = rounded(wd.span_elements());
-    for (float& e : wi) e = round_to_dtype(e / 24.0f, t);  // keeps each layer's output near unit scale
-  }
-  TensorDesc xf = xd, wf = wd, yf = yd;
-  xf.dtype = wf.dtype = yf.dtype = DType::Float32;
-  auto reference = [&](const std::vector<float>& in, const std::vector<float>& filters) {
-    std::vector<float> out(yd.span_elements(), NAN);
-    cpu::reference_forward(p, xf, in.data(), wf, filters.data(), yf, out.data(), Epilogue{});
-    for (float& e : out) e = round_to_dtype(e, t);
-    return out;
-  };
-  auto to_bytes = [&](const std::vector<float>& v) {
-    std::vector<unsigned char> b(v.size() * 2);
-    from_float(t, v.data(), b.data(), int64_t(v.size()));
-    return b;
-  };
-  auto to_values = [&](const DeviceBytes& d, size_t n) {
-    std::vector<unsigned char> b(n * 2);
-    EXPECT_EQ(cudaMemcpy(b.data(), d.ptr, b.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-    std::vector<float> v(n);
-    to_float(t, b.data(), v.data(), int64_t(n));
-    return v;
-  };
-  const std::vector<float> y1_ref = reference(x0, w[0]), y2_ref = reference(y1_ref, w[1]);
-  const size_t n = yd.span_elements();
-  for (const bool dependent : {true, false})
-    for (const bool graph : {false, true}) {
-      SCOPED_TRACE(std::string(dependent ? "dependent launches" : "full ordering") + (graph ? ", graph" : ", eager"));
-      EngineOptions options;
-      options.dependent_launch = dependent;
-      Engine engine(Target::Cuda, 0, nullptr, options);
-      auto plan = engine.plan(p, xd, wd, yd);
-      ASSERT_EQ(plan->algorithm(), Algorithm::ImplicitMma);
-      const size_t filters = wd.span_elements();
-      DeviceBytes dx(n * 2), dy1(n * 2), dy2(n * 2), dw0(filters * 2), dw1(filters * 2), dw2(filters * 2);
-      void* dw[3] = {dw0.ptr, dw1.ptr, dw2.ptr};
-      ASSERT_TRUE(dx.ptr && dy1.ptr && dy2.ptr && dw[0] && dw[1] && dw[2]);
-      CUDA_OK(cudaMemcpy(dx.ptr, to_bytes(x0).data(), n * 2, cudaMemcpyHostToDevice));
-      for (int i = 0; i < 3; ++i)
-        CUDA_OK(cudaMemcpy(dw[i], to_bytes(w[i]).data(), filters * 2, cudaMemcpyHostToDevice));
-      CUDA_OK(cudaMemset(dy1.ptr, 0xff, n * 2));  // NaN in bf16
-      CUDA_OK(cudaMemset(dy2.ptr, 0xff, n * 2));
-      cudaStream_t s;
-      CUDA_OK(cudaStreamCreate(&s));
-      engine.set_stream(s);
-      auto chain = [&] {
-        engine.conv2d_forward(*plan, dx.ptr, dw[0], dy1.ptr);
-        engine.conv2d_forward(*plan, dy1.ptr, dw[1], dy2.ptr);
-        engine.conv2d_forward(*plan, dy2.ptr, dw[2], dy1.ptr);
-      };
-      cudaGraph_t captured = nullptr;
-      cudaGraphExec_t exec = nullptr;
-      if (graph) {
-        CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-        chain();
-        CUDA_OK(cudaStreamEndCapture(s, &captured));
-        CUDA_OK(cudaGraphInstantiate(&exec, captured, 0));
-        CUDA_OK(cudaGraphLaunch(exec, s));
-      } else {
-        chain();
-      }
-      CUDA_OK(cudaStreamSynchronize(s));
-      const std::vector<float> y2 = to_values(dy2, n), y3 = to_values(dy1, n);
-      EXPECT_LT(rel_error(y2, y2_ref), 1e-2) << "the second layer read y1 before the first had written it, or after "
-                                                "the third had overwritten it";
-      EXPECT_LT(rel_error(y3, reference(y2, w[2])), 1e-2) << "the third layer read y2 before the second had written it";
-      if (exec) cudaGraphExecDestroy(exec);
-      if (captured) cudaGraphDestroy(captured);
-      engine.set_stream(nullptr);
-      cudaStreamDestroy(s);
-    }
 }
 
 TEST_F(TensorCores, SiluIsRefusedOnTheGpuAndYIsUntouched) {

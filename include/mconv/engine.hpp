@@ -47,10 +47,11 @@ struct EngineOptions {
   /// Plans kept by plan(), least recently used dropped first (a dropped plan stays valid for as long
   /// as the caller holds it; plan() then builds it again). At least 1.
   size_t plan_cache_capacity = 1024;
-  /// Launch the tensor-core kernels as programmatic dependent launches (sm_90 and later): a kernel's
-  /// blocks are dispatched and set up while the previous kernel of the stream finishes, and wait for
-  /// it before they touch memory, in a stream as in a CUDA graph. Off: each kernel starts only once
-  /// the previous one has ended (measured in docs/PERFORMANCE.md, "Dependent launches").
+  /// Launch every kernel as a programmatic dependent launch (sm_90 and later): a kernel's blocks are
+  /// dispatched (and, on the tensor cores, set up) while the previous kernel of the stream finishes,
+  /// and wait for it before they touch memory, in a stream as in a CUDA graph. Off: each kernel
+  /// starts only once the previous one has ended (measured in docs/PERFORMANCE.md, "Dependent
+  /// launches").
   bool dependent_launch = true;
 };
 

@@ -21,21 +21,21 @@ void launch_forward(const Plan& plan, const void* x, const void* w, void* y, con
         else if constexpr (std::is_same_v<D, ImplicitMmaDivision>)
           implicit_mma_forward(plan, d, x, w, y, e, stream, dependent_launch);
         else if constexpr (std::is_same_v<D, ChannelsLastDepthwiseDivision>)
-          channels_last_depthwise_forward(plan, d, x, w, y, e, stream);
+          channels_last_depthwise_forward(plan, d, x, w, y, e, stream, dependent_launch);
         else if constexpr (std::is_same_v<D, ImplicitPrecompDivision>)
-          implicit_precomp_forward(plan, d, xf, wf, yf, e, stream);
+          implicit_precomp_forward(plan, d, xf, wf, yf, e, stream, dependent_launch);
         else if constexpr (std::is_same_v<D, DirectBlockDivision>)
-          direct_block_forward(plan, d, x, w, y, e, stream);
+          direct_block_forward(plan, d, x, w, y, e, stream, dependent_launch);
         else if constexpr (std::is_same_v<D, SingleChannelDivision>)
-          single_channel_strip_forward(plan, d, x, w, y, e, stream);
+          single_channel_strip_forward(plan, d, x, w, y, e, stream, dependent_launch);
         else if constexpr (std::is_same_v<D, PlaneStreamDivision>)
-          plane_stream_forward(plan, d, x, w, y, e, stream);
+          plane_stream_forward(plan, d, x, w, y, e, stream, dependent_launch);
         else if constexpr (std::is_same_v<D, PlaneBulkDivision>)
-          plane_bulk_forward(plan, d, x, w, y, e, stream);
+          plane_bulk_forward(plan, d, x, w, y, e, stream, dependent_launch);
         else if constexpr (std::is_same_v<D, DepthwiseWgradDivision>)
-          depthwise_wgrad_forward(plan, d, x, w, y, e, stream);
+          depthwise_wgrad_forward(plan, d, x, w, y, e, stream, dependent_launch);
         else
-          stride_fixed_forward(plan, d, xf, wf, yf, e, stream);
+          stride_fixed_forward(plan, d, xf, wf, yf, e, stream, dependent_launch);
       },
       plan.division());
 }

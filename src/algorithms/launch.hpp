@@ -10,8 +10,9 @@ namespace mconv::detail {
 
 /// Launches `plan` (a cuda plan with its device table where its family reads one) on `stream`.
 /// Asynchronous; checks the launch. Pointers are device pointers of the plan's dtype, checked by the
-/// caller. `dependent_launch`: the kernels that allow it may start while the stream's previous
-/// kernel finishes (Note [dependent launch], common/dependent_launch.cuh).
+/// caller. `dependent_launch`: the kernels (every family's, the pre-pass and the fills, each with
+/// that flag below) may start while the stream's previous kernel finishes (Note [dependent launch],
+/// common/dependent_launch.cuh).
 void launch_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& e, void* stream,
                     bool dependent_launch);
 
@@ -25,29 +26,29 @@ void implicit_mma_prepare(const Plan& plan, const ImplicitMmaDivision& d);
 void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const void* x, const void* w, void* y,
                           const Epilogue& e, void* stream, bool dependent_launch);
 void implicit_precomp_forward(const Plan& plan, const ImplicitPrecompDivision& d, const float* x, const float* w,
-                              float* y, const Epilogue& e, void* stream);
+                              float* y, const Epilogue& e, void* stream, bool dependent_launch);
 void direct_block_forward(const Plan& plan, const DirectBlockDivision& d, const void* x, const void* w, void* y,
-                          const Epilogue& e, void* stream);
+                          const Epilogue& e, void* stream, bool dependent_launch);
 void single_channel_strip_forward(const Plan& plan, const SingleChannelDivision& d, const void* x, const void* w,
-                                  void* y, const Epilogue& e, void* stream);
+                                  void* y, const Epilogue& e, void* stream, bool dependent_launch);
 void plane_stream_forward(const Plan& plan, const PlaneStreamDivision& d, const void* x, const void* w, void* y,
-                          const Epilogue& e, void* stream);
+                          const Epilogue& e, void* stream, bool dependent_launch);
 void channels_last_depthwise_forward(const Plan& plan, const ChannelsLastDepthwiseDivision& d, const void* x,
-                                     const void* w, void* y, const Epilogue& e, void* stream);
+                                     const void* w, void* y, const Epilogue& e, void* stream, bool dependent_launch);
 void plane_bulk_forward(const Plan& plan, const PlaneBulkDivision& d, const void* x, const void* w, void* y,
-                        const Epilogue& e, void* stream);
+                        const Epilogue& e, void* stream, bool dependent_launch);
 void stride_fixed_forward(const Plan& plan, const StrideFixedDivision& d, const float* x, const float* w, float* y,
-                          const Epilogue& e, void* stream);
+                          const Epilogue& e, void* stream, bool dependent_launch);
 /// A wgrad step: x, w and y are the step's views of x, dy and dw.
 void depthwise_wgrad_forward(const Plan& plan, const DepthwiseWgradDivision& d, const void* x, const void* w, void* y,
-                             const Epilogue& e, void* stream);
+                             const Epilogue& e, void* stream, bool dependent_launch);
 
 /// out = beta * out over a strided view of any dtype (beta = 0 never reads it): a backward pass's fill
 /// step.
-void fill_view(const TensorDesc& view, void* base, float beta, void* stream);
+void fill_view(const TensorDesc& view, void* base, float beta, void* stream, bool dependent_launch);
 
 /// Split-K's first pass, y = beta*y + bias, so that slices can add alpha * partial sums; `blocks`
 /// from the division (common/split_k.hpp).
-void output_prepass(const Plan& plan, int blocks, void* y, const Epilogue& e, void* stream);
+void output_prepass(const Plan& plan, int blocks, void* y, const Epilogue& e, void* stream, bool dependent_launch);
 
 }  // namespace mconv::detail

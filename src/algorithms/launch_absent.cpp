@@ -7,7 +7,7 @@ void launch_forward(const Plan&, const void*, const void*, void*, const Epilogue
   throw Error(Status::NoDevice, "target: mconv was built without CUDA");
 }
 
-void fill_view(const TensorDesc&, void*, float, void*) {
+void fill_view(const TensorDesc&, void*, float, void*, bool) {
   throw Error(Status::NoDevice, "target: mconv was built without CUDA");
 }
 

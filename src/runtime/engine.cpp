@@ -209,7 +209,8 @@ void Engine::run_backward(const BackwardPlan& plan, Pass pass, const void* a, co
     detail::cuda_device::check_device_pointer(out, names.y, device_, plan.out.span_elements() * esz);
   }
   // The fills and the steps write disjoint parts of the output.
-  for (const FillStep& f : plan.decomposition.fills) detail::fill_view(f.view, at_mut(out, f.offset), beta, stream);
+  for (const FillStep& f : plan.decomposition.fills)
+    detail::fill_view(f.view, at_mut(out, f.offset), beta, stream, options_.dependent_launch);
   // Independent steps (a strided dgrad's phases), each too small to fill the GPU alone, overlap on
   // side streams (resnet50 bf16 dgrad, docs/PERFORMANCE.md).
   detail::cuda_device::StreamFork* fork = nullptr;

@@ -27,15 +27,4 @@ inline dim3 grid_of(const LaunchShape& l) {
   return dim3(static_cast<unsigned>(l.grid_x), static_cast<unsigned>(l.grid_y), static_cast<unsigned>(l.grid_z));
 }
 
-/// Launches `kernel(params)` with `smem` bytes of dynamic shared memory, opting the kernel in above
-/// the default 48 KB first, and checks the launch.
-template <class Params>
-void launch_with_smem(void (*kernel)(Params), dim3 grid, int threads, int smem, cudaStream_t stream,
-                      const Params& params) {
-  if (smem > 48 * 1024)
-    MCONV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  kernel<<<grid, threads, smem, stream>>>(params);
-  MCONV_CUDA_CHECK(cudaGetLastError());
-}
-
 }  // namespace mconv::cuda

@@ -12,14 +12,22 @@
 //   offset table (the tables are uploaded by copies, which keep the full ordering anyway);
 // - a kernel allows its dependents only after its own wait, so that at most one grid waits ahead
 //   of the one running and a dependent's blocks are dispatched only once every block of this grid
-//   has been (they never take an SM from this grid's own blocks). The plain tiles allow them when
-//   their mainloop ends, the persistent and warp-specialized ones (one wave) right after the wait.
-//   Measured (docs/PERFORMANCE.md, "Dependent launches"): allowed at the first instruction, ahead
-//   of the wait, resnet50's bf16 3x3 l3 layer lost 2 us of 18. Two TF32 1x1 layers of 208 blocks
-//   (between one and two an SM) lose 2-7% wherever the dependents are let go, on every tile;
+//   has been (they never take an SM from this grid's own blocks). The tensor cores' plain tiles
+//   allow them when their mainloop ends, the persistent and warp-specialized ones (one wave) right
+//   after the wait. Measured (docs/PERFORMANCE.md, "Dependent launches"): allowed at the first
+//   instruction, ahead of the wait, resnet50's bf16 3x3 l3 layer lost 2 us of 18. Two TF32 1x1
+//   layers of 208 blocks (between one and two an SM) lose 2-7% wherever the dependents are let go,
+//   on every tile;
+// - the other families (the FFMA and memory-bound kernels, the split-K pre-pass, the fills) have
+//   nothing worth doing before their first load: they wait, then allow, as their first statement
+//   (wait_then_allow_dependent_grids). What they gain is the launch and dispatch of their blocks,
+//   hidden behind the previous kernel's last wave. The bulk plane stream, one resident wave that
+//   walks its chunks, only waits: its dependents go when it exits. Allowed right after its wait,
+//   MobileNetV2's bf16 NCHW layers gained nothing over the suite (c192_h28_s1 12.2 -> 14.0 us);
+//   at its exit they gain 4.5% (docs/PERFORMANCE.md, "Dependent launches");
 // - only kernels compiled with the instructions (sm_90 and later; the host asks the loaded code's
 //   PTX version) are launched this way; every other launch keeps the full ordering.
-// EngineOptions::dependent_launch turns it off.
+// EngineOptions::dependent_launch turns it off for every family.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -43,6 +51,11 @@ __device__ __forceinline__ void wait_for_prerequisite_grids() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif
+}
+/// The first statement of a kernel with nothing to set up before its first memory access.
+__device__ __forceinline__ void wait_then_allow_dependent_grids() {
+  wait_for_prerequisite_grids();
+  allow_dependent_grids();
 }
 }  // namespace detail
 

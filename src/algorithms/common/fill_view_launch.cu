@@ -16,7 +16,9 @@
 
 #include "../launch.hpp"
 #include "cuda_check.cuh"
+#include "dependent_launch.cuh"
 #include "fast_divmod.cuh"
+#include "kernel_launch.cuh"
 #include "storage.cuh"
 #include "storage_dtype.cuh"
 
@@ -36,6 +38,7 @@ struct FillViewParams {
 /// V: elements a thread writes at once; V > 1 only for contiguous, 16-byte aligned rows.
 template <class T, int V>
 __global__ void __launch_bounds__(256) fill_view_kernel(const FillViewParams prm) {
+  cuda::detail::wait_then_allow_dependent_grids();  // Note [dependent launch]
   const int lane = threadIdx.x % prm.lanes, rows_per_block = blockDim.x / prm.lanes;
   for (unsigned row = blockIdx.x * rows_per_block + threadIdx.x / prm.lanes; row < prm.rows;
        row += gridDim.x * rows_per_block) {
@@ -68,7 +71,7 @@ __global__ void __launch_bounds__(256) fill_view_kernel(const FillViewParams prm
 }
 
 template <class T>
-void launch(FillViewParams prm, long long d0, long long d1, long long d2, cudaStream_t s) {
+void launch(FillViewParams prm, long long d0, long long d1, long long d2, cuda::LaunchStream on) {
   const long long per_image = d1 * d2;
   if (per_image >= (1LL << 31))
     throw Error(Status::Unsupported, "fill: 2^31 or more rows in one slice of the view along its largest stride");
@@ -89,17 +92,14 @@ void launch(FillViewParams prm, long long d0, long long d1, long long d2, cudaSt
     part.base = static_cast<T*>(prm.base) + i0 * prm.s0;
     part.rows = static_cast<unsigned>(std::min(images_per_launch, d0 - i0) * per_image);
     const long long blocks = std::min<long long>((part.rows + rows_per_block - 1) / rows_per_block, 8192);
-    if (vector)
-      fill_view_kernel<T, kVector><<<static_cast<unsigned>(blocks), threads, 0, s>>>(part);
-    else
-      fill_view_kernel<T, 1><<<static_cast<unsigned>(blocks), threads, 0, s>>>(part);
-    MCONV_CUDA_CHECK(cudaGetLastError());
+    cuda::launch_kernel(vector ? fill_view_kernel<T, kVector> : fill_view_kernel<T, 1>,
+                        dim3(static_cast<unsigned>(blocks)), threads, 0, on.stream, {1, on.dependent}, part);
   }
 }
 
 }  // namespace
 
-void fill_view(const TensorDesc& view, void* base, float beta, void* stream) {
+void fill_view(const TensorDesc& view, void* base, float beta, void* stream, bool dependent_launch) {
   if (view.element_count() == 0) return;
   // Note [fill rows]: rows along the smallest stride, so that a row's threads write neighbouring
   // elements whatever the layout.
@@ -114,8 +114,8 @@ void fill_view(const TensorDesc& view, void* base, float beta, void* stream) {
   prm.row_length = static_cast<int>(view.dims[order[3]]);
   prm.beta = beta;
   const long long d0 = view.dims[order[0]], d1 = view.dims[order[1]], d2 = view.dims[order[2]];
-  auto s = static_cast<cudaStream_t>(stream);
-  visit_storage_dtype(view.dtype, "fill", [&](auto element) { launch<decltype(element)>(prm, d0, d1, d2, s); });
+  const cuda::LaunchStream on{static_cast<cudaStream_t>(stream), dependent_launch};
+  visit_storage_dtype(view.dtype, "fill", [&](auto element) { launch<decltype(element)>(prm, d0, d1, d2, on); });
 }
 
 }  // namespace mconv::detail

@@ -3,6 +3,7 @@
 // 16-bit types of implicit_mma's atomic slices, computed in fp32). beta == 0 never reads y.
 #pragma once
 
+#include "dependent_launch.cuh"
 #include "fast_divmod.cuh"
 #include "storage.cuh"
 
@@ -29,6 +30,7 @@ __device__ __forceinline__ void output_prepass_element(const OutputPrepassParams
 
 template <class T>
 __global__ void output_prepass_kernel(const OutputPrepassParams prm) {
+  detail::wait_then_allow_dependent_grids();  // Note [dependent launch]
   // i enumerates (n, k, p, q) with q fastest. 64-bit division costs ~100 instructions per element,
   // which made this pass longer than the convolution on 112x112 maps (H100), hence FastDivmod.
   if (prm.total < 0x7fffffffLL) {

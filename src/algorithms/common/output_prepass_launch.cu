@@ -2,12 +2,13 @@
 // slices into y with atomics (implicit_precomp, stride_fixed, implicit_mma).
 #include "../launch.hpp"
 #include "cuda_check.cuh"
+#include "kernel_launch.cuh"
 #include "output_prepass_kernel.cuh"
 #include "storage_dtype.cuh"
 
 namespace mconv::detail {
 
-void output_prepass(const Plan& plan, int blocks, void* y, const Epilogue& e, void* stream) {
+void output_prepass(const Plan& plan, int blocks, void* y, const Epilogue& e, void* stream, bool dependent_launch) {
   const Problem& pr = plan.problem();
   const auto& ys = plan.y_desc().strides;
   cuda::OutputPrepassParams pp{};
@@ -33,9 +34,10 @@ void output_prepass(const Plan& plan, int blocks, void* y, const Epilogue& e, vo
     MCONV_CUDA_CHECK(cudaMemsetAsync(y, 0, static_cast<size_t>(pp.total) * dtype_size(plan.dtype()), s));
     return;
   }
-  visit_storage_dtype(plan.dtype(), "output_prepass",
-                      [&](auto element) { cuda::output_prepass_kernel<decltype(element)><<<blocks, 256, 0, s>>>(pp); });
-  MCONV_CUDA_CHECK(cudaGetLastError());
+  visit_storage_dtype(plan.dtype(), "output_prepass", [&](auto element) {
+    cuda::launch_kernel(cuda::output_prepass_kernel<decltype(element)>, dim3(static_cast<unsigned>(blocks)), 256, 0, s,
+                        {1, dependent_launch}, pp);
+  });
 }
 
 }  // namespace mconv::detail

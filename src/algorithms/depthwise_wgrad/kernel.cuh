@@ -23,6 +23,7 @@
 
 #include <cooperative_groups.h>
 
+#include "../common/dependent_launch.cuh"
 #include "../common/epilogue.cuh"
 #include "../common/fast_divmod.cuh"
 #include "../common/storage.cuh"
@@ -87,6 +88,7 @@ __device__ __forceinline__ void atomic_add_rounded(T* dst, float v) {
 template <class T, int V, int KS, int ST, int QT, int TAPS, bool DOWN>
 __global__ void __launch_bounds__(kDepthwiseWgradThreads, V == 1 && TAPS <= 25 ? 4 : 1)
     depthwise_wgrad_kernel(const DepthwiseWgradParams prm) {
+  detail::wait_then_allow_dependent_grids();  // Note [dependent launch]
   static_assert(KS == 0 || TAPS == KS * KS, "the window kernel keeps every tap");
   static_assert(KS > 0 || (V == 1 && QT == 1 && !DOWN), "the tap-chunk kernel takes one filter and one pixel an item");
   static_assert(!DOWN || (V == 1 && KS > 0), "runs down a column: one filter a thread, the register window");

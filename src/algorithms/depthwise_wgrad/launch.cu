@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "../common/cluster_launch.cuh"
 #include "../common/cuda_check.cuh"
 #include "../common/filter_size_switch.cuh"
 #include "../common/host_math.hpp"
+#include "../common/kernel_launch.cuh"
 #include "../common/storage_dtype.cuh"
 #include "../launch.hpp"
 #include "kernel.cuh"
@@ -21,7 +21,7 @@ using cuda::DepthwiseWgradParams;
 // Splits the items among grid.z blocks (slices x cluster ranks) and launches, as clusters along z
 // where the division splits within one; beyond the portable 8 where the device schedules it.
 template <class T, int V, int KS, int ST, int QT, int TAPS, bool DOWN = false>
-void launch_kernel(DepthwiseWgradParams prm, dim3 grid, int threads, int smem, int slices, cudaStream_t s) {
+void launch_parts(DepthwiseWgradParams prm, dim3 grid, int threads, int smem, int slices, cuda::LaunchStream on) {
   constexpr auto kernel = cuda::depthwise_wgrad_kernel<T, V, KS, ST, QT, TAPS, DOWN>;
   if (prm.cluster_split > 1) {
     static const bool non_portable = [] {
@@ -34,25 +34,21 @@ void launch_kernel(DepthwiseWgradParams prm, dim3 grid, int threads, int smem, i
   const int parts = slices * prm.cluster_split;
   prm.items_per_part = static_cast<int>(ceil_div(int64_t(prm.items), int64_t(parts)));
   grid.z = static_cast<unsigned>(parts);
-  if (prm.cluster_split > 1)
-    cuda::launch_z_clusters(kernel, grid, threads, smem, s, prm.cluster_split, prm);
-  else
-    kernel<<<grid, threads, smem, s>>>(prm);
-  MCONV_CUDA_CHECK(cudaGetLastError());
+  cuda::launch_kernel(kernel, grid, threads, smem, on.stream, {prm.cluster_split, on.dependent}, prm);
 }
 
 // The window kernel for square KS x KS filters with runs down a column, or along a row with V
 // filters a thread (the planner's vector or 1), or the tap-chunk kernel (ks = 0).
 template <class T, int VMAX>
 void launch_dtype(const DepthwiseWgradParams& prm, int ks, bool down, int v, dim3 grid, int threads, int smem,
-                  int slices, cudaStream_t s) {
+                  int slices, cuda::LaunchStream s) {
   cuda::filter_size_switch(ks, ks, [&](auto ks_c) {
     constexpr int KS = decltype(ks_c)::value;
     if constexpr (KS == 0) {
-      launch_kernel<T, 1, 0, 1, 1, 16>(prm, grid, threads, smem, slices, s);
+      launch_parts<T, 1, 0, 1, 1, 16>(prm, grid, threads, smem, slices, s);
     } else if (down) {
-      if (prm.stride_h == 1) return launch_kernel<T, 1, KS, 1, 4, KS * KS, true>(prm, grid, threads, smem, slices, s);
-      launch_kernel<T, 1, KS, 2, 2, KS * KS, true>(prm, grid, threads, smem, slices, s);
+      if (prm.stride_h == 1) return launch_parts<T, 1, KS, 1, 4, KS * KS, true>(prm, grid, threads, smem, slices, s);
+      launch_parts<T, 1, KS, 2, 2, KS * KS, true>(prm, grid, threads, smem, slices, s);
     } else {
       const int stride_w = prm.stride_w;
       // The planner's vector for this size: as many filters as 16 bytes hold, at most 36 sums.
@@ -60,12 +56,12 @@ void launch_dtype(const DepthwiseWgradParams& prm, int ks, bool down, int v, dim
       if (v != 1 && v != VK) throw Error(Status::Internal, "depthwise_wgrad: a plan's vector has no instantiation");
       if constexpr (VK > 1) {
         if (v == VK) {
-          if (stride_w == 1) return launch_kernel<T, VK, KS, 1, 4, KS * KS>(prm, grid, threads, smem, slices, s);
-          return launch_kernel<T, VK, KS, 2, 2, KS * KS>(prm, grid, threads, smem, slices, s);
+          if (stride_w == 1) return launch_parts<T, VK, KS, 1, 4, KS * KS>(prm, grid, threads, smem, slices, s);
+          return launch_parts<T, VK, KS, 2, 2, KS * KS>(prm, grid, threads, smem, slices, s);
         }
       }
-      if (stride_w == 1) return launch_kernel<T, 1, KS, 1, 4, KS * KS>(prm, grid, threads, smem, slices, s);
-      launch_kernel<T, 1, KS, 2, 2, KS * KS>(prm, grid, threads, smem, slices, s);
+      if (stride_w == 1) return launch_parts<T, 1, KS, 1, 4, KS * KS>(prm, grid, threads, smem, slices, s);
+      launch_parts<T, 1, KS, 2, 2, KS * KS>(prm, grid, threads, smem, slices, s);
     }
   });
 }
@@ -77,7 +73,7 @@ bool aligned(const void* p, int bytes) {
 }  // namespace
 
 void depthwise_wgrad_forward(const Plan& plan, const DepthwiseWgradDivision& d, const void* x, const void* w, void* y,
-                             const Epilogue& e, void* stream) {
+                             const Epilogue& e, void* stream, bool dependent_launch) {
   // The step (decompose_backward_filter) in the layer's terms: its channels per group are images,
   // its filter extent is dy's pixels, its output extent the taps; its dilation is the layer's stride
   // and its stride the layer's dilation.
@@ -136,12 +132,12 @@ void depthwise_wgrad_forward(const Plan& plan, const DepthwiseWgradDivision& d, 
   // ReLU needs the whole sum: atomic slices run as one.
   const int slices = e.activation == Activation::ReLU ? 1 : d.atomic_slices;
   prm.atomic = slices > 1;
-  if (prm.atomic) output_prepass(plan, d.prepass_blocks, y, e, stream);
+  if (prm.atomic) output_prepass(plan, d.prepass_blocks, y, e, stream, dependent_launch);
   dim3 grid(static_cast<unsigned>(ceil_div(int64_t(prm.vectors), int64_t(prm.chunk_vectors))),
             static_cast<unsigned>(d.launch.grid_y), 1);
   const int threads = d.launch.threads;
   const int smem = static_cast<int>(d.launch.smem_bytes / d.vector * v);
-  const auto s = static_cast<cudaStream_t>(stream);
+  const cuda::LaunchStream s{static_cast<cudaStream_t>(stream), dependent_launch};
   visit_storage_dtype(plan.dtype(), "depthwise_wgrad", [&](auto element) {
     using T = decltype(element);
     launch_dtype<T, 16 / sizeof(T)>(prm, d.window, d.run_down, v, grid, threads, smem, slices, s);

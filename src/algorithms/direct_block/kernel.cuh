@@ -50,6 +50,7 @@
 
 #include "../common/conv_geometry.cuh"
 #include "../common/cp_async.cuh"
+#include "../common/dependent_launch.cuh"
 #include "../common/epilogue.cuh"
 #include "../common/storage.cuh"
 
@@ -87,6 +88,7 @@ struct DirectBlockShape {
 
 template <class T, class Shape>
 __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const DirectBlockParams prm) {
+  detail::wait_then_allow_dependent_grids();  // Note [dependent launch]
   constexpr int TX = Shape::kThreadsX, TY = Shape::kThreadsY, RH = Shape::kRegRows, RW = Shape::kRegCols;
   constexpr int KF = Shape::kFilters, E = 16 / static_cast<int>(sizeof(T));
   const int R = Shape::kR > 0 ? Shape::kR : prm.R;

@@ -6,6 +6,7 @@
 
 #include "../common/cuda_check.cuh"
 #include "../common/filter_size_switch.cuh"
+#include "../common/kernel_launch.cuh"
 #include "../common/storage_dtype.cuh"
 #include "../launch.hpp"
 #include "kernel.cuh"
@@ -18,14 +19,14 @@ using cuda::DirectBlockParams;
 using cuda::DirectBlockShape;
 
 template <class T, class Shape>
-void launch(const DirectBlockParams& prm, dim3 grid, int smem, cudaStream_t stream) {
+void launch(const DirectBlockParams& prm, dim3 grid, int smem, cuda::LaunchStream stream) {
   cuda::launch_with_smem(cuda::direct_block_kernel<T, Shape>, grid, Shape::kThreads, smem, stream, prm);
 }
 
 // Static switch over the filter size: 1, 3, 5, 7 square get unrolled kernels, others the generic one,
 // unrolled to 4 taps where both axes have at most 4 (Note [bounded taps]).
 template <class T, class Thread>
-void launch_sized(const DirectBlockParams& prm, dim3 grid, int smem, cudaStream_t stream) {
+void launch_sized(const DirectBlockParams& prm, dim3 grid, int smem, cuda::LaunchStream stream) {
   cuda::filter_size_switch(prm.R, prm.S, [&](auto k) {
     constexpr int K = decltype(k)::value;
     auto go = [&](auto bound) {
@@ -44,7 +45,7 @@ void launch_sized(const DirectBlockParams& prm, dim3 grid, int smem, cudaStream_
 }  // namespace
 
 void direct_block_forward(const Plan& plan, const DirectBlockDivision& d, const void* x, const void* w, void* y,
-                          const Epilogue& e, void* stream) {
+                          const Epilogue& e, void* stream, bool dependent_launch) {
   DirectBlockParams prm{cuda::conv_geometry(plan, nullptr, nullptr, nullptr, e), {x, w, y}};
   prm.filter_slices = d.filter_slices;
   prm.tiles_x = d.tiles_x;
@@ -58,7 +59,7 @@ void direct_block_forward(const Plan& plan, const DirectBlockDivision& d, const 
   prm.vec4 = cuda::x_rows_aligned(plan, x, 16);
   const dim3 grid = cuda::grid_of(d.launch);
   const int smem = static_cast<int>(d.launch.smem_bytes);
-  const auto s = static_cast<cudaStream_t>(stream);
+  const cuda::LaunchStream s{static_cast<cudaStream_t>(stream), dependent_launch};
   const bool found = visit_direct_shape(d.shape, [&](auto shape) {
     using Thread = decltype(shape);
     visit_storage_dtype(plan.dtype(), "direct_block",

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "../common/cluster_launch.cuh"
 #include "../common/cuda_check.cuh"
+#include "../common/kernel_launch.cuh"
 #include "../common/tensor_map.hpp"
 #include "../launch.hpp"
 #include "kernel.cuh"
@@ -292,7 +292,7 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   // Note [mma atomic slices]: ReLU needs the whole sum, so the groups then run as one (the clusters
   // alone); otherwise y is set to beta*y + bias before they add into it.
   prm.atomic_slices = e.activation == Activation::ReLU ? 1 : d.atomic_slices;
-  if (prm.atomic_slices > 1) output_prepass(plan, d.prepass_blocks, y, e, s);
+  if (prm.atomic_slices > 1) output_prepass(plan, d.prepass_blocks, y, e, s, dependent_launch);
   dim3 grid = cuda::grid_of(d.launch);
   if (!persistent) {  // the planner's persistent grid is one wave; one block a tile otherwise
     grid.x = static_cast<unsigned>(ceil_div(prm.npq, t.block_m));

@@ -185,7 +185,7 @@ inline bool mma_tile_has_forms(const MmaTileShape& t, GatherForm a, GatherForm b
 
 /// Note [mma cluster split]: slices of one tile, the blocks of one thread-block cluster: up to
 /// Hopper's non-portable 16, lowered at launch to the portable 8 where a device cannot schedule 16
-/// (common/cluster_launch.cuh, which holds the same numbers for the device side).
+/// (common/kernel_launch.cuh, which holds the same numbers for the device side).
 inline constexpr int kMaxClusterSplit = 16;
 /// Note [mma atomic slices]: the largest cluster the planner combines with atomic groups.
 inline constexpr int kPortableClusterSplit = 8;

@@ -33,6 +33,7 @@
 #include <cstdint>
 
 #include "../common/cp_async.cuh"
+#include "../common/dependent_launch.cuh"
 #include "../common/epilogue.cuh"
 #include "../common/implicit_gemm_geometry.cuh"
 #include "mconv/plan.hpp"
@@ -57,6 +58,7 @@ enum class GatherOrder { Columns, Rows };
 
 template <class Tile, GatherOrder Order>
 __global__ void __launch_bounds__(Tile::kThreads, 2) implicit_precomp_kernel(const ImplicitPrecompParams prm) {
+  detail::wait_then_allow_dependent_grids();  // Note [dependent launch]
   constexpr int BM = Tile::kBlockM, BN = Tile::kBlockN, BK = Tile::kBlockK;
   constexpr int TM = Tile::kThreadM, TN = Tile::kThreadN, S = Tile::kStages, T = Tile::kThreads;
   constexpr bool kByColumns = Order == GatherOrder::Columns;

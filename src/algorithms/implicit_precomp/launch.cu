@@ -3,8 +3,8 @@
 // plan's gather order, as clusters when the division's split is ordered.
 #include <cstdint>
 
-#include "../common/cluster_launch.cuh"
 #include "../common/cuda_check.cuh"
+#include "../common/kernel_launch.cuh"
 #include "../launch.hpp"
 #include "kernel.cuh"
 
@@ -15,10 +15,10 @@ using cuda::GatherOrder;
 using cuda::ImplicitPrecompParams;
 
 template <class Tile, GatherOrder Order>
-void launch(ImplicitPrecompParams prm, int k_tiles, dim3 grid, int groups, cudaStream_t stream) {
+void launch(ImplicitPrecompParams prm, int k_tiles, dim3 grid, int groups, cuda::LaunchStream on) {
   constexpr auto kernel = cuda::implicit_precomp_kernel<Tile, Order>;
   if (!prm.ordered) {
-    kernel<<<grid, Tile::kThreads, 0, stream>>>(prm);
+    cuda::launch_kernel(kernel, grid, Tile::kThreads, 0, on.stream, {1, on.dependent}, prm);
   } else {
     // Note [ordered split-k]: the slices of a tile are consecutive z blocks, one cluster; beyond the
     // portable 8 where the device schedules it.
@@ -30,15 +30,14 @@ void launch(ImplicitPrecompParams prm, int k_tiles, dim3 grid, int groups, cudaS
     prm.splits = cuda::schedulable_cluster_blocks<kernel>(prm.splits, Tile::kThreads, 0);
     prm.k_tiles_per_split = (k_tiles + prm.splits - 1) / prm.splits;
     grid.z = static_cast<unsigned>(groups * prm.splits);
-    cuda::launch_z_clusters(kernel, grid, Tile::kThreads, 0, stream, prm.splits, prm);
+    cuda::launch_kernel(kernel, grid, Tile::kThreads, 0, on.stream, {prm.splits, on.dependent}, prm);
   }
-  MCONV_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace
 
 void implicit_precomp_forward(const Plan& plan, const ImplicitPrecompDivision& d, const float* x, const float* w,
-                              float* y, const Epilogue& e, void* stream) {
+                              float* y, const Epilogue& e, void* stream, bool dependent_launch) {
   const Problem& pr = plan.problem();
   const auto& out = plan.output_rule();
   ImplicitPrecompParams prm{};
@@ -59,12 +58,12 @@ void implicit_precomp_forward(const Plan& plan, const ImplicitPrecompDivision& d
   const bool unsplit = e.activation == Activation::ReLU && !prm.ordered;
   prm.splits = unsplit ? 1 : d.split_k;
   prm.k_tiles_per_split = unsplit ? d.k_tiles : d.k_tiles_per_split;
-  if (prm.splits > 1 && !prm.ordered) output_prepass(plan, d.prepass_blocks, y, e, stream);
+  if (prm.splits > 1 && !prm.ordered) output_prepass(plan, d.prepass_blocks, y, e, stream, dependent_launch);
   dim3 grid = cuda::grid_of(d.launch);
   grid.z = static_cast<unsigned>(pr.groups * prm.splits);
 
   const GatherOrder order = plan.row_order() == RowOrder::RSC ? GatherOrder::Rows : GatherOrder::Columns;
-  const auto s = static_cast<cudaStream_t>(stream);
+  const cuda::LaunchStream s{static_cast<cudaStream_t>(stream), dependent_launch};
   const int groups = static_cast<int>(pr.groups);
   if (!visit_tile(d.tile, [&](auto tile) {
         using Tile = decltype(tile);

@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include "../common/conv_geometry.cuh"
+#include "../common/dependent_launch.cuh"
 #include "../common/epilogue.cuh"
 #include "../common/fast_divmod.cuh"
 #include "../common/storage.cuh"
@@ -124,6 +125,8 @@ __device__ __forceinline__ void fma_channels(float (&acc)[V], const InputValues<
 template <class T, int V, int XV, int QT, int PT, int KS>
 __global__ void __launch_bounds__(kChannelsLastDepthwiseThreads)
     channels_last_depthwise_kernel(const ChannelsLastDepthwiseParams prm) {
+  // Note [dependent launch]
+  detail::wait_then_allow_dependent_grids();
   extern __shared__ __align__(16) float sFilter[];  // [R*S taps][chunk_vectors * V channels], fp32
   const int tc = prm.chunk_vectors;
   const int cv0 = blockIdx.y * tc;

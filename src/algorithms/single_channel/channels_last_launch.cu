@@ -7,6 +7,7 @@
 #include "../common/cuda_check.cuh"
 #include "../common/filter_size_switch.cuh"
 #include "../common/host_math.hpp"
+#include "../common/kernel_launch.cuh"
 #include "../launch.hpp"
 #include "channels_last_kernel.cuh"
 #include "planner.hpp"
@@ -16,7 +17,7 @@ namespace {
 
 template <class T, int V, int XV, int PT, int KS>
 void launch_size(const cuda::ChannelsLastDepthwiseParams& prm, int qt, dim3 grid, int threads, int smem,
-                 cudaStream_t s) {
+                 cuda::LaunchStream s) {
   using cuda::channels_last_depthwise_kernel;
   if (qt == 4)
     return cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, XV, 4, PT, KS>, grid, threads, smem, s, prm);
@@ -30,7 +31,7 @@ void launch_size(const cuda::ChannelsLastDepthwiseParams& prm, int qt, dim3 grid
 // Two rows a thread only in the vector kernel with a constant filter size (the planner's condition).
 template <class T, int V, int XV>
 void launch(const cuda::ChannelsLastDepthwiseParams& prm, int qt, int pt, dim3 grid, int threads, int smem,
-            cudaStream_t s) {
+            cuda::LaunchStream s) {
   if constexpr (V == 1) {
     launch_size<T, V, XV, 1, 0>(prm, qt, grid, threads, smem, s);
   } else {
@@ -48,7 +49,7 @@ void launch(const cuda::ChannelsLastDepthwiseParams& prm, int qt, int pt, dim3 g
 // shared value), or one channel a thread.
 template <class T>
 void launch_dtype(const cuda::ChannelsLastDepthwiseParams& prm, bool vector, bool shared_x, int qt, int pt, dim3 grid,
-                  int threads, int smem, cudaStream_t s) {
+                  int threads, int smem, cuda::LaunchStream s) {
   if (!vector) return launch<T, 1, 1>(prm, qt, pt, grid, threads, smem, s);
   if (shared_x) return launch<T, 8, 1>(prm, qt, pt, grid, threads, smem, s);
   launch<T, 8, 8>(prm, qt, pt, grid, threads, smem, s);
@@ -61,7 +62,7 @@ bool aligned16(const void* p) {
 }  // namespace
 
 void channels_last_depthwise_forward(const Plan& plan, const ChannelsLastDepthwiseDivision& d, const void* x,
-                                     const void* w, void* y, const Epilogue& e, void* stream) {
+                                     const void* w, void* y, const Epilogue& e, void* stream, bool dependent_launch) {
   const Problem& pr = plan.problem();
   cuda::ChannelsLastDepthwiseParams prm{};
   static_cast<cuda::ConvGeometry&>(prm) = cuda::conv_geometry(plan, nullptr, nullptr, nullptr, e);
@@ -96,7 +97,7 @@ void channels_last_depthwise_forward(const Plan& plan, const ChannelsLastDepthwi
   const dim3 grid(static_cast<unsigned>(std::min(ceil_div(prm.pixel_groups, int64_t(slots)), d.launch.grid_x)),
                   static_cast<unsigned>(prm.channel_vectors / prm.chunk_vectors));
   const int smem = static_cast<int>(d.launch.smem_bytes);
-  const auto s = static_cast<cudaStream_t>(stream);
+  const cuda::LaunchStream s{static_cast<cudaStream_t>(stream), dependent_launch};
   const int qt = d.outputs_per_thread;
   if (plan.dtype() == DType::Float16)
     launch_dtype<__half>(prm, vector, shared_x, qt, pt, grid, threads, smem, s);

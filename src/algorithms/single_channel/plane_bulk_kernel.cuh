@@ -20,6 +20,7 @@
 #include "../common/bulk_copy.cuh"
 #include "../common/conv_geometry.cuh"
 #include "../common/cp_async.cuh"
+#include "../common/dependent_launch.cuh"
 #include "../common/epilogue.cuh"
 #include "../common/fast_divmod.cuh"
 #include "../common/storage.cuh"
@@ -326,6 +327,8 @@ struct BulkItem {
 /// + gridDim.x, ... through kPlaneBulkStages buffers.
 template <class T, int K, int ST, int SEG, int RUN, int THREADS, int MIN_BLOCKS, bool READ_ONCE>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kernel(const PlaneBulkParams prm) {
+  // Note [dependent launch]: one resident wave; its dependents go at its exit.
+  detail::wait_for_prerequisite_grids();
   static_assert((SEG - 1) * ST + K <= kPlaneBulkGuard, "the slack must cover a segment's reads");
   constexpr int G = kPlaneBulkGuard, E = bulk_vector<T>(), COPIERS = bulk_copy_threads<T>();
   static_assert(G % E == 0 && G / E <= THREADS, "the zero row is whole 16-byte vectors, one a thread");

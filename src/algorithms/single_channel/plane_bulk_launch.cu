@@ -2,6 +2,7 @@
 // plane order, and the (dtype, filter size, stride, segment) switch.
 #include "../common/cuda_check.cuh"
 #include "../common/filter_size_switch.cuh"
+#include "../common/kernel_launch.cuh"
 #include "../common/storage_dtype.cuh"
 #include "../launch.hpp"
 #include "plane_bulk_kernel.cuh"
@@ -11,7 +12,7 @@ namespace mconv::detail {
 namespace {
 
 template <class T, int K, int ST, int SEG>
-void launch_chunks(cuda::PlaneBulkParams prm, int grid, int smem, bool read_once, cudaStream_t stream) {
+void launch_chunks(cuda::PlaneBulkParams prm, int grid, int smem, bool read_once, cuda::LaunchStream stream) {
   constexpr int kThreads = kPlaneStreamThreads, resident = plane_bulk_resident_blocks(K);
   constexpr int RUN = plane_bulk_run(K, ST);
   const auto kernel = read_once ? cuda::single_channel_bulk_kernel<T, K, ST, SEG, RUN, kThreads, resident, true>
@@ -25,7 +26,8 @@ void launch_chunks(cuda::PlaneBulkParams prm, int grid, int smem, bool read_once
 }
 
 template <class T, int K, int ST>
-void launch(const cuda::PlaneBulkParams& prm, int segment, int grid, int smem, bool read_once, cudaStream_t stream) {
+void launch(const cuda::PlaneBulkParams& prm, int segment, int grid, int smem, bool read_once,
+            cuda::LaunchStream stream) {
   segment == 7 ? launch_chunks<T, K, ST, 7>(prm, grid, smem, read_once, stream)
                : launch_chunks<T, K, ST, 4>(prm, grid, smem, read_once, stream);
 }
@@ -33,7 +35,7 @@ void launch(const cuda::PlaneBulkParams& prm, int segment, int grid, int smem, b
 }  // namespace
 
 void plane_bulk_forward(const Plan& plan, const PlaneBulkDivision& d, const void* x, const void* w, void* y,
-                        const Epilogue& e, void* stream) {
+                        const Epilogue& e, void* stream, bool dependent_launch) {
   const Problem& pr = plan.problem();
   cuda::PlaneBulkParams prm{
       cuda::conv_geometry(plan, nullptr, nullptr, nullptr, e), {x, w, y}, cuda::plane_order(plan)};
@@ -47,7 +49,7 @@ void plane_bulk_forward(const Plan& plan, const PlaneBulkDivision& d, const void
   prm.chunks = static_cast<int>(d.chunks);  // the planner keeps it below 2^31
   const int smem = static_cast<int>(d.launch.smem_bytes);
   const int grid = static_cast<int>(d.launch.grid_x);
-  const auto s = static_cast<cudaStream_t>(stream);
+  const cuda::LaunchStream s{static_cast<cudaStream_t>(stream), dependent_launch};
   cuda::plane_stream_switch(pr.r, pr.s, pr.stride_h, [&](auto k, auto st) {
     constexpr int K = decltype(k)::value, ST = decltype(st)::value;
     visit_storage_dtype(plan.dtype(), "single_channel plane bulk", [&](auto element) {

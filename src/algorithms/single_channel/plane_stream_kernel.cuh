@@ -30,6 +30,7 @@
 
 #include "../common/conv_geometry.cuh"
 #include "../common/cp_async.cuh"
+#include "../common/dependent_launch.cuh"
 #include "../common/epilogue.cuh"
 #include "../common/fast_divmod.cuh"
 #include "../common/storage.cuh"
@@ -283,6 +284,7 @@ __device__ __forceinline__ void compute_planes(const PlaneStreamParams& prm, con
 /// (compute_planes). One block per chunk.
 template <class T, int K, int RUN, int SH, int VB, int THREADS, int MIN_BLOCKS, int PAIR_ODD>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_planes_kernel(const PlaneStreamParams prm) {
+  detail::wait_then_allow_dependent_grids();  // Note [dependent launch]
   extern __shared__ __align__(16) unsigned char smem_bytes[];
   T* smem = reinterpret_cast<T*>(smem_bytes);
   // (Copying and computing the planes in two halves, the first computing while the second is in

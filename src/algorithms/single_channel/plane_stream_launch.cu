@@ -6,6 +6,7 @@
 
 #include "../common/cuda_check.cuh"
 #include "../common/filter_size_switch.cuh"
+#include "../common/kernel_launch.cuh"
 #include "../common/storage_dtype.cuh"
 #include "../launch.hpp"
 #include "plane_stream_kernel.cuh"
@@ -15,7 +16,7 @@ namespace mconv::detail {
 namespace {
 
 template <class T, int K, int RUN, int SH, int VB, int PAIR_ODD = -1>
-void launch_chunks(const cuda::PlaneStreamParams& prm, int smem, cudaStream_t stream) {
+void launch_chunks(const cuda::PlaneStreamParams& prm, int smem, cuda::LaunchStream stream) {
   constexpr int kThreads = kPlaneStreamThreads;
   const auto kernel =
       cuda::single_channel_planes_kernel<T, K, RUN, SH, VB, kThreads, plane_stream_resident_blocks(K), PAIR_ODD>;
@@ -24,7 +25,7 @@ void launch_chunks(const cuda::PlaneStreamParams& prm, int smem, cudaStream_t st
 
 // copy_bytes: 16, 4, or the element's size.
 template <class T, int K, int RUN, int SH>
-void launch_run(const cuda::PlaneStreamParams& prm, int copy_bytes, bool pairs, int smem, cudaStream_t stream) {
+void launch_run(const cuda::PlaneStreamParams& prm, int copy_bytes, bool pairs, int smem, cuda::LaunchStream stream) {
   // Note [plane stream stride-2 pairs]: instantiated for "same" padding's parity only, (K - 1) / 2.
   constexpr int kSameOdd = (K - 1) / 2 % 2;
   if constexpr (SH == 2 && sizeof(T) == 4) {
@@ -38,7 +39,8 @@ void launch_run(const cuda::PlaneStreamParams& prm, int copy_bytes, bool pairs, 
 }
 
 template <class T, int K, int SH>
-void launch(const cuda::PlaneStreamParams& prm, int run, int copy_bytes, bool pairs, int smem, cudaStream_t stream) {
+void launch(const cuda::PlaneStreamParams& prm, int run, int copy_bytes, bool pairs, int smem,
+            cuda::LaunchStream stream) {
   run == 7 ? launch_run<T, K, 7, SH>(prm, copy_bytes, pairs, smem, stream)
            : launch_run<T, K, 4, SH>(prm, copy_bytes, pairs, smem, stream);
 }
@@ -46,7 +48,7 @@ void launch(const cuda::PlaneStreamParams& prm, int run, int copy_bytes, bool pa
 }  // namespace
 
 void plane_stream_forward(const Plan& plan, const PlaneStreamDivision& d, const void* x, const void* w, void* y,
-                          const Epilogue& e, void* stream) {
+                          const Epilogue& e, void* stream, bool dependent_launch) {
   const Problem& pr = plan.problem();
   const TensorDesc& xd = plan.x_desc();
   const PlaneStreamLayout& layout = d.layout;
@@ -80,7 +82,7 @@ void plane_stream_forward(const Plan& plan, const PlaneStreamDivision& d, const 
   prm.pitch = layout.pitch;
   prm.lpad = layout.lpad;
   const int smem = static_cast<int>(d.launch.smem_bytes);
-  const auto s = static_cast<cudaStream_t>(stream);
+  const cuda::LaunchStream s{static_cast<cudaStream_t>(stream), dependent_launch};
   // Note [plane stream stride-2 pairs]: 16-byte copies keep the pitch and planes even, so pad_w's
   // parity is every item's first column's.
   const bool pairs =

@@ -19,6 +19,7 @@
 
 #include "../common/conv_geometry.cuh"
 #include "../common/cp_async.cuh"
+#include "../common/dependent_launch.cuh"
 #include "../common/epilogue.cuh"
 #include "../common/fast_divmod.cuh"
 #include "../common/storage.cuh"
@@ -85,6 +86,7 @@ __device__ __forceinline__ void store_row(T* dst, const float (&v)[COLS]) {
 
 template <class T, int K, int ST, int RUN, int COLS>
 __global__ void __launch_bounds__(512) single_channel_kernel(const SingleChannelParams prm) {
+  detail::wait_then_allow_dependent_grids();  // Note [dependent launch]
   const int R = K > 0 ? K : prm.R, S = K > 0 ? K : prm.S;
   constexpr int kPitch = (K + 3) / 4 * 4;  // filter_pitch when K > 0
   const int SP = K > 0 ? kPitch : prm.filter_pitch;

@@ -7,6 +7,7 @@
 
 #include "../common/cuda_check.cuh"
 #include "../common/filter_size_switch.cuh"
+#include "../common/kernel_launch.cuh"
 #include "../common/storage_dtype.cuh"
 #include "../launch.hpp"
 #include "planner.hpp"
@@ -18,7 +19,7 @@ namespace {
 // The divisors that split a whole block's items: (lane, run) and (run row, column), for the
 // instantiation's run of `run` rows x `cols` columns.
 template <class T, int K, int ST, int RUN, int COLS>
-void launch_cols(cuda::SingleChannelParams prm, dim3 grid, int threads, int smem, cudaStream_t stream) {
+void launch_cols(cuda::SingleChannelParams prm, dim3 grid, int threads, int smem, cuda::LaunchStream stream) {
   const int per_row = (prm.Q + COLS - 1) / COLS;
   const int runs = (prm.rows_per_block + RUN - 1) / RUN * per_row;
   prm.per_row_div = cuda::FastDivmod(static_cast<unsigned>(per_row));
@@ -28,7 +29,8 @@ void launch_cols(cuda::SingleChannelParams prm, dim3 grid, int threads, int smem
 }
 
 template <class T, int K, int ST, int RUN>
-void launch(const cuda::SingleChannelParams& prm, bool pairs, dim3 grid, int threads, int smem, cudaStream_t stream) {
+void launch(const cuda::SingleChannelParams& prm, bool pairs, dim3 grid, int threads, int smem,
+            cuda::LaunchStream stream) {
   // Runs whose register window exceeds kSingleChannelWindowFloats are never planned (they would
   // spill): no such kernel is built.
   if constexpr (K > 0 && single_channel_window_floats(RUN, ST, K, K) > kSingleChannelWindowFloats) {
@@ -46,7 +48,7 @@ void launch(const cuda::SingleChannelParams& prm, bool pairs, dim3 grid, int thr
 // The window in registers (single_channel_register_window); K = 0 reads the strip for every tap.
 template <class T, int RUN>
 void launch_run(const Problem& pr, const cuda::SingleChannelParams& prm, bool pairs, dim3 grid, int threads, int smem,
-                cudaStream_t stream) {
+                cuda::LaunchStream stream) {
   cuda::filter_size_stride_switch(
       single_channel_register_window(pr) ? pr.r : 0, pr.s, pr.stride_h, [&](auto k, auto st) {
         launch<T, decltype(k)::value, decltype(st)::value, RUN>(prm, pairs, grid, threads, smem, stream);
@@ -55,7 +57,7 @@ void launch_run(const Problem& pr, const cuda::SingleChannelParams& prm, bool pa
 
 template <class T>
 void launch_dtype(const Problem& pr, const cuda::SingleChannelParams& prm, int run, bool pairs, dim3 grid, int threads,
-                  int smem, cudaStream_t stream) {
+                  int smem, cuda::LaunchStream stream) {
   if (run == 4)
     launch_run<T, 4>(pr, prm, pairs, grid, threads, smem, stream);
   else if (run == 2)
@@ -67,7 +69,7 @@ void launch_dtype(const Problem& pr, const cuda::SingleChannelParams& prm, int r
 }  // namespace
 
 void single_channel_strip_forward(const Plan& plan, const SingleChannelDivision& d, const void* x, const void* w,
-                                  void* y, const Epilogue& e, void* stream) {
+                                  void* y, const Epilogue& e, void* stream, bool dependent_launch) {
   const Problem& pr = plan.problem();
   const int esz = dtype_size(plan.dtype());
   cuda::SingleChannelParams prm{cuda::conv_geometry(plan, nullptr, nullptr, nullptr, e), {x, w, y}};
@@ -83,7 +85,7 @@ void single_channel_strip_forward(const Plan& plan, const SingleChannelDivision&
   const int smem = static_cast<int>(d.launch.smem_bytes);
   const int threads = d.launch.threads;
   const dim3 grid = cuda::grid_of(d.launch);
-  const auto s = static_cast<cudaStream_t>(stream);
+  const cuda::LaunchStream s{static_cast<cudaStream_t>(stream), dependent_launch};
   // Note [single-channel column pairs]: stores of 2 elements also need y aligned for them.
   const bool pairs = single_channel_column_pairs(pr, plan.y_desc()) && reinterpret_cast<uintptr_t>(y) % (2 * esz) == 0;
   visit_storage_dtype(plan.dtype(), "single_channel strip", [&](auto element) {

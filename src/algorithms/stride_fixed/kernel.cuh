@@ -13,6 +13,7 @@
 
 #include "../common/conv_geometry.cuh"
 #include "../common/cp_async.cuh"
+#include "../common/dependent_launch.cuh"
 #include "../common/epilogue.cuh"
 #include "../common/fast_divmod.cuh"
 #include "planner.hpp"
@@ -44,6 +45,7 @@ using mconv::detail::stride_fixed_resident_blocks;
 template <int K, int SW, int PX>
 __global__ void __launch_bounds__(kStrideFixedThreads, stride_fixed_resident_blocks(PX))
     stride_fixed_kernel(const StrideFixedParams prm) {
+  detail::wait_then_allow_dependent_grids();  // Note [dependent launch]
   constexpr int T = kStrideFixedThreads, MF = kStrideFixedFilters;
   static_assert(PX == 4 || PX == 8, "a thread's pixels are one or two float4s of y");
   constexpr int FP = kStrideFixedFilterPitch, GROUPS_F = MF / kStrideFixedThreadFilters;

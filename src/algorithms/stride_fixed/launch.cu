@@ -3,6 +3,7 @@
 // filters, stride_w 1 or 2, no dilation) or the generic one.
 #include "../common/cuda_check.cuh"
 #include "../common/filter_size_switch.cuh"
+#include "../common/kernel_launch.cuh"
 #include "../launch.hpp"
 #include "kernel.cuh"
 
@@ -10,7 +11,7 @@ namespace mconv::detail {
 namespace {
 
 template <int K, int SW>
-void launch(const cuda::StrideFixedParams& prm, int thread_pixels, dim3 grid, int smem, cudaStream_t stream) {
+void launch(const cuda::StrideFixedParams& prm, int thread_pixels, dim3 grid, int smem, cuda::LaunchStream stream) {
   if (thread_pixels == 4)
     cuda::launch_with_smem(cuda::stride_fixed_kernel<K, SW, 4>, grid, kStrideFixedThreads, smem, stream, prm);
   else
@@ -20,7 +21,7 @@ void launch(const cuda::StrideFixedParams& prm, int thread_pixels, dim3 grid, in
 }  // namespace
 
 void stride_fixed_forward(const Plan& plan, const StrideFixedDivision& d, const float* x, const float* w, float* y,
-                          const Epilogue& e, void* stream) {
+                          const Epilogue& e, void* stream, bool dependent_launch) {
   const Problem& pr = plan.problem();
   cuda::StrideFixedParams prm{cuda::conv_geometry(plan, x, w, y, e)};
   prm.seg = d.segment_channels;
@@ -53,8 +54,8 @@ void stride_fixed_forward(const Plan& plan, const StrideFixedDivision& d, const 
   const int smem = static_cast<int>(d.launch.smem_bytes);
   dim3 grid = cuda::grid_of(d.launch);
   grid.z = static_cast<unsigned>(pr.n * pr.groups * prm.splits);
-  if (prm.splits > 1) output_prepass(plan, d.prepass_blocks, y, e, stream);
-  const auto s = static_cast<cudaStream_t>(stream);
+  if (prm.splits > 1) output_prepass(plan, d.prepass_blocks, y, e, stream, dependent_launch);
+  const cuda::LaunchStream s{static_cast<cudaStream_t>(stream), dependent_launch};
   const bool window = pr.dil_h == 1 && pr.dil_w == 1 && (pr.stride_w == 1 || pr.stride_w == 2);
   cuda::filter_size_switch(window ? pr.r : 0, pr.s, [&](auto k) {
     constexpr int K = decltype(k)::value;

@@ -1,6 +1,7 @@
-// Launching a kernel as thread-block clusters along z (the slices of one tile: Note [mma cluster
-// split], Note [ordered split-k]) and as a dependent of the stream's previous kernel (Note
-// [dependent launch]), and whether a device can schedule a cluster of a given size.
+// Launching a kernel: with more than the default dynamic shared memory, as thread-block clusters
+// along z (the slices of one tile: Note [mma cluster split], Note [ordered split-k]) and as a
+// dependent of the stream's previous kernel (Note [dependent launch]); and whether a device can
+// schedule a cluster of a given size.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -33,6 +34,13 @@ struct LaunchAttributes {
   bool dependent = false;  ///< Note [dependent launch]: where the kernel's code waits for its prerequisites
 };
 
+/// Where a family's launch goes: its stream, and whether the kernel may start as a dependent of the
+/// stream's previous kernel (EngineOptions::dependent_launch; the kernel waits where it must).
+struct LaunchStream {
+  cudaStream_t stream = nullptr;
+  bool dependent = false;
+};
+
 /// Launches kernel<<<grid, threads, smem, stream>>>(args...) with `attributes`, and checks the launch.
 template <class... Params, class... Args>
 void launch_kernel(void (*kernel)(Params...), dim3 grid, int threads, int smem, cudaStream_t stream,
@@ -54,12 +62,13 @@ void launch_kernel(void (*kernel)(Params...), dim3 grid, int threads, int smem, 
   MCONV_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
 }
 
-/// Launches kernel<<<grid, threads, smem, stream>>>(args...) with clusters of `blocks` consecutive
-/// z blocks (grid.z a multiple of it).
-template <class... Params, class... Args>
-void launch_z_clusters(void (*kernel)(Params...), dim3 grid, int threads, int smem, cudaStream_t stream, int blocks,
-                       Args&&... args) {
-  launch_kernel(kernel, grid, threads, smem, stream, LaunchAttributes{blocks, false}, std::forward<Args>(args)...);
+/// Launches `kernel(params)` on `on` with `smem` bytes of dynamic shared memory, opting the kernel in
+/// above the default 48 KB first, and checks the launch.
+template <class Params>
+void launch_with_smem(void (*kernel)(Params), dim3 grid, int threads, int smem, LaunchStream on, const Params& params) {
+  if (smem > 48 * 1024)
+    MCONV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  launch_kernel(kernel, grid, threads, smem, on.stream, LaunchAttributes{1, on.dependent}, params);
 }
 
 /// The cluster size a launch of `kernel` can take: `blocks` up to the portable size; beyond it (the
