@@ -32,7 +32,6 @@
 
 #include <cuda_runtime.h>
 
-#include <mutex>
 #include <unordered_map>
 
 namespace mconv::cuda {
@@ -60,12 +59,11 @@ __device__ __forceinline__ void wait_then_allow_dependent_grids() {
 }  // namespace detail
 
 /// Whether `kernel`'s code loaded for this device was compiled with the griddepcontrol instructions
-/// (PTX 9.0 or later), so that a dependent launch of it waits where it must. Asked once per kernel;
+/// (PTX 9.0 or later), so that a dependent launch of it waits where it must. Every launch asks, so
+/// each thread keeps the answers it has had (asked once per kernel and thread, no lock on a launch);
 /// devices of one process are taken to be alike.
 inline bool waits_for_prerequisite_grids(const void* kernel) {
-  static std::mutex mutex;
-  static std::unordered_map<const void*, bool> known;
-  std::lock_guard<std::mutex> lock(mutex);
+  thread_local std::unordered_map<const void*, bool> known;
   if (auto it = known.find(kernel); it != known.end()) return it->second;
   cudaFuncAttributes attributes{};
   const bool asked = cudaFuncGetAttributes(&attributes, kernel) == cudaSuccess;

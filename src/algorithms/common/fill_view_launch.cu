@@ -93,7 +93,7 @@ void launch(FillViewParams prm, long long d0, long long d1, long long d2, cuda::
     part.rows = static_cast<unsigned>(std::min(images_per_launch, d0 - i0) * per_image);
     const long long blocks = std::min<long long>((part.rows + rows_per_block - 1) / rows_per_block, 8192);
     cuda::launch_kernel(vector ? fill_view_kernel<T, kVector> : fill_view_kernel<T, 1>,
-                        dim3(static_cast<unsigned>(blocks)), threads, 0, on.stream, {1, on.dependent}, part);
+                        dim3(static_cast<unsigned>(blocks)), threads, 0, on, 1, part);
   }
 }
 

@@ -28,32 +28,27 @@ inline cudaLaunchAttribute cluster_z_attribute(int blocks) {
   return a;
 }
 
-/// How a launch goes beyond its grid, block and shared memory.
-struct LaunchAttributes {
-  int cluster_blocks = 1;  ///< clusters of this many consecutive z blocks (grid.z a multiple of it); 1: none
-  bool dependent = false;  ///< Note [dependent launch]: where the kernel's code waits for its prerequisites
-};
-
-/// Where a family's launch goes: its stream, and whether the kernel may start as a dependent of the
-/// stream's previous kernel (EngineOptions::dependent_launch; the kernel waits where it must).
+/// Where a launch goes: its stream, and whether the kernel may start as a dependent of the stream's
+/// previous kernel (Note [dependent launch]; EngineOptions::dependent_launch), where its code waits.
 struct LaunchStream {
   cudaStream_t stream = nullptr;
   bool dependent = false;
 };
 
-/// Launches kernel<<<grid, threads, smem, stream>>>(args...) with `attributes`, and checks the launch.
+/// Launches kernel<<<grid, threads, smem, on.stream>>>(args...), as clusters of `cluster_blocks`
+/// consecutive z blocks where it is above 1 (grid.z a multiple of it), and checks the launch.
 template <class... Params, class... Args>
-void launch_kernel(void (*kernel)(Params...), dim3 grid, int threads, int smem, cudaStream_t stream,
-                   LaunchAttributes attributes, Args&&... args) {
+void launch_kernel(void (*kernel)(Params...), dim3 grid, int threads, int smem, LaunchStream on, int cluster_blocks,
+                   Args&&... args) {
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = dim3(static_cast<unsigned>(threads));
   config.dynamicSmemBytes = static_cast<size_t>(smem);
-  config.stream = stream;
+  config.stream = on.stream;
   cudaLaunchAttribute list[2]{};
   unsigned count = 0;
-  if (attributes.cluster_blocks > 1) list[count++] = cluster_z_attribute(attributes.cluster_blocks);
-  if (attributes.dependent && waits_for_prerequisite_grids(reinterpret_cast<const void*>(kernel))) {
+  if (cluster_blocks > 1) list[count++] = cluster_z_attribute(cluster_blocks);
+  if (on.dependent && waits_for_prerequisite_grids(reinterpret_cast<const void*>(kernel))) {
     list[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     list[count++].val.programmaticStreamSerializationAllowed = 1;
   }
@@ -68,7 +63,7 @@ template <class Params>
 void launch_with_smem(void (*kernel)(Params), dim3 grid, int threads, int smem, LaunchStream on, const Params& params) {
   if (smem > 48 * 1024)
     MCONV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  launch_kernel(kernel, grid, threads, smem, on.stream, LaunchAttributes{1, on.dependent}, params);
+  launch_kernel(kernel, grid, threads, smem, on, 1, params);
 }
 
 /// The cluster size a launch of `kernel` can take: `blocks` up to the portable size; beyond it (the

@@ -35,8 +35,8 @@ void output_prepass(const Plan& plan, int blocks, void* y, const Epilogue& e, vo
     return;
   }
   visit_storage_dtype(plan.dtype(), "output_prepass", [&](auto element) {
-    cuda::launch_kernel(cuda::output_prepass_kernel<decltype(element)>, dim3(static_cast<unsigned>(blocks)), 256, 0, s,
-                        {1, dependent_launch}, pp);
+    cuda::launch_kernel(cuda::output_prepass_kernel<decltype(element)>, dim3(static_cast<unsigned>(blocks)), 256, 0,
+                        cuda::LaunchStream{s, dependent_launch}, 1, pp);
   });
 }
 

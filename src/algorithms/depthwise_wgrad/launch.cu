@@ -34,7 +34,7 @@ void launch_parts(DepthwiseWgradParams prm, dim3 grid, int threads, int smem, in
   const int parts = slices * prm.cluster_split;
   prm.items_per_part = static_cast<int>(ceil_div(int64_t(prm.items), int64_t(parts)));
   grid.z = static_cast<unsigned>(parts);
-  cuda::launch_kernel(kernel, grid, threads, smem, on.stream, {prm.cluster_split, on.dependent}, prm);
+  cuda::launch_kernel(kernel, grid, threads, smem, on, prm.cluster_split, prm);
 }
 
 // The window kernel for square KS x KS filters with runs down a column, or along a row with V

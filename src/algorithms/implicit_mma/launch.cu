@@ -64,10 +64,9 @@ constexpr int kSmemBytesOf = kPersistent ? Tile::kPersistentSmemBytes : Tile::kS
 
 // Note [mma cluster split]: the slices of a tile are consecutive z blocks, one cluster.
 template <class Tile, class Math, class F, bool kTensorMaps, bool kPersistent>
-void launch(const ImplicitMmaParams& prm, dim3 grid, cudaStream_t stream, bool dependent) {
+void launch(const ImplicitMmaParams& prm, dim3 grid, cuda::LaunchStream on) {
   auto* kernel = cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB, kTensorMaps, kPersistent>;
-  cuda::launch_kernel(kernel, grid, Tile::kThreads, kSmemBytesOf<Tile, kPersistent>, stream,
-                      cuda::LaunchAttributes{prm.splits, dependent}, prm);
+  cuda::launch_kernel(kernel, grid, Tile::kThreads, kSmemBytesOf<Tile, kPersistent>, on, prm.splits, prm);
 }
 
 /// Calls f(Math{}) for the plan's element type and math mode.
@@ -278,7 +277,7 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   // Note [wgmma warp-specialized tiles]: the persistent form's conditions, the block's tiles shared by
   // two consumer warpgroups.
   const ConsumerSchedule consumers = persistent ? d.consumers : ConsumerSchedule::None;
-  const auto s = static_cast<cudaStream_t>(stream);
+  const cuda::LaunchStream on{static_cast<cudaStream_t>(stream), dependent_launch};
   if (tensor_maps) set_tensor_maps(prm, plan, t, a, b, x, w);
   const auto y_type =
       plan.dtype() == DType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
@@ -292,7 +291,7 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   // Note [mma atomic slices]: ReLU needs the whole sum, so the groups then run as one (the clusters
   // alone); otherwise y is set to beta*y + bias before they add into it.
   prm.atomic_slices = e.activation == Activation::ReLU ? 1 : d.atomic_slices;
-  if (prm.atomic_slices > 1) output_prepass(plan, d.prepass_blocks, y, e, s, dependent_launch);
+  if (prm.atomic_slices > 1) output_prepass(plan, d.prepass_blocks, y, e, stream, dependent_launch);
   dim3 grid = cuda::grid_of(d.launch);
   if (!persistent) {  // the planner's persistent grid is one wave; one block a tile otherwise
     grid.x = static_cast<unsigned>(ceil_div(prm.npq, t.block_m));
@@ -310,7 +309,7 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
                 d.cluster_split, Tile::kThreads, kSmemBytesOf<Tile, kPersistent>);
         prm.k_tiles_per_split = static_cast<int>(ceil_div(k_tiles, prm.splits * prm.atomic_slices));
         grid.z = static_cast<unsigned>(plan.problem().groups * prm.atomic_slices * prm.splits);
-        launch<Tile, Math, F, kMaps, kPersistent>(prm, grid, s, dependent_launch);
+        launch<Tile, Math, F, kMaps, kPersistent>(prm, grid, on);
       };
       // Note [wgmma warp-specialized tiles]: cooperative tiles may split their rows among a cluster,
       // and a wgrad step's among the atomic groups along y (Note [wgmma warp-specialized wgrad]).
@@ -322,8 +321,8 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
         prm.k_tiles_per_split = static_cast<int>(ceil_div(k_tiles, prm.splits * prm.atomic_slices));
         grid.y = static_cast<unsigned>(prm.atomic_slices);
         grid.z = static_cast<unsigned>(prm.splits);
-        cuda::launch_kernel(kernel, grid, Tile::kWarpSpecializedThreads, Tile::kWarpSpecializedSmemBytes, s,
-                            cuda::LaunchAttributes{prm.splits, dependent_launch}, prm);
+        cuda::launch_kernel(kernel, grid, Tile::kWarpSpecializedThreads, Tile::kWarpSpecializedSmemBytes, on,
+                            prm.splits, prm);
         return;
       }
       if constexpr (kHasPersistent<Tile, Math, F>)

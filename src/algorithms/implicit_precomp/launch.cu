@@ -18,7 +18,7 @@ template <class Tile, GatherOrder Order>
 void launch(ImplicitPrecompParams prm, int k_tiles, dim3 grid, int groups, cuda::LaunchStream on) {
   constexpr auto kernel = cuda::implicit_precomp_kernel<Tile, Order>;
   if (!prm.ordered) {
-    cuda::launch_kernel(kernel, grid, Tile::kThreads, 0, on.stream, {1, on.dependent}, prm);
+    cuda::launch_kernel(kernel, grid, Tile::kThreads, 0, on, 1, prm);
   } else {
     // Note [ordered split-k]: the slices of a tile are consecutive z blocks, one cluster; beyond the
     // portable 8 where the device schedules it.
@@ -30,7 +30,7 @@ void launch(ImplicitPrecompParams prm, int k_tiles, dim3 grid, int groups, cuda:
     prm.splits = cuda::schedulable_cluster_blocks<kernel>(prm.splits, Tile::kThreads, 0);
     prm.k_tiles_per_split = (k_tiles + prm.splits - 1) / prm.splits;
     grid.z = static_cast<unsigned>(groups * prm.splits);
-    cuda::launch_kernel(kernel, grid, Tile::kThreads, 0, on.stream, {prm.splits, on.dependent}, prm);
+    cuda::launch_kernel(kernel, grid, Tile::kThreads, 0, on, prm.splits, prm);
   }
 }
 
