@@ -60,9 +60,9 @@ if [ "$part" = check ]; then
     say "$tool exit $rc: $summary"
   }
   want memcheck && MCONV_GPU_TEST_FEW=1 sanitize memcheck "${MEMCHECK_TIMEOUT:-300}" \
-    "${MEMCHECK_FILTER:-*RandomProblems*:*EdgeCasesFloat*:*HostPointers*:*SplitK*:*DirectBlock*:*SingleChannel*:*StrideFixed*:*Graph*:TensorCores.*:BackwardGpu.EdgeCases*:BackwardGpu.ChannelsLast*:BackwardGpu.Dgrad*:BackwardGpu.Wgrad*:BackwardGpu.Strided*:BackwardGpu.HalfDepthwise*:BackwardGpu.DepthwiseWgrad*:DependentLaunch.*}"
+    "${MEMCHECK_FILTER:-*RandomProblems*:*EdgeCasesFloat*:*HostPointers*:*SplitK*:*DirectBlock*:*SingleChannel*:*StrideFixed*:*Graph*:TensorCores.*:BackwardGpu.EdgeCases*:BackwardGpu.ChannelsLast*:BackwardGpu.Dgrad*:BackwardGpu.Wgrad*:BackwardGpu.Strided*:BackwardGpu.HalfDepthwise*:BackwardGpu.DepthwiseWgrad*:BackwardGpu.FewChannel*:DependentLaunch.*}"
   want racecheck && MCONV_GPU_TEST_FEW=1 MCONV_GPU_TEST_RANDOM=3 sanitize racecheck "${RACECHECK_TIMEOUT:-320}" \
-    "${RACECHECK_FILTER:-*EdgeCasesExactEveryTile*:*SplitK*:*DirectBlockEdge*:*SingleChannel*:*StrideFixed*:TensorCores.VectorAndElement*:TensorCores.Warpgroup*:TensorCores.TensorMap*:TensorCores.ClusterSplits*:BackwardGpu.ChannelsLast*:BackwardGpu.Dgrad*:TensorCores.ChannelsLast*:TensorCores.PlaneStreams*:TensorCores.DirectBlockInHalf*:TensorCores.StripKernelInHalf*:BackwardGpu.HalfDepthwise*:TensorCores.LargeReduction*:BackwardGpu.LargeReduction*:BackwardGpu.Wgrad*:BackwardGpu.DepthwiseWgrad*:DependentLaunch.FfmaLayers*:DependentLaunch.SingleChannel*}"
+    "${RACECHECK_FILTER:-*EdgeCasesExactEveryTile*:*SplitK*:*DirectBlockEdge*:*SingleChannel*:*StrideFixed*:TensorCores.VectorAndElement*:TensorCores.Warpgroup*:TensorCores.TensorMap*:TensorCores.ClusterSplits*:BackwardGpu.ChannelsLast*:BackwardGpu.Dgrad*:TensorCores.ChannelsLast*:TensorCores.PlaneStreams*:TensorCores.DirectBlockInHalf*:TensorCores.StripKernelInHalf*:BackwardGpu.HalfDepthwise*:TensorCores.LargeReduction*:BackwardGpu.LargeReduction*:BackwardGpu.Wgrad*:BackwardGpu.DepthwiseWgrad*:BackwardGpu.FewChannel*:DependentLaunch.FfmaLayers*:DependentLaunch.SingleChannel*}"
   want initcheck && MCONV_GPU_TEST_FEW=1 MCONV_GPU_TEST_RANDOM=3 sanitize initcheck 200 \
     '*EdgeCasesFloat*:*SplitK*:*DirectBlockEdge*:*SingleChannel*:*StrideFixed*:*Graph*:*Deterministic*'
   if want overhead; then

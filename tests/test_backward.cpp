@@ -466,6 +466,79 @@ TEST(Backward, DeterministicWgradIsBitwiseReproducible) {
   EXPECT_EQ(first, second);
 }
 
+// The plan of a layer's wgrad step on the reference H100, with its step context as the Engine
+// makes it.
+Plan wgrad_step_plan(const Problem& p, Layout l, DType t, PlanOptions o = {}) {
+  const TensorDesc x = p.x_desc(l, t), y = p.y_desc(l, t), w = p.w_desc(l, t);
+  o.target = Target::Cuda;
+  const ForwardStep s = decompose_backward_filter(p, x, y, w).steps.at(0);
+  return Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o, StepContext{s.group_strides, true});
+}
+
+// Note [few-channel wgrad]: the plans of an RGB stem's wgrad step on the reference H100. ResNet's
+// conv1 in bf16 channels-last: items of 2 x 112 output pixels, 160 columns (147 used) a block, one
+// block of columns and of filters, so clusters of 16 and 8 slices adding with atomics; a
+// deterministic plan keeps one slice and takes 32-column blocks, five of them, to fill more SMs.
+// fp32, plane-order dy and forced misuse are refused with their reasons.
+TEST(Backward, FewChannelWgradStepPlans) {
+  auto division = [](const Plan& plan) { return std::get<FewChannelWgradDivision>(plan.division()); };
+  auto said = [](const Plan& plan, const std::string& what) {
+    for (const std::string& d : plan.decisions())
+      if (d.find(what) != std::string::npos) return true;
+    return false;
+  };
+  const Problem conv1 = make(32, 3, 224, 224, 64, 7, 7, 3, 2);
+  const Plan atomic = wgrad_step_plan(conv1, Layout::NHWC, DType::BFloat16);
+  ASSERT_EQ(atomic.algorithm(), Algorithm::FewChannelWgrad) << atomic.to_text(0);
+  const FewChannelWgradDivision d = division(atomic);
+  EXPECT_EQ(d.tile_p, 2);
+  EXPECT_EQ(d.tile_q, 112);
+  EXPECT_EQ(d.column_tiles, 5);
+  EXPECT_EQ(d.items, 32 * 56);
+  EXPECT_EQ(d.cluster_split, 16);
+  EXPECT_EQ(d.atomic_slices, 8);
+  EXPECT_GT(d.prepass_blocks, 0);
+  EXPECT_EQ(d.launch.grid_x * d.launch.grid_y * d.launch.grid_z, 128);
+  EXPECT_LE(d.launch.smem_bytes, HardwareModel::reference_h100().smem_per_block_optin);
+  EXPECT_FALSE(atomic.deterministic());
+  PlanOptions det;
+  det.deterministic = true;
+  const Plan ordered = wgrad_step_plan(conv1, Layout::NHWC, DType::Float16, det);
+  EXPECT_TRUE(ordered.deterministic());
+  EXPECT_EQ(division(ordered).atomic_slices, 1);
+  EXPECT_EQ(division(ordered).column_tiles, 1);
+  EXPECT_EQ(division(ordered).launch.grid_x, 5);
+  // Refused, with the reason in the plan: fp32 (and TF32), dy in plane order.
+  const Plan fp32 = wgrad_step_plan(conv1, Layout::NHWC, DType::Float32);
+  EXPECT_NE(fp32.algorithm(), Algorithm::FewChannelWgrad);
+  EXPECT_TRUE(said(fp32, "refused few_channel_wgrad: fp16 and bf16 only")) << fp32.to_text(0);
+  const Plan planes = wgrad_step_plan(conv1, Layout::NCHW, DType::BFloat16);
+  EXPECT_EQ(planes.algorithm(), Algorithm::ImplicitMma);
+  EXPECT_TRUE(said(planes, "dy's filters not adjacent")) << planes.to_text(0);
+  // Eight channels are implicit_mma's vectors: not offered.
+  const Plan eight = wgrad_step_plan(make(32, 8, 56, 56, 64, 3, 3, 1), Layout::NHWC, DType::BFloat16);
+  EXPECT_EQ(eight.algorithm(), Algorithm::ImplicitMma);
+  EXPECT_FALSE(said(eight, "few_channel_wgrad"));
+  // Forced: a single-channel layer runs; on the CPU, with a tile or in fp32 it is refused.
+  PlanOptions forced;
+  forced.algorithm = Algorithm::FewChannelWgrad;
+  EXPECT_EQ(wgrad_step_plan(make(4, 1, 40, 40, 16, 5, 5, 2), Layout::NHWC, DType::BFloat16, forced).algorithm(),
+            Algorithm::FewChannelWgrad);
+  try {
+    wgrad_step_plan(conv1, Layout::NHWC, DType::Float32, forced);
+    ADD_FAILURE() << "fp32 planned on few_channel_wgrad";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("fp16 and bf16 only"), std::string::npos) << e.what();
+  }
+  forced.tile = "128x128x8";
+  EXPECT_THROW(wgrad_step_plan(conv1, Layout::NHWC, DType::BFloat16, forced), Error);
+  forced.tile.clear();
+  forced.target = Target::Cpu;
+  const TensorDesc x = conv1.x_desc(Layout::NHWC), y = conv1.y_desc(Layout::NHWC), w = conv1.w_desc(Layout::NHWC);
+  EXPECT_THROW(Plan::build(conv1, x, w, y, HardwareModel::reference_h100(), forced), Error);
+}
+
 // Note [depthwise wgrad]: the plans of wgrad steps (with their step context, as the Engine makes
 // them) on the reference H100. MobileNetV2's first depthwise layer: in plane order one filter a
 // thread, threads along the pixels with runs of 4 rows down a column, 32 filters x 16 cluster blocks; channels-last
@@ -474,16 +547,9 @@ TEST(Backward, DeterministicWgradIsBitwiseReproducible) {
 // plan); fp32 vectors of 4, 1x1 filters of 8, 5x5 and 7x7 one filter a thread. A layer with two
 // channels a group is a GEMM and says why.
 TEST(Backward, DepthwiseWgradStepPlans) {
-  auto step_plan = [](const Problem& p, Layout l, DType t, PlanOptions o = {}) {
-    const TensorDesc x = p.x_desc(l, t), y = p.y_desc(l, t), w = p.w_desc(l, t);
-    o.target = Target::Cuda;
-    const ForwardStep s = decompose_backward_filter(p, x, y, w).steps.at(0);
-    return Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o,
-                       StepContext{s.group_strides, true});
-  };
   auto division = [](const Plan& plan) { return std::get<DepthwiseWgradDivision>(plan.division()); };
   const Problem dw = make(32, 32, 112, 112, 32, 3, 3, 1, 1, 1, 32);
-  const Plan planes = step_plan(dw, Layout::NCHW, DType::BFloat16);
+  const Plan planes = wgrad_step_plan(dw, Layout::NCHW, DType::BFloat16);
   EXPECT_EQ(planes.algorithm(), Algorithm::DepthwiseWgrad);
   EXPECT_EQ(division(planes).vector, 1);
   EXPECT_EQ(division(planes).chunk_vectors, 1);
@@ -493,7 +559,7 @@ TEST(Backward, DepthwiseWgradStepPlans) {
   EXPECT_EQ(division(planes).cluster_split, 16);
   EXPECT_EQ(division(planes).atomic_slices, 1);
   EXPECT_TRUE(planes.deterministic());
-  const DepthwiseWgradDivision last = division(step_plan(dw, Layout::NHWC, DType::BFloat16));
+  const DepthwiseWgradDivision last = division(wgrad_step_plan(dw, Layout::NHWC, DType::BFloat16));
   EXPECT_EQ(last.vector, 4);
   EXPECT_FALSE(last.run_down);
   EXPECT_EQ(last.chunk_vectors, 2);
@@ -502,25 +568,28 @@ TEST(Backward, DepthwiseWgradStepPlans) {
   EXPECT_GT(last.prepass_blocks, 0);
   PlanOptions det;
   det.deterministic = true;
-  const Plan ordered = step_plan(dw, Layout::NHWC, DType::BFloat16, det);
+  const Plan ordered = wgrad_step_plan(dw, Layout::NHWC, DType::BFloat16, det);
   EXPECT_EQ(division(ordered).atomic_slices, 1);
   EXPECT_TRUE(ordered.deterministic());
   PlanOptions unsplit;  // split_k 1: "off, bitwise reproducible"
   unsplit.split_k = 1;
-  EXPECT_TRUE(step_plan(dw, Layout::NHWC, DType::BFloat16, unsplit).deterministic());
-  EXPECT_EQ(division(step_plan(dw, Layout::NHWC, DType::Float32)).vector, 4);
-  EXPECT_EQ(division(step_plan(make(32, 240, 28, 28, 240, 1, 1, 0, 1, 1, 240), Layout::NHWC, DType::BFloat16)).vector,
-            8);
-  EXPECT_EQ(division(step_plan(make(32, 240, 28, 28, 240, 5, 5, 2, 1, 1, 240), Layout::NHWC, DType::BFloat16)).vector,
+  EXPECT_TRUE(wgrad_step_plan(dw, Layout::NHWC, DType::BFloat16, unsplit).deterministic());
+  EXPECT_EQ(division(wgrad_step_plan(dw, Layout::NHWC, DType::Float32)).vector, 4);
+  EXPECT_EQ(
+      division(wgrad_step_plan(make(32, 240, 28, 28, 240, 1, 1, 0, 1, 1, 240), Layout::NHWC, DType::BFloat16)).vector,
+      8);
+  EXPECT_EQ(
+      division(wgrad_step_plan(make(32, 240, 28, 28, 240, 5, 5, 2, 1, 1, 240), Layout::NHWC, DType::BFloat16)).vector,
+      1);
+  EXPECT_EQ(division(wgrad_step_plan(make(1, 96, 56, 56, 96, 7, 7, 3, 1, 1, 96), Layout::NHWC, DType::Float16)).vector,
             1);
-  EXPECT_EQ(division(step_plan(make(1, 96, 56, 56, 96, 7, 7, 3, 1, 1, 96), Layout::NHWC, DType::Float16)).vector, 1);
   // A rectangular filter: taps 16 a block, one pixel an item.
   const DepthwiseWgradDivision rect =
-      division(step_plan(make(2, 8, 11, 12, 8, 3, 5, 1, 1, 1, 8), Layout::NCHW, DType::Float32));
+      division(wgrad_step_plan(make(2, 8, 11, 12, 8, 3, 5, 1, 1, 1, 8), Layout::NCHW, DType::Float32));
   EXPECT_EQ(rect.window, 0);
   EXPECT_EQ(rect.taps_per_block, 16);
   EXPECT_EQ(rect.run, 1);
-  const Plan grouped = step_plan(make(2, 16, 14, 14, 16, 3, 3, 1, 1, 1, 8), Layout::NHWC, DType::BFloat16);
+  const Plan grouped = wgrad_step_plan(make(2, 16, 14, 14, 16, 3, 3, 1, 1, 1, 8), Layout::NHWC, DType::BFloat16);
   EXPECT_EQ(grouped.algorithm(), Algorithm::ImplicitMma);
   bool said = false;
   for (const std::string& d : grouped.decisions())
@@ -541,7 +610,7 @@ TEST(Backward, DepthwiseWgradStepPlans) {
     EXPECT_NE(std::string(e.what()).find("more than one image"), std::string::npos) << e.what();
   }
   forced.tile = "128x128x8";
-  EXPECT_THROW(step_plan(dw, Layout::NCHW, DType::Float32, forced), Error);
+  EXPECT_THROW(wgrad_step_plan(dw, Layout::NCHW, DType::Float32, forced), Error);
 }
 
 TEST(Backward, BadCallsAreClearErrorsAndLeaveTheOutput) {

@@ -215,7 +215,8 @@ TEST_F(BackwardGpu, StridedDgradStepsForkOntoSideStreams) {
 }
 
 // Note [mma gather forms]: channels-last fp16/bf16 steps gather the filter (dgrad) or both operands
-// (wgrad) transposed, element by element what has three channels; wgrad splits tiles among a
+// (wgrad) transposed, element by element what has three channels (a first layer's wgrad when its
+// split is forced; the planner gives it to few_channel_wgrad); wgrad splits tiles among a
 // cluster and groups adding with atomics (a cluster only in deterministic plans). Strides, dilation,
 // groups, partial tiles, alpha/beta, and every forced split, each against the double reference.
 TEST_F(BackwardGpu, ChannelsLastHalfStepsTransposedGathersAndClusterSplits) {
@@ -248,9 +249,16 @@ TEST_F(BackwardGpu, ChannelsLastHalfStepsTransposedGathersAndClusterSplits) {
           if (split == 0) {  // the planner's forms: what the test is for
             BackwardTensors bt(c, pass, pr.dtype, g);
             auto plan = plan_pass(engine, c, pass, bt, o);
-            const auto& d = std::get<ImplicitMmaDivision>(plan->plans.at(0)->division());
-            // Three channels: dgrad's filters (dx's channels) and wgrad's images (x's) are no vector.
+            // Three channels: dgrad's filters (dx's channels) and wgrad's images (x's) are no vector;
+            // the planner's wgrad is few_channel_wgrad (Note [few-channel wgrad]), the forced
+            // splits below implicit_mma's element forms.
             const bool three = c0.p.c == 3;
+            if (three && pass == Pass::BackwardFilter) {
+              EXPECT_EQ(plan->plans.at(0)->algorithm(), Algorithm::FewChannelWgrad) << c.name();
+              EXPECT_LT(run_gpu(engine, c, pass, pr, g, o), pr.tolerance) << dtype_name(pr.dtype) << " " << c.name();
+              continue;
+            }
+            const auto& d = std::get<ImplicitMmaDivision>(plan->plans.at(0)->division());
             const GatherForm want_a = pass == Pass::BackwardData ? GatherForm::Vector
                                       : three                    ? GatherForm::Element
                                                                  : GatherForm::Transposed;
@@ -665,6 +673,60 @@ TEST_F(BackwardGpu, DepthwiseWgradEveryPrecisionAndLayout) {
       EXPECT_LT(run_gpu(engine, few, Pass::BackwardFilter, pr, g, det), pr.tolerance)
           << dtype_name(pr.dtype) << " deterministic " << few.name();
     }
+}
+
+// Note [few-channel wgrad]: the wgrad of layers of at most 4 input channels in fp16 and bf16 with
+// channels-last dy. A scaled-down ResNet stem (7x7, stride 2: atomic slices by default), 2 channels
+// and 72 filters (a partial second block of filters; Q = 37 leaves masked columns in an item), 4
+// channels with dilation 2, a 1x1 stride-2 layer, 12 filters (dy rows not 16-byte vectors: element
+// copies), alpha and beta, and x and dw in plane order under channels-last dy. Every case runs its
+// default plan and a deterministic one, which gives the same bytes twice. A single-channel layer runs
+// when forced.
+TEST_F(BackwardGpu, FewChannelWgradEveryShape) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 977);
+  auto channels_last = [](Problem p) {
+    Case c{p};
+    c.xl = c.wl = c.yl = Layout::NHWC;
+    return c;
+  };
+  std::vector<Case> cases{
+      channels_last(make(4, 3, 64, 64, 64, 7, 7, 3, 2)), channels_last(make(2, 2, 20, 37, 72, 3, 3, 1)),
+      channels_last(make(1, 4, 30, 30, 16, 5, 5, 4, 1, 2)), channels_last(make(3, 3, 17, 19, 32, 1, 1, 0, 2)),
+      channels_last(make(2, 3, 23, 21, 12, 3, 3, 1, 1))};
+  Case scaled = channels_last(make(2, 3, 33, 35, 64, 5, 5, 2, 2));
+  scaled.alpha = 0.5f;
+  scaled.beta = 0.75f;
+  cases.push_back(scaled);
+  Case mixed = channels_last(make(2, 3, 40, 40, 64, 7, 7, 3, 2));
+  mixed.xl = mixed.wl = Layout::NCHW;  // x and dw in plane order; dy (the y layout) channels-last
+  cases.push_back(mixed);
+  PlanOptions det;
+  det.deterministic = true;
+  for (const Precision& pr : {kPrecisions[2], kPrecisions[3]})
+    for (const Case& c : cases) {
+      BackwardTensors bt(c, Pass::BackwardFilter, pr.dtype, g);
+      for (const PlanOptions& o : {PlanOptions{}, det}) {
+        auto plan = engine.plan_backward_filter(c.p, bt.ad, bt.bd, bt.outd, o);
+        ASSERT_EQ(plan->plans.size(), 1u) << c.name();
+        EXPECT_EQ(plan->plans[0]->algorithm(), Algorithm::FewChannelWgrad) << c.name() << plan->plans[0]->to_text(0);
+        const uint64_t seed = g();
+        std::mt19937_64 g1(seed), g2(seed);
+        std::vector<unsigned char> first, second;
+        EXPECT_LT(run_gpu(engine, c, Pass::BackwardFilter, pr, g1, o, &first), pr.tolerance)
+            << dtype_name(pr.dtype) << (o.deterministic ? " deterministic " : " ") << c.name();
+        if (!o.deterministic) continue;
+        EXPECT_TRUE(plan->deterministic()) << c.name();
+        run_gpu(engine, c, Pass::BackwardFilter, pr, g2, o, &second);
+        EXPECT_EQ(first, second) << dtype_name(pr.dtype) << " " << c.name();
+      }
+    }
+  const Case single = channels_last(make(3, 1, 40, 40, 16, 5, 5, 2));
+  PlanOptions forced;
+  forced.algorithm = Algorithm::FewChannelWgrad;
+  for (const Precision& pr : {kPrecisions[2], kPrecisions[3]})
+    EXPECT_LT(run_gpu(engine, single, Pass::BackwardFilter, pr, g, forced), pr.tolerance)
+        << dtype_name(pr.dtype) << " forced " << single.name();
 }
 
 }  // namespace

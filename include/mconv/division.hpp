@@ -216,9 +216,24 @@ struct DepthwiseWgradDivision {
   LaunchShape launch;      ///< grid (filter chunks, tap chunks, atomic_slices * cluster_split)
 };
 
+/// few_channel_wgrad (src/algorithms/few_channel_wgrad): the filter gradient of a layer with few input
+/// channels on tensor cores, over tiles of output pixels and the window of x they read (Note
+/// [few-channel wgrad]).
+struct FewChannelWgradDivision {
+  int tile_p = 1;          ///< output rows of an item
+  int tile_q = 16;         ///< output columns of an item (a multiple of 16: one MMA step a row's 16)
+  int column_tiles = 5;    ///< 8-column MMA tiles of a warp; a block's columns are 32 x this
+  int64_t items = 0;       ///< N * ceil(P / tile_p) * ceil(Q / tile_q)
+  int cluster_split = 1;   ///< blocks of one cluster over the items, summed in rank order (no atomics)
+  int atomic_slices = 1;   ///< clusters over the items adding into dw after a pre-pass; 1 if deterministic
+  int prepass_blocks = 0;  ///< blocks of that pre-pass (0 without atomic slices)
+  int64_t half_bytes = 0;  ///< shared memory of one of a block's two halves (dy rows, then the x window)
+  LaunchShape launch;      ///< grid (column blocks, 64-filter blocks, atomic_slices * cluster_split)
+};
+
 using Division = std::variant<std::monostate, ImplicitPrecompDivision, DirectBlockDivision, SingleChannelDivision,
                               PlaneStreamDivision, PlaneBulkDivision, StrideFixedDivision, ImplicitMmaDivision,
-                              ChannelsLastDepthwiseDivision, DepthwiseWgradDivision>;
+                              ChannelsLastDepthwiseDivision, DepthwiseWgradDivision, FewChannelWgradDivision>;
 
 /// "vector", "transposed" or "element".
 const char* gather_form_name(GatherForm f);

@@ -41,6 +41,9 @@ enum class Algorithm : int {
   /// CUDA: a wgrad step of a layer with one input channel per group (depthwise, channel multipliers,
   /// single channel) as a direct reduction over images and pixels; fp32 (exact), fp16, bf16
   DepthwiseWgrad = 7,
+  /// CUDA: a wgrad step of a layer with at most 4 input channels and one group (an RGB stem) on
+  /// tensor cores, each item's x window read once into shared memory; fp16, bf16
+  FewChannelWgrad = 8,
 };
 const char* algorithm_name(Algorithm a);
 Algorithm parse_algorithm(const std::string& s);

@@ -43,6 +43,10 @@ void stride_fixed_forward(const Plan& plan, const StrideFixedDivision& d, const 
 void depthwise_wgrad_forward(const Plan& plan, const DepthwiseWgradDivision& d, const void* x, const void* w, void* y,
                              const Epilogue& e, void* stream, bool dependent_launch);
 
+/// A wgrad step: x, w and y are the step's views of x, dy and dw.
+void few_channel_wgrad_forward(const Plan& plan, const FewChannelWgradDivision& d, const void* x, const void* w,
+                               void* y, const Epilogue& e, void* stream, bool dependent_launch);
+
 /// out = beta * out over a strided view of any dtype (beta = 0 never reads it): a backward pass's fill
 /// step.
 void fill_view(const TensorDesc& view, void* base, float beta, void* stream, bool dependent_launch);

@@ -38,6 +38,11 @@ struct NameOf {
            (d.cluster_split > 1 ? "_cs" + std::to_string(d.cluster_split) : "") +
            (d.atomic_slices > 1 ? "_as" + std::to_string(d.atomic_slices) : "");
   }
+  std::string operator()(const FewChannelWgradDivision& d) const {
+    return "few_channel_wgrad_" + std::to_string(d.tile_p) + "x" + std::to_string(d.tile_q) + "_n" +
+           std::to_string(32 * d.column_tiles) + (d.cluster_split > 1 ? "_cs" + std::to_string(d.cluster_split) : "") +
+           (d.atomic_slices > 1 ? "_as" + std::to_string(d.atomic_slices) : "");
+  }
   std::string operator()(const StrideFixedDivision& d) const {
     return "stride_fixed_" + std::to_string(d.tile_cols) + "x" + std::to_string(d.tile_rows) + "_s" +
            std::to_string(d.segment_channels * 4) + (d.thread_pixels == 4 ? "_p4" : "");
@@ -115,6 +120,15 @@ struct TextOf {
        << (d.run_down ? "down a column" : "along a row") << ", " << d.items << " items a chunk over " << d.cluster_split
        << " block(s) of a cluster (rank order) x " << d.atomic_slices << " slice(s)"
        << (d.atomic_slices > 1 ? " adding with atomics" : "") << "\n";
+    return os.str() + launch_text(d.launch);
+  }
+  std::string operator()(const FewChannelWgradDivision& d) const {
+    std::ostringstream os;
+    os << "division  items of " << d.tile_p << " x " << d.tile_q << " output pixels with their x window, "
+       << 32 * d.column_tiles << " columns x 64 filters a block, " << d.items << " items over " << d.cluster_split
+       << " block(s) of a cluster (rank order) x " << d.atomic_slices << " slice(s)"
+       << (d.atomic_slices > 1 ? " adding with atomics" : "") << ", " << d.half_bytes
+       << " bytes of shared memory a half block\n";
     return os.str() + launch_text(d.launch);
   }
   std::string operator()(const StrideFixedDivision& d) const {

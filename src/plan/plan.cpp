@@ -46,18 +46,21 @@ const char* algorithm_name(Algorithm a) {
       return "implicit_mma";
     case Algorithm::DepthwiseWgrad:
       return "depthwise_wgrad";
+    case Algorithm::FewChannelWgrad:
+      return "few_channel_wgrad";
   }
   return "?";
 }
 
 Algorithm parse_algorithm(const std::string& s) {
-  for (Algorithm a :
-       {Algorithm::Auto, Algorithm::Reference, Algorithm::ImplicitPrecomp, Algorithm::DirectBlock,
-        Algorithm::SingleChannel, Algorithm::StrideFixed, Algorithm::ImplicitMma, Algorithm::DepthwiseWgrad})
+  for (Algorithm a : {Algorithm::Auto, Algorithm::Reference, Algorithm::ImplicitPrecomp, Algorithm::DirectBlock,
+                      Algorithm::SingleChannel, Algorithm::StrideFixed, Algorithm::ImplicitMma,
+                      Algorithm::DepthwiseWgrad, Algorithm::FewChannelWgrad})
     if (s == algorithm_name(a)) return a;
   throw Error(Status::BadParam, "algorithm: unknown name '" + s +
                                     "' (expected auto, reference, implicit_precomp, direct_block, "
-                                    "single_channel, stride_fixed, implicit_mma or depthwise_wgrad)");
+                                    "single_channel, stride_fixed, implicit_mma, depthwise_wgrad or "
+                                    "few_channel_wgrad)");
 }
 
 const char* math_mode_name(MathMode m) {
@@ -137,6 +140,7 @@ int Plan::split_k() const {
   if (const auto* d = std::get_if<StrideFixedDivision>(&division_)) return d->splits;
   if (const auto* d = std::get_if<ImplicitMmaDivision>(&division_)) return d->cluster_split * d->atomic_slices;
   if (const auto* d = std::get_if<DepthwiseWgradDivision>(&division_)) return d->cluster_split * d->atomic_slices;
+  if (const auto* d = std::get_if<FewChannelWgradDivision>(&division_)) return d->cluster_split * d->atomic_slices;
   return 1;
 }
 
@@ -144,6 +148,7 @@ bool Plan::deterministic() const {
   if (const auto* d = std::get_if<ImplicitPrecompDivision>(&division_)) return d->split_k == 1 || d->ordered_split;
   if (const auto* d = std::get_if<ImplicitMmaDivision>(&division_)) return d->atomic_slices == 1;
   if (const auto* d = std::get_if<DepthwiseWgradDivision>(&division_)) return d->atomic_slices == 1;
+  if (const auto* d = std::get_if<FewChannelWgradDivision>(&division_)) return d->atomic_slices == 1;
   return split_k() == 1;
 }
 

@@ -4,6 +4,7 @@
 
 #include "../algorithms/depthwise_wgrad/planner.hpp"
 #include "../algorithms/direct_block/planner.hpp"
+#include "../algorithms/few_channel_wgrad/planner.hpp"
 #include "../algorithms/implicit_mma/planner.hpp"
 #include "../algorithms/implicit_precomp/planner.hpp"
 #include "../algorithms/single_channel/planner.hpp"
@@ -105,6 +106,31 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
     }
     if (forced_wgrad) throw Error(Status::Unsupported, "algorithm: depthwise_wgrad cannot run this problem: " + no);
     plan.decisions_.push_back("refused depthwise_wgrad: " + no);
+  }
+  // A wgrad step of a layer with a few input channels (an RGB stem) in fp16/bf16: each item's x
+  // window is read once into shared memory, where implicit_mma would gather every element from
+  // global memory (Note [few-channel wgrad]).
+  const bool forced_few = options.algorithm == Algorithm::FewChannelWgrad;
+  if (forced_few || (step.filter_gradient && target == Target::Cuda && options.algorithm == Algorithm::Auto &&
+                     options.tile.empty() && options.split_k <= 1 && pr.n <= detail::kFewChannelWgradMaxChannels)) {
+    if (target != Target::Cuda)
+      throw Error(Status::Unsupported, "algorithm: few_channel_wgrad runs on the cuda target only");
+    if (!options.tile.empty() || options.split_k > 1)
+      throw Error(Status::BadParam,
+                  "tile: tiles and split_k apply to the implicit GEMMs (few_channel_wgrad plans its own split)");
+    const std::string no = detail::few_channel_wgrad_unsupported(pr, x, w, y, step.group_strides.has_value());
+    if (no.empty()) {
+      plan.algorithm_ = Algorithm::FewChannelWgrad;
+      plan.decisions_.push_back(forced_few ? "algorithm few_channel_wgrad: forced"
+                                           : "algorithm few_channel_wgrad: the wgrad step of a layer with at most " +
+                                                 std::to_string(detail::kFewChannelWgradMaxChannels) +
+                                                 " input channels, each item's x window read once");
+      plan.division_ =
+          detail::plan_few_channel_wgrad(pr, hw, options.deterministic || options.split_k == 1, plan.decisions_);
+      return plan;
+    }
+    if (forced_few) throw Error(Status::Unsupported, "algorithm: few_channel_wgrad cannot run this problem: " + no);
+    plan.decisions_.push_back("refused few_channel_wgrad: " + no);
   }
   // Only the implicit GEMMs read the Plan's group strides; the direct families address groups
   // through the descriptors' channel strides.

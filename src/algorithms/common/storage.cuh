@@ -32,4 +32,14 @@ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
   return __float2bfloat16_rn(v);
 }
 
+/// *dst += v for a slice of a split sum (Note [mma atomic slices]): a 16-bit dst gets v rounded once
+/// to its type, then the hardware's add in that type (sm_80+).
+template <class T>
+__device__ __forceinline__ void atomic_add_rounded(T* dst, float v) {
+  if constexpr (sizeof(T) == 4)
+    atomicAdd(dst, v);
+  else
+    atomicAdd(dst, from_float<T>(v));
+}
+
 }  // namespace mconv::cuda

@@ -70,15 +70,6 @@ __device__ __forceinline__ void load_widened(const T* p, float (&out)[V]) {
   for (int i = 0; i < V; ++i) out[i] = to_float(raw.v[i]);
 }
 
-/// acc += alpha * sum into dw, the sum rounded once to T.
-template <class T>
-__device__ __forceinline__ void atomic_add_rounded(T* dst, float v) {
-  if constexpr (sizeof(T) == 4)
-    atomicAdd(dst, v);
-  else
-    atomicAdd(dst, from_float<T>(v));
-}
-
 /// T: storage type. V: adjacent filters a thread. KS: square filter size with the register window
 /// (1, 3, 5, 7), or 0 for any filter, TAPS taps a block. DOWN: an item's run goes down a column (one
 /// filter a thread, plane order: a warp's lanes read adjacent columns) or along a row. ST: the

@@ -102,7 +102,7 @@ void depthwise_wgrad_forward(const Plan& plan, const DepthwiseWgradDivision& d, 
   prm.kg = static_cast<int>(st.k_per_group());
   prm.H = static_cast<int>(st.h);
   prm.W = static_cast<int>(st.w);
-  const DepthwiseWgradLayer layer(st);
+  const WgradLayer layer(st);
   prm.P = static_cast<int>(layer.p);
   prm.Q = static_cast<int>(layer.q);
   prm.R = static_cast<int>(layer.r);

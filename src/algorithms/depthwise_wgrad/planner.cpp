@@ -24,14 +24,14 @@ constexpr int64_t kMinItemsPerThread = 4;  // below this a split costs more in i
 
 // Filters k and k + 1 are adjacent in dy (and, with K/G = 1, their x channels in x): the filters
 // are then the threads' fast axis (channels-last tensors), else the pixels are (plane order).
-bool filters_adjacent(const DepthwiseWgradLayer& l, const TensorDesc& w, const GroupStrides& groups) {
+bool filters_adjacent(const WgradLayer& l, const TensorDesc& w, const GroupStrides& groups) {
   return l.kg == 1 ? groups.w == 1 : w.strides[0] == 1 && groups.w == l.kg;
 }
 
 }  // namespace
 
 int depthwise_wgrad_window(const Problem& step, bool down) {
-  const DepthwiseWgradLayer l(step);
+  const WgradLayer l(step);
   const int64_t stride = down ? l.stride_h : l.stride_w, dil = down ? l.dil_h : l.dil_w;
   return (stride == 1 || stride == 2) && dil == 1 ? cuda::constant_filter_size(l.r, l.s) : 0;
 }
@@ -48,7 +48,7 @@ std::string depthwise_wgrad_unsupported(const Problem& step, const TensorDesc& x
   const int64_t x_image = (step.h - 1) * std::abs(x.strides[2]) + (step.w - 1) * std::abs(x.strides[3]);
   const int64_t dy_image = (step.r - 1) * std::abs(w.strides[2]) + (step.s - 1) * std::abs(w.strides[3]);
   if (std::max(x_image, dy_image) >= (int64_t(1) << 31) - 1) return "an image of x or dy spans 2^31 elements or more";
-  const DepthwiseWgradLayer l(step);
+  const WgradLayer l(step);
   if (l.n * l.p * l.q >= (int64_t(1) << 31)) return "N * P * Q is 2^31 or more (32-bit item indices)";
   return "";
 }
@@ -56,7 +56,7 @@ std::string depthwise_wgrad_unsupported(const Problem& step, const TensorDesc& x
 DepthwiseWgradDivision plan_depthwise_wgrad(const Problem& step, const TensorDesc& x, const TensorDesc& w,
                                             const GroupStrides& groups, const HardwareModel& hw, bool deterministic,
                                             std::vector<std::string>& why) {
-  const DepthwiseWgradLayer l(step);
+  const WgradLayer l(step);
   DepthwiseWgradDivision d;
   const bool adjacent = filters_adjacent(l, w, groups);
   // Threads along the pixels (plane order) take runs down a column, so that a warp's loads are
