@@ -50,7 +50,7 @@ inline constexpr int kFewChannelWgradHalfThreads = kFewChannelWgradThreads / 2;
 inline constexpr int kFewChannelWgradFilters = mconv::detail::kFewChannelWgradFilters;
 inline constexpr int kFewChannelWgradRowBytes = mconv::detail::kFewChannelWgradRowBytes;
 inline constexpr int kFewChannelWgradWarpsAlongN = 4;
-inline constexpr int kWindowBatch = 8;  // x window loads a thread keeps in flight
+inline constexpr int kFewChannelWindowBatch = 8;  // x window loads a thread keeps in flight
 static_assert(kFewChannelWgradThreads == 512 && kFewChannelWgradFilters == 64, "2 x (2 x 4) warps of 32 filters");
 
 struct FewChannelWgradParams {
@@ -63,15 +63,15 @@ struct FewChannelWgradParams {
   long long dw_sk, dw_sc, dw_sr, dw_ss;  // dw: filter, channel, tap row, tap column
   int K, C, R, S, P, Q, crs;
   int stride_h, stride_w, dil_h, dil_w, pad_h, pad_w;
-  int h_end, w_end;        // x rows and columns past the last one any output pixel reads are zeros
-  int tile_p, tile_q;      // an item's output pixels (tile_q a multiple of 16)
-  int region_h, region_w;  // the x window of an item
-  int region_elems;        // region_h * region_w * C
-  int dy_bytes;            // a half's dy rows: tile_p * tile_q * kFewChannelWgradRowBytes
-  int half_bytes;          // a half's buffers: dy rows, then the window (16-byte aligned)
-  int dy_vectors;          // dy's rows are 16-byte aligned vectors (else element copies)
-  FastDivmod tiles_q_div;  // item -> (image row of tiles, column tile)
-  FastDivmod tiles_p_div;  // image row of tiles -> (n, row tile)
+  int h_end, w_end;           // x rows and columns past the last one any output pixel reads are zeros
+  int tile_p, tile_q;         // an item's output pixels (tile_q a multiple of 16)
+  int region_h, region_w;     // the x window of an item
+  int region_elems;           // region_h * region_w * C
+  int dy_bytes;               // a half's dy rows: tile_p * tile_q * kFewChannelWgradRowBytes
+  int half_bytes;             // a half's buffers: dy rows, then the window (16-byte aligned)
+  int dy_vectors;             // dy's rows are 16-byte aligned vectors (else element copies)
+  FastDivmod tiles_q_div;     // item -> (image row of tiles, column tile)
+  FastDivmod tiles_p_div;     // image row of tiles -> (n, row tile)
   FastDivmod region_row_div;  // window element -> (row, rest): region_w * C
   FastDivmod channels_div;    // rest -> (column, channel): C
   int items;                  // N * tiles_p * tiles_q
@@ -136,7 +136,8 @@ __global__ void __launch_bounds__(kFewChannelWgradThreads, 1)
   const int pixel_step = prm.stride_w * prm.C;
   uint32_t pixel_bytes[4], column_bytes[NC];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) pixel_bytes[i] = 2u * static_cast<uint32_t>((2 * t + (i & 1) + (i >> 1) * 8) * pixel_step);
+  for (int i = 0; i < 4; ++i)
+    pixel_bytes[i] = 2u * static_cast<uint32_t>((2 * t + (i & 1) + (i >> 1) * 8) * pixel_step);
 #pragma unroll
   for (int jn = 0; jn < NC; ++jn)
     column_bytes[jn] = 2u * static_cast<uint32_t>(detail::window_offset(prm, col0 + warp_n * 8 * NC + jn * 8 + g));
@@ -184,24 +185,25 @@ __global__ void __launch_bounds__(kFewChannelWgradThreads, 1)
     }
     detail::cp_async_commit();
     // The x window, element by element (C channels never make an aligned vector), zeros outside;
-    // kWindowBatch loads in flight a thread before their stores, not one round trip an element.
+    // kFewChannelWindowBatch loads in flight a thread before their stores, not one round trip an element.
     const T* x_n = static_cast<const T*>(prm.x) + n * prm.x_sn;
-    for (int e0 = ht; e0 < prm.region_elems; e0 += kFewChannelWgradHalfThreads * kWindowBatch) {
-      T v[kWindowBatch];
+    for (int e0 = ht; e0 < prm.region_elems; e0 += kFewChannelWgradHalfThreads * kFewChannelWindowBatch) {
+      T v[kFewChannelWindowBatch];
 #pragma unroll
-      for (int b = 0; b < kWindowBatch; ++b) {
+      for (int b = 0; b < kFewChannelWindowBatch; ++b) {
         const int e = e0 + b * kFewChannelWgradHalfThreads;
         unsigned row, rest, col, c;
         prm.region_row_div.divmod(static_cast<unsigned>(e), row, rest);
         prm.channels_div.divmod(rest, col, c);
         const int h = h0 + static_cast<int>(row), w = w0 + static_cast<int>(col);
         const bool ok = e < prm.region_elems && h >= 0 && h < prm.h_end && w >= 0 && w < prm.w_end;
-        v[b] = ok ? __ldg(x_n + h * prm.x_sh + w * prm.x_sw + static_cast<long long>(c) * prm.x_sc)
-                  : from_float<T>(0.0f);
+        v[b] =
+            ok ? __ldg(x_n + h * prm.x_sh + w * prm.x_sw + static_cast<long long>(c) * prm.x_sc) : from_float<T>(0.0f);
       }
 #pragma unroll
-      for (int b = 0; b < kWindowBatch; ++b)
-        if (e0 + b * kFewChannelWgradHalfThreads < prm.region_elems) window[e0 + b * kFewChannelWgradHalfThreads] = v[b];
+      for (int b = 0; b < kFewChannelWindowBatch; ++b)
+        if (e0 + b * kFewChannelWgradHalfThreads < prm.region_elems)
+          window[e0 + b * kFewChannelWgradHalfThreads] = v[b];
     }
     detail::cp_async_wait<0>();
     detail::half_barrier(half);  // the item's dy rows and window are in place
@@ -215,10 +217,10 @@ __global__ void __launch_bounds__(kFewChannelWgradThreads, 1)
       for (int i = 0; i < 4; ++i) px[i] = start + pixel_bytes[i];
 #pragma unroll
       for (int jn = 0; jn < NC; ++jn) {
-        const uint32_t b0 = __byte_perm(detail::lds_u16(px[0] + column_bytes[jn]),
-                                        detail::lds_u16(px[1] + column_bytes[jn]), 0x5410);
-        const uint32_t b1 = __byte_perm(detail::lds_u16(px[2] + column_bytes[jn]),
-                                        detail::lds_u16(px[3] + column_bytes[jn]), 0x5410);
+        const uint32_t b0 =
+            __byte_perm(detail::lds_u16(px[0] + column_bytes[jn]), detail::lds_u16(px[1] + column_bytes[jn]), 0x5410);
+        const uint32_t b1 =
+            __byte_perm(detail::lds_u16(px[2] + column_bytes[jn]), detail::lds_u16(px[3] + column_bytes[jn]), 0x5410);
         Mma::mma(acc[0][jn], a[0], b0, b1);
         Mma::mma(acc[1][jn], a[1], b0, b1);
       }

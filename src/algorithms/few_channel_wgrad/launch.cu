@@ -42,14 +42,18 @@ int resident_clusters(int blocks, int smem) {
 template <class Mma, int NC>
 void launch_columns(FewChannelWgradParams prm, dim3 grid, int smem, int slices, cuda::LaunchStream on) {
   constexpr auto kernel = cuda::few_channel_wgrad_kernel<Mma, NC>;
-  static const bool opted_in = [] {
-    MCONV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-    MCONV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024));
-    return true;
-  }();
-  (void)opted_in;
-  if (prm.cluster_split > 1)
+  // The plan's shared memory, not a device's most: a device that holds less then gets the launch's
+  // own error, not the attribute's.
+  if (smem > 48 * 1024)
+    MCONV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  if (prm.cluster_split > 1) {
+    static const bool non_portable = [] {
+      MCONV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+      return true;
+    }();
+    (void)non_portable;
     prm.cluster_split = cuda::schedulable_cluster_blocks<kernel>(prm.cluster_split, kFewChannelWgradThreads, smem);
+  }
   // A block holds an SM: slices past the clusters the device holds at once would run as a second
   // wave of few clusters, so the items go to as many slices as run together.
   if (slices > 1) {

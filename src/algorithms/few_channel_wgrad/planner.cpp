@@ -105,9 +105,10 @@ FewChannelWgradDivision plan_few_channel_wgrad(const Problem& step, const Hardwa
   }
   d.column_tiles = best;
   const int64_t base = ceil_div(crs, int64_t(32 * best)) * filter_blocks;
-  d.cluster_split = static_cast<int>(std::clamp<int64_t>(ceil_div(sms, base), 1, std::min<int64_t>(kMaxClusterSplit, most)));
-  d.atomic_slices = static_cast<int>(std::clamp<int64_t>(sms / (base * d.cluster_split), 1,
-                                                         std::max<int64_t>(1, std::min(max_slices, most / d.cluster_split))));
+  d.cluster_split =
+      static_cast<int>(std::clamp<int64_t>(ceil_div(sms, base), 1, std::min<int64_t>(kMaxClusterSplit, most)));
+  d.atomic_slices = static_cast<int>(std::clamp<int64_t>(
+      sms / (base * d.cluster_split), 1, std::max<int64_t>(1, std::min(max_slices, most / d.cluster_split))));
   if (d.atomic_slices > 1) d.prepass_blocks = split_prepass_blocks(l.k * crs, hw);
   d.launch.grid_x = ceil_div(crs, int64_t(32 * best));
   d.launch.grid_y = filter_blocks;
@@ -118,7 +119,10 @@ FewChannelWgradDivision plan_few_channel_wgrad(const Problem& step, const Hardwa
                 " output pixels and their x window, " + std::to_string(32 * best) + " of " + std::to_string(crs) +
                 " columns x 64 filters a block, " + std::to_string(d.items) + " items over " +
                 std::to_string(d.cluster_split) + " cluster block(s) x " + std::to_string(d.atomic_slices) +
-                " slice(s)" + (d.atomic_slices > 1 ? " adding with atomics" : deterministic ? " (deterministic)" : ""));
+                " slice(s)" +
+                (d.atomic_slices > 1 ? " adding with atomics"
+                 : deterministic     ? " (deterministic)"
+                                     : ""));
   return d;
 }
 
