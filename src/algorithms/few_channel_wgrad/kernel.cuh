@@ -8,10 +8,11 @@
 // MMA, bounds it (docs/PERFORMANCE.md, "Few-block wgrad steps"). Here a block instead takes an item
 // of tile_p x tile_q output pixels of one image and loads, once, the dy rows of those pixels (64
 // filters of 16 bytes a pixel row, cp.async) and the window of x they read (region_h x region_w
-// pixels of C channels, element loads, zero outside the image). Each column's element for a pixel
-// is then a shared-memory read at start[pixel] + offset[column], the offset-sequence technique on
-// the window: offset[column] = (r*dh*region_w + s*dw)*C + c, start[pixel] = pp*sh*region_w*C +
-// qq*sw*C. A 7x7 window at stride 2 reads each x element about 12 times; it comes from shared
+// pixels of C channels, zero outside the image; with channels-last x a window row is one run of x,
+// copied as 4-byte words). Each column's element for a pixel is then a shared-memory read at
+// start[pixel] + offset[column], the offset-sequence technique on the window: offset[column] =
+// r*dh*pitch + s*dw*C + c, start[pixel] = pp*sh*pitch + qq*sw*C (pitch: a window row's elements,
+// padded). A 7x7 window at stride 2 reads each x element about 12 times; it comes from shared
 // memory each time after one trip from global.
 //
 // The MMA is mma.sync m16n8k16 with fp32 accumulators: A = dy^T (filters x pixels) by ldmatrix.trans
@@ -63,20 +64,24 @@ struct FewChannelWgradParams {
   long long dw_sk, dw_sc, dw_sr, dw_ss;  // dw: filter, channel, tap row, tap column
   int K, C, R, S, P, Q, crs;
   int stride_h, stride_w, dil_h, dil_w, pad_h, pad_w;
-  int h_end, w_end;           // x rows and columns past the last one any output pixel reads are zeros
-  int tile_p, tile_q;         // an item's output pixels (tile_q a multiple of 16)
-  int region_h, region_w;     // the x window of an item
-  int region_elems;           // region_h * region_w * C
-  int dy_bytes;               // a half's dy rows: tile_p * tile_q * kFewChannelWgradRowBytes
-  int half_bytes;             // a half's buffers: dy rows, then the window (16-byte aligned)
-  int dy_vectors;             // dy's rows are 16-byte aligned vectors (else element copies)
-  FastDivmod tiles_q_div;     // item -> (image row of tiles, column tile)
-  FastDivmod tiles_p_div;     // image row of tiles -> (n, row tile)
-  FastDivmod region_row_div;  // window element -> (row, rest): region_w * C
-  FastDivmod channels_div;    // rest -> (column, channel): C
-  int items;                  // N * tiles_p * tiles_q
-  int cluster_split;          // blocks of a cluster (consecutive z), summed in rank order
-  int atomic;                 // clusters add alpha * sum into dw (the pre-pass wrote beta * dw + bias)
+  int h_end, w_end;            // x rows and columns past the last one any output pixel reads are zeros
+  int tile_p, tile_q;          // an item's output pixels (tile_q a multiple of 16)
+  int region_h, region_w;      // the x window of an item
+  int region_row;              // region_w * C: the elements of a window row
+  int region_elems;            // region_h * region_row
+  int region_pitch;            // shared elements from one window row to the next: even, above region_row
+  int window_words;            // x channels-last with even row and image strides: rows copied as 4-byte words
+  int dy_bytes;                // a half's dy rows: tile_p * tile_q * kFewChannelWgradRowBytes
+  int half_bytes;              // a half's buffers: dy rows, then the window (16-byte aligned)
+  int dy_vectors;              // dy's rows are 16-byte aligned vectors (else element copies)
+  FastDivmod tiles_q_div;      // item -> (image row of tiles, column tile)
+  FastDivmod tiles_p_div;      // image row of tiles -> (n, row tile)
+  FastDivmod region_row_div;   // window element -> (row, rest): region_row
+  FastDivmod pitch_words_div;  // window word -> (row, word of the row): region_pitch / 2
+  FastDivmod channels_div;     // rest -> (column, channel): C
+  int items;                   // N * tiles_p * tiles_q
+  int cluster_split;           // blocks of a cluster (consecutive z), summed in rank order
+  int atomic;                  // clusters add alpha * sum into dw (the pre-pass wrote beta * dw + bias)
   float alpha, beta;
   int relu;
 };
@@ -104,7 +109,7 @@ __device__ __forceinline__ void half_barrier(int half) {
 __device__ __forceinline__ int window_offset(const FewChannelWgradParams& prm, int j) {
   if (j >= prm.crs) return 0;
   const int c = j % prm.C, rs = j / prm.C, s = rs % prm.S, r = rs / prm.S;
-  return (r * prm.dil_h * prm.region_w + s * prm.dil_w) * prm.C + c;
+  return r * prm.dil_h * prm.region_pitch + s * prm.dil_w * prm.C + c;
 }
 
 }  // namespace detail
@@ -141,7 +146,7 @@ __global__ void __launch_bounds__(kFewChannelWgradThreads, 1)
 #pragma unroll
   for (int jn = 0; jn < NC; ++jn)
     column_bytes[jn] = 2u * static_cast<uint32_t>(detail::window_offset(prm, col0 + warp_n * 8 * NC + jn * 8 + g));
-  const int row_step = prm.stride_h * prm.region_w * prm.C;
+  const int row_step = prm.stride_h * prm.region_pitch;
   // ldmatrix.trans: lanes 8i..8i+7 address matrix i's rows (pixels 0-7 or 8-15, filters +0 or +8).
   const int mi = lane / 8, mr = lane % 8;
   const uint32_t a_lane = dy_s + (mr + (mi / 2) * 8) * kPitch + (warp_m * 32 + (mi % 2) * 8) * 2;
@@ -156,13 +161,23 @@ __global__ void __launch_bounds__(kFewChannelWgradThreads, 1)
 
   const int workers = 2 * static_cast<int>(gridDim.z);
   const T* dy_base = static_cast<const T*>(prm.dy) + k0;
-  for (int item = 2 * static_cast<int>(blockIdx.z) + half; item < prm.items; item += workers) {
+  // Rounds of two items, one a half. Both halves run every round, its barriers included, even
+  // where the last round has no item for half 1: their named barriers then pair up in the same
+  // order, which is also how compute-sanitizer's racecheck follows them (with unequal counts it
+  // reported the block barrier at the end as not ordering the halves).
+  for (int round = 2 * static_cast<int>(blockIdx.z); round < prm.items; round += workers) {
+    const int item = round + half;
+    const bool has_item = item < prm.items;
     unsigned image_row, tq, n, tp;
-    prm.tiles_q_div.divmod(static_cast<unsigned>(item), image_row, tq);
+    prm.tiles_q_div.divmod(static_cast<unsigned>(has_item ? item : round), image_row, tq);
     prm.tiles_p_div.divmod(image_row, n, tp);
     const int p0 = static_cast<int>(tp) * prm.tile_p, q0 = static_cast<int>(tq) * prm.tile_q;
     const int h0 = p0 * prm.stride_h - prm.pad_h, w0 = q0 * prm.stride_w - prm.pad_w;
     detail::half_barrier(half);  // the half's previous item is multiplied: its buffers are free
+    if (!has_item) {
+      detail::half_barrier(half);
+      continue;
+    }
 
     // dy: each pixel's 64 filters as eight 16-byte vectors, zeros past P, Q and K.
     const T* dy_n = dy_base + n * prm.dy_sn;
@@ -183,33 +198,67 @@ __global__ void __launch_bounds__(kFewChannelWgradThreads, 1)
         }
       }
     }
-    detail::cp_async_commit();
-    // The x window, element by element (C channels never make an aligned vector), zeros outside;
-    // kFewChannelWindowBatch loads in flight a thread before their stores, not one round trip an element.
+    // The x window, zeros outside the image: element e of window row `row` at shared element
+    // row * region_pitch + shift + e. With channels-last x a window row is one run of x, and
+    // `shift` gives it the parity of its run in global memory, so that whole 4-byte words copy
+    // (cp.async) and only the words at the image's edges mix x with zeros.
     const T* x_n = static_cast<const T*>(prm.x) + n * prm.x_sn;
-    for (int e0 = ht; e0 < prm.region_elems; e0 += kFewChannelWgradHalfThreads * kFewChannelWindowBatch) {
-      T v[kFewChannelWindowBatch];
+    int shift = 0;
+    if (prm.window_words) {
+      shift = static_cast<int>((reinterpret_cast<uintptr_t>(x_n + w0 * prm.C) / sizeof(T)) & 1);
+      const int words = prm.region_h * (prm.region_pitch / 2);
+      for (int wi = ht; wi < words; wi += kFewChannelWgradHalfThreads) {
+        unsigned row, word;
+        prm.pitch_words_div.divmod(static_cast<unsigned>(wi), row, word);
+        const int h = h0 + static_cast<int>(row), e = 2 * static_cast<int>(word) - shift;
+        const bool row_in = h >= 0 && h < prm.h_end;
+        bool in[2];
 #pragma unroll
-      for (int b = 0; b < kFewChannelWindowBatch; ++b) {
-        const int e = e0 + b * kFewChannelWgradHalfThreads;
-        unsigned row, rest, col, c;
-        prm.region_row_div.divmod(static_cast<unsigned>(e), row, rest);
-        prm.channels_div.divmod(rest, col, c);
-        const int h = h0 + static_cast<int>(row), w = w0 + static_cast<int>(col);
-        const bool ok = e < prm.region_elems && h >= 0 && h < prm.h_end && w >= 0 && w < prm.w_end;
-        v[b] =
-            ok ? __ldg(x_n + h * prm.x_sh + w * prm.x_sw + static_cast<long long>(c) * prm.x_sc) : from_float<T>(0.0f);
+        for (int i = 0; i < 2; ++i) {
+          const int w = w0 + static_cast<int>(prm.channels_div.div(static_cast<unsigned>(e + i + prm.C))) - 1;
+          in[i] = row_in && e + i >= 0 && e + i < prm.region_row && w >= 0 && w < prm.w_end;
+        }
+        T* dst = window + row * prm.region_pitch + 2 * word;
+        const T* src = x_n + h * prm.x_sh + w0 * prm.C + e;  // e may be -1: the address is not read then
+        if (in[0] && in[1]) {
+          detail::cp_async_bytes<4>(dst, src);
+        } else {
+          dst[0] = in[0] ? src[0] : from_float<T>(0.0f);
+          dst[1] = in[1] ? src[1] : from_float<T>(0.0f);
+        }
       }
+    } else {
+      // Any other x: element by element, kFewChannelWindowBatch loads in flight a thread before their
+      // stores (the compiler cannot move a load above a store through generic pointers).
+      for (int e0 = ht; e0 < prm.region_elems; e0 += kFewChannelWgradHalfThreads * kFewChannelWindowBatch) {
+        T v[kFewChannelWindowBatch];
 #pragma unroll
-      for (int b = 0; b < kFewChannelWindowBatch; ++b)
-        if (e0 + b * kFewChannelWgradHalfThreads < prm.region_elems)
-          window[e0 + b * kFewChannelWgradHalfThreads] = v[b];
+        for (int b = 0; b < kFewChannelWindowBatch; ++b) {
+          const int e = e0 + b * kFewChannelWgradHalfThreads;
+          unsigned row, rest, col, c;
+          prm.region_row_div.divmod(static_cast<unsigned>(e), row, rest);
+          prm.channels_div.divmod(rest, col, c);
+          const int h = h0 + static_cast<int>(row), w = w0 + static_cast<int>(col);
+          const bool ok = e < prm.region_elems && h >= 0 && h < prm.h_end && w >= 0 && w < prm.w_end;
+          v[b] = ok ? __ldg(x_n + h * prm.x_sh + w * prm.x_sw + static_cast<long long>(c) * prm.x_sc)
+                    : from_float<T>(0.0f);
+        }
+#pragma unroll
+        for (int b = 0; b < kFewChannelWindowBatch; ++b) {
+          const int e = e0 + b * kFewChannelWgradHalfThreads;
+          if (e < prm.region_elems) {
+            const unsigned row = prm.region_row_div.div(static_cast<unsigned>(e));
+            window[row * prm.region_pitch + (e - static_cast<int>(row) * prm.region_row)] = v[b];
+          }
+        }
+      }
     }
+    detail::cp_async_commit();
     detail::cp_async_wait<0>();
     detail::half_barrier(half);  // the item's dy rows and window are in place
 
     for (int step = 0, pp = 0, qs = 0; step < tile_pixels / 16; ++step) {
-      const uint32_t start = window_s + 2u * static_cast<uint32_t>(pp * row_step + qs * 16 * pixel_step);
+      const uint32_t start = window_s + 2u * static_cast<uint32_t>(shift + pp * row_step + qs * 16 * pixel_step);
       uint32_t a[2][4], px[4];
       detail::ldmatrix_x4_trans(a[0], a_lane + step * 16 * kPitch);
       detail::ldmatrix_x4_trans(a[1], a_lane + step * 16 * kPitch + 32);

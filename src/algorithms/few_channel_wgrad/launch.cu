@@ -124,13 +124,20 @@ void few_channel_wgrad_forward(const Plan& plan, const FewChannelWgradDivision& 
   prm.tile_q = d.tile_q;
   prm.region_h = (d.tile_p - 1) * prm.stride_h + (prm.R - 1) * prm.dil_h + 1;
   prm.region_w = (d.tile_q - 1) * prm.stride_w + (prm.S - 1) * prm.dil_w + 1;
-  prm.region_elems = prm.region_h * prm.region_w * prm.C;
+  prm.region_row = prm.region_w * prm.C;
+  prm.region_elems = prm.region_h * prm.region_row;
+  prm.region_pitch = static_cast<int>(window_pitch(prm.region_row));
+  // A window row is one run of x where its channels and columns are adjacent; every row's run has
+  // the same parity (so one shift copies all of them as 4-byte words) where rows are an even
+  // number of elements apart.
+  prm.window_words = xs[0] == 1 && xs[3] == l.c && xs[2] % 2 == 0 ? 1 : 0;
+  prm.pitch_words_div = cuda::FastDivmod(static_cast<unsigned>(prm.region_pitch / 2));
   prm.dy_bytes = d.tile_p * d.tile_q * kFewChannelWgradRowBytes;
   prm.half_bytes = static_cast<int>(d.half_bytes);
   const int64_t tiles_p = ceil_div(l.p, int64_t(d.tile_p)), tiles_q = ceil_div(l.q, int64_t(d.tile_q));
   prm.tiles_q_div = cuda::FastDivmod(static_cast<unsigned>(tiles_q));
   prm.tiles_p_div = cuda::FastDivmod(static_cast<unsigned>(tiles_p));
-  prm.region_row_div = cuda::FastDivmod(static_cast<unsigned>(prm.region_w * prm.C));
+  prm.region_row_div = cuda::FastDivmod(static_cast<unsigned>(prm.region_row));
   prm.channels_div = cuda::FastDivmod(static_cast<unsigned>(prm.C));
   prm.items = static_cast<int>(d.items);
   // A pixel's 8 filters are one 16-byte copy where dy and every pixel's row start at 16 bytes;
