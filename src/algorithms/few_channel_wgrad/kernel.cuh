@@ -20,8 +20,8 @@
 // window's elements (pixels x columns) as 16-bit shared loads packed in pairs. Columns past C*R*S
 // read offset 0 and are never stored.
 //
-// A block is two halves of eight warps, each with its own buffers, taking items in turn: while one
-// half waits on its loads the other multiplies. Each warp owns 32 filters x 8*NC columns. At the
+// A block is two halves of eight warps, each with its own buffers, taking an item each a round:
+// while one half waits on its loads the other multiplies. Each warp owns 32 filters x 8*NC columns. At the
 // end the halves' sums are added in a fixed order, the blocks of a cluster (consecutive z) sum in
 // rank order through distributed shared memory, and rank r stores its share of the block's
 // outputs: no workspace, and bitwise the same on every run. Where one cluster cannot fill the GPU,
@@ -95,8 +95,7 @@ __device__ __forceinline__ uint32_t lds_u16(uint32_t addr) {
 }
 
 /// bar.sync on the half's own barrier (1 or 2; 0 is __syncthreads'), its 256 threads. The ids are
-/// immediates: with an id in a register ptxas reserves all 16 barriers, and compute-sanitizer's
-/// racecheck then no longer sees the block-wide barriers order the halves' accesses.
+/// immediates: with an id in a register ptxas reserves all 16 barriers.
 __device__ __forceinline__ void half_barrier(int half) {
   if (half == 0)
     asm volatile("bar.sync 1, %0;\n" ::"n"(kFewChannelWgradHalfThreads) : "memory");
