@@ -475,6 +475,13 @@ Plan wgrad_step_plan(const Problem& p, Layout l, DType t, PlanOptions o = {}) {
   return Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o, StepContext{s.group_strides, true});
 }
 
+// Whether one of the plan's decisions says `what`.
+bool decided(const Plan& plan, const std::string& what) {
+  for (const std::string& d : plan.decisions())
+    if (d.find(what) != std::string::npos) return true;
+  return false;
+}
+
 // Note [few-channel wgrad]: the plans of an RGB stem's wgrad step on the reference H100. ResNet's
 // conv1 in bf16 channels-last: items of 2 x 112 output pixels, 160 columns (147 used) a block, one
 // block of columns and of filters, so clusters of 16 and 8 slices adding with atomics; a
@@ -482,11 +489,6 @@ Plan wgrad_step_plan(const Problem& p, Layout l, DType t, PlanOptions o = {}) {
 // fp32, plane-order dy and forced misuse are refused with their reasons.
 TEST(Backward, FewChannelWgradStepPlans) {
   auto division = [](const Plan& plan) { return std::get<FewChannelWgradDivision>(plan.division()); };
-  auto said = [](const Plan& plan, const std::string& what) {
-    for (const std::string& d : plan.decisions())
-      if (d.find(what) != std::string::npos) return true;
-    return false;
-  };
   const Problem conv1 = make(32, 3, 224, 224, 64, 7, 7, 3, 2);
   const Plan atomic = wgrad_step_plan(conv1, Layout::NHWC, DType::BFloat16);
   ASSERT_EQ(atomic.algorithm(), Algorithm::FewChannelWgrad) << atomic.to_text(0);
@@ -511,14 +513,14 @@ TEST(Backward, FewChannelWgradStepPlans) {
   // Refused, with the reason in the plan: fp32 (and TF32), dy in plane order.
   const Plan fp32 = wgrad_step_plan(conv1, Layout::NHWC, DType::Float32);
   EXPECT_NE(fp32.algorithm(), Algorithm::FewChannelWgrad);
-  EXPECT_TRUE(said(fp32, "refused few_channel_wgrad: fp16 and bf16 only")) << fp32.to_text(0);
+  EXPECT_TRUE(decided(fp32, "refused few_channel_wgrad: fp16 and bf16 only")) << fp32.to_text(0);
   const Plan planes = wgrad_step_plan(conv1, Layout::NCHW, DType::BFloat16);
   EXPECT_EQ(planes.algorithm(), Algorithm::ImplicitMma);
-  EXPECT_TRUE(said(planes, "dy's filters not adjacent")) << planes.to_text(0);
+  EXPECT_TRUE(decided(planes, "dy's filters not adjacent")) << planes.to_text(0);
   // Eight channels are implicit_mma's vectors: not offered.
   const Plan eight = wgrad_step_plan(make(32, 8, 56, 56, 64, 3, 3, 1), Layout::NHWC, DType::BFloat16);
   EXPECT_EQ(eight.algorithm(), Algorithm::ImplicitMma);
-  EXPECT_FALSE(said(eight, "few_channel_wgrad"));
+  EXPECT_FALSE(decided(eight, "few_channel_wgrad"));
   // Forced: a single-channel layer runs; on the CPU, with a tile or in fp32 it is refused.
   PlanOptions forced;
   forced.algorithm = Algorithm::FewChannelWgrad;
@@ -591,10 +593,7 @@ TEST(Backward, DepthwiseWgradStepPlans) {
   EXPECT_EQ(rect.run, 1);
   const Plan grouped = wgrad_step_plan(make(2, 16, 14, 14, 16, 3, 3, 1, 1, 1, 8), Layout::NHWC, DType::BFloat16);
   EXPECT_EQ(grouped.algorithm(), Algorithm::ImplicitMma);
-  bool said = false;
-  for (const std::string& d : grouped.decisions())
-    said = said || d.find("refused depthwise_wgrad") != std::string::npos;
-  EXPECT_TRUE(said) << grouped.to_text(0);
+  EXPECT_TRUE(decided(grouped, "refused depthwise_wgrad")) << grouped.to_text(0);
   // Forced where it cannot run: on the CPU, with a tile, or on a problem of more than one image.
   PlanOptions forced;
   forced.algorithm = Algorithm::DepthwiseWgrad;

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <unordered_map>
 #include <utility>
 
 #include "cuda_check.cuh"
@@ -66,6 +67,37 @@ void launch_with_smem(void (*kernel)(Params), dim3 grid, int threads, int smem, 
   launch_kernel(kernel, grid, threads, smem, on, 1, params);
 }
 
+/// How many clusters of `blocks` blocks of `kernel` (with `threads` and `smem`) the device holds at
+/// once; 0 where it holds none or cannot say (an unsupported size is an answer, not a sticky error).
+inline int max_active_clusters(const void* kernel, int blocks, int threads, int smem) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(1, 1, static_cast<unsigned>(blocks));
+  config.blockDim = dim3(static_cast<unsigned>(threads));
+  config.dynamicSmemBytes = static_cast<size_t>(smem);
+  cudaLaunchAttribute cluster = cluster_z_attribute(blocks);
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess) {
+    (void)cudaGetLastError();
+    clusters = 0;
+  }
+  return clusters;
+}
+
+/// max_active_clusters of `Kernel`, asked once per cluster size, block size and shared memory in
+/// each thread: a launch that splits its work by the clusters resident at once asks on every call.
+template <auto Kernel>
+int resident_clusters(int blocks, int threads, int smem) {
+  thread_local std::unordered_map<long long, int> known;
+  const long long key = (static_cast<long long>(blocks) << 40) | (static_cast<long long>(threads) << 24) | smem;
+  const auto hit = known.find(key);
+  if (hit != known.end()) return hit->second;
+  const int n = max_active_clusters(reinterpret_cast<const void*>(Kernel), blocks, threads, smem);
+  known.emplace(key, n);
+  return n;
+}
+
 /// The cluster size a launch of `kernel` can take: `blocks` up to the portable size; beyond it (the
 /// kernel must allow non-portable sizes) `blocks` where the device can schedule such a cluster with
 /// this shared memory, else the portable size. Asked once per kernel; devices of one process are
@@ -76,19 +108,7 @@ int schedulable_cluster_blocks(int blocks, int threads, int smem) {
   static std::atomic<int> fits{0}, fails{kMaxClusterBlocks + 1};  // largest known to fit, smallest not
   if (fits.load() >= blocks) return blocks;
   if (fails.load() <= blocks) return kPortableClusterBlocks;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(1, 1, static_cast<unsigned>(blocks));
-  config.blockDim = dim3(static_cast<unsigned>(threads));
-  config.dynamicSmemBytes = static_cast<size_t>(smem);
-  cudaLaunchAttribute cluster = cluster_z_attribute(blocks);
-  config.attrs = &cluster;
-  config.numAttrs = 1;
-  int clusters = 0;
-  if (cudaOccupancyMaxActiveClusters(&clusters, Kernel, &config) != cudaSuccess) {
-    (void)cudaGetLastError();  // an unsupported size is an answer, not a sticky error
-    clusters = 0;
-  }
-  if (clusters <= 0) {
+  if (max_active_clusters(reinterpret_cast<const void*>(Kernel), blocks, threads, smem) <= 0) {
     fails.store(blocks);
     return kPortableClusterBlocks;
   }

@@ -1,7 +1,6 @@
 // Launcher of few_channel_wgrad (Note [few-channel wgrad]): the step's views in the layer's terms,
 // whether dy's rows can be copied as vectors, the cluster size the device schedules, the pre-pass of
 // atomic slices, and the (dtype, columns) switch.
-#include <atomic>
 #include <cstdint>
 
 #include "../common/cuda_check.cuh"
@@ -15,29 +14,6 @@ namespace mconv::detail {
 namespace {
 
 using cuda::FewChannelWgradParams;
-
-// How many clusters of `blocks` blocks of the kernel the device holds at once (a cluster's blocks
-// share a GPC: on the H100 fewer 16-block clusters than 132 / 16 fit). Asked once per kernel and
-// size; 0 where the device cannot say.
-template <auto Kernel>
-int resident_clusters(int blocks, int smem) {
-  static std::atomic<int> known[cuda::kMaxClusterBlocks + 1] = {};
-  int n = known[blocks].load();
-  if (n != 0) return n;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(1, 1, static_cast<unsigned>(blocks));
-  config.blockDim = dim3(kFewChannelWgradThreads);
-  config.dynamicSmemBytes = static_cast<size_t>(smem);
-  cudaLaunchAttribute cluster = cuda::cluster_z_attribute(blocks);
-  config.attrs = &cluster;
-  config.numAttrs = 1;
-  if (cudaOccupancyMaxActiveClusters(&n, Kernel, &config) != cudaSuccess) {
-    (void)cudaGetLastError();  // an answer, not a sticky error
-    n = -1;
-  }
-  known[blocks].store(n);
-  return n;
-}
 
 template <class Mma, int NC>
 void launch_columns(FewChannelWgradParams prm, dim3 grid, int smem, int slices, cuda::LaunchStream on) {
@@ -57,7 +33,9 @@ void launch_columns(FewChannelWgradParams prm, dim3 grid, int smem, int slices, 
   // A block holds an SM: slices past the clusters the device holds at once would run as a second
   // wave of few clusters, so the items go to as many slices as run together.
   if (slices > 1) {
-    const int fit = resident_clusters<kernel>(prm.cluster_split, smem) / static_cast<int>(grid.x * grid.y);
+    // (a cluster's blocks share a GPC: on the H100 fewer 16-block clusters than 132 / 16 fit)
+    const int fit = cuda::resident_clusters<kernel>(prm.cluster_split, kFewChannelWgradThreads, smem) /
+                    static_cast<int>(grid.x * grid.y);
     if (fit >= 1 && fit < slices) slices = fit;  // still adding into the pre-pass's dw
   }
   grid.z = static_cast<unsigned>(slices * prm.cluster_split);
