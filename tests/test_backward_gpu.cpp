@@ -327,28 +327,6 @@ TEST_F(BackwardGpu, DgradTensorMapLoads) {
         EXPECT_LT(run_gpu(engine, c, Pass::BackwardData, pr, g, o), pr.tolerance)
             << dtype_name(pr.dtype) << " tile " << tile << " " << c.name();
       }
-  // Note [wgmma image multicast]: stride-1 steps of 256 dx channels (an even number of filter tiles
-  // on both cooperative tiles) on pairs sharing their image of dy, alpha/beta on one.
-  Case late{make(2, 256, 7, 7, 512, 3, 3, 1)}, wide{make(4, 256, 14, 14, 128, 1, 1)};
-  wide.alpha = 0.5f;
-  wide.beta = 0.75f;
-  for (const Precision& pr : {kPrecisions[2], kPrecisions[3]})
-    for (Case c : {late, wide})
-      for (const char* tile :
-           {"wgmma128x64_s3_tma_cooperative_multicast", "wgmma128x128_s3_tma_cooperative_multicast"}) {
-        c.xl = c.wl = c.yl = Layout::NHWC;
-        c = backward_case(c, Pass::BackwardData);
-        BackwardTensors bt(c, Pass::BackwardData, pr.dtype, g);
-        PlanOptions o;
-        o.math = pr.math;
-        o.tile = tile;
-        auto plan = engine.plan_backward_data(c.p, bt.ad, bt.bd, bt.outd, o);
-        ASSERT_EQ(plan->plans.size(), 1u) << c.name();
-        EXPECT_TRUE(std::get<ImplicitMmaDivision>(plan->plans[0]->division()).image_multicast)
-            << c.name() << ": " << plan->plans[0]->to_text(0);
-        EXPECT_LT(run_gpu(engine, c, Pass::BackwardData, pr, g, o), pr.tolerance)
-            << dtype_name(pr.dtype) << " tile " << tile << " " << c.name();
-      }
 }
 
 // Note [wgmma tensor-map loads]: channels-last fp16/bf16 wgrad steps whose layer has a multiple of

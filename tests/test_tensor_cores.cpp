@@ -304,45 +304,6 @@ TEST_F(TensorCores, PersistentTilesMatchTheReference) {
   }
 }
 
-// Note [wgmma image multicast]: pairs of cooperative blocks on a pixel tile's two filter tiles, each
-// loading half of every stage's image into both: one pair on a small layer whose second half of
-// pixels lies past the last pixel, several tiles a pair (the stages' phases wrap across tiles and
-// both blocks' barriers), partial pixel and filter tiles, a 3x3 and a strided layer, and the whole
-// epilogue; fp16 and bf16. An odd number of filter tiles, a split and a ping-pong block are refused.
-TEST_F(TensorCores, ImageMulticastPairsMatchTheReference) {
-  Engine engine(Target::Cuda);
-  if (!wgmma_device(engine)) GTEST_SKIP() << "wgmma tiles run on sm_90 only";
-  std::mt19937_64 g(test_seed() + 112);
-  const std::vector<Case> cases = {Case{make(1, 64, 6, 10, 256, 1, 1)},      // 60 pixels: one tile, half empty
-                                   Case{make(8, 128, 28, 28, 512, 1, 1)},    // 49 x 4-8 tiles: several a pair
-                                   Case{make(8, 64, 27, 29, 200, 3, 3, 1)},  // partial pixel and filter tiles
-                                   Case{make(2, 128, 13, 13, 256, 3, 3, 1, 2)},
-                                   with_whole_epilogue(Case{make(4, 192, 14, 14, 256, 1, 1)})};
-  std::vector<std::string> tiles;
-  for (const auto& t : detail::kMmaTileCatalog)
-    if (t.cooperative) tiles.push_back(t.name() + "_tma_cooperative_multicast");
-  ASSERT_GE(tiles.size(), 2u);
-  check_tiles(engine, g, cases, tiles, {kPrecisions[0], kPrecisions[1]}, 2, 0, "sharing its image by multicast");
-  // Refusals: K = 192 makes three 64-filter tiles; a split (of 4 row tiles); a ping-pong block.
-  Case odd{make(2, 256, 8, 8, 192, 1, 1)};
-  odd.xl = odd.wl = odd.yl = Layout::NHWC;
-  for (const auto& [tile, split] : {std::pair<std::string, int>{"wgmma128x64_s3_tma_cooperative_multicast", 0},
-                                    {"wgmma128x128_s3_tma_cooperative_multicast", 2},
-                                    {"wgmma128x64_s3_tma_pingpong_multicast", 0}}) {
-    DtypeTensors t(odd, g, DType::BFloat16);
-    PlanOptions o;
-    o.algorithm = Algorithm::ImplicitMma;
-    o.tile = tile;
-    o.split_k = split;
-    try {
-      (void)engine.plan(odd.p, t.xd, t.wd, t.yd, o);
-      ADD_FAILURE() << tile << " split " << split << " was planned for " << odd.name();
-    } catch (const Error& e) {
-      EXPECT_TRUE(e.status() == Status::Unsupported || e.status() == Status::BadParam) << e.what();
-    }
-  }
-}
-
 // Note [mma cluster split]: tiles' rows split among 2 to 16 blocks of a cluster, in the vector and the
 // element forms, with the whole epilogue (alpha, beta, bias, ReLU), groups and partial tiles.
 TEST_F(TensorCores, ClusterSplitsMatchTheReference) {

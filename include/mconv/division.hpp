@@ -94,10 +94,6 @@ struct ImplicitMmaDivision {
   /// the stages of every tile of the block while two consumer warpgroups multiply and store, on
   /// alternate tiles or sharing each (Note [wgmma warp-specialized tiles]).
   ConsumerSchedule consumers = ConsumerSchedule::None;
-  /// With unsplit cooperative blocks: pairs of blocks (a cluster of two along x) on the two filter
-  /// tiles of the same pixels, each loading half of every stage's image box into both by multicast,
-  /// so that L2 serves the image once for two filter tiles (Note [wgmma image multicast]).
-  bool image_multicast = false;
   /// Row slices of one tile, one block each, summed in rank order through the thread-block
   /// cluster's distributed shared memory (Note [mma cluster split]): no workspace, no atomics.
   int cluster_split = 1;

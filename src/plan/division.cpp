@@ -23,7 +23,6 @@ struct NameOf {
            (d.consumers != ConsumerSchedule::None ? consumer_schedule_suffix(d.consumers)
             : d.persistent                        ? "_persistent"
                                                   : "") +
-           (d.image_multicast ? "_multicast" : "") +
            (d.cluster_split > 1 ? "_cs" + std::to_string(d.cluster_split) : "") +
            (d.atomic_slices > 1 ? "_as" + std::to_string(d.atomic_slices) : "");
   }
@@ -75,8 +74,6 @@ struct TextOf {
        << (d.consumers != ConsumerSchedule::None ? std::string(", ") + consumer_schedule_text(d.consumers)
            : d.persistent                        ? std::string(", persistent blocks storing through a tensor map of y")
                                                  : std::string())
-       << (d.image_multicast ? ", pairs of blocks on a pixel tile's two filter tiles sharing its image by multicast"
-                             : "")
        << (d.images_fastest ? ", images fastest" : "") << ", cluster split " << d.cluster_split;
     if (d.atomic_slices > 1)
       os << ", " << d.atomic_slices << " atomic slices (y pre-pass on " << d.prepass_blocks << " blocks)";

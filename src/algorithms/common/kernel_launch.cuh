@@ -6,7 +6,6 @@
 
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <atomic>
 #include <unordered_map>
 #include <utility>
@@ -21,16 +20,13 @@ namespace mconv::cuda {
 inline constexpr int kPortableClusterBlocks = 8;
 inline constexpr int kMaxClusterBlocks = 16;
 
-inline cudaLaunchAttribute cluster_attribute(dim3 cluster) {
+inline cudaLaunchAttribute cluster_z_attribute(int blocks) {
   cudaLaunchAttribute a{};
   a.id = cudaLaunchAttributeClusterDimension;
-  a.val.clusterDim.x = cluster.x;
-  a.val.clusterDim.y = cluster.y;
-  a.val.clusterDim.z = cluster.z;
+  a.val.clusterDim.x = 1;
+  a.val.clusterDim.y = 1;
+  a.val.clusterDim.z = static_cast<unsigned>(blocks);
   return a;
-}
-inline cudaLaunchAttribute cluster_z_attribute(int blocks) {
-  return cluster_attribute(dim3(1, 1, static_cast<unsigned>(blocks)));
 }
 
 /// Where a launch goes: its stream, and whether the kernel may start as a dependent of the stream's
@@ -40,10 +36,10 @@ struct LaunchStream {
   bool dependent = false;
 };
 
-/// Launches kernel<<<grid, threads, smem, on.stream>>>(args...), as clusters of `cluster` blocks
-/// where it has more than one (each grid dimension a multiple of the cluster's), and checks the launch.
+/// Launches kernel<<<grid, threads, smem, on.stream>>>(args...), as clusters of `cluster_blocks`
+/// consecutive z blocks where it is above 1 (grid.z a multiple of it), and checks the launch.
 template <class... Params, class... Args>
-void launch_kernel(void (*kernel)(Params...), dim3 grid, int threads, int smem, LaunchStream on, dim3 cluster,
+void launch_kernel(void (*kernel)(Params...), dim3 grid, int threads, int smem, LaunchStream on, int cluster_blocks,
                    Args&&... args) {
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
@@ -52,7 +48,7 @@ void launch_kernel(void (*kernel)(Params...), dim3 grid, int threads, int smem, 
   config.stream = on.stream;
   cudaLaunchAttribute list[2]{};
   unsigned count = 0;
-  if (cluster.x * cluster.y * cluster.z > 1) list[count++] = cluster_attribute(cluster);
+  if (cluster_blocks > 1) list[count++] = cluster_z_attribute(cluster_blocks);
   if (on.dependent && waits_for_prerequisite_grids(reinterpret_cast<const void*>(kernel))) {
     list[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     list[count++].val.programmaticStreamSerializationAllowed = 1;
@@ -60,13 +56,6 @@ void launch_kernel(void (*kernel)(Params...), dim3 grid, int threads, int smem, 
   config.attrs = list;
   config.numAttrs = count;
   MCONV_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
-}
-/// launch_kernel as clusters of `cluster_blocks` consecutive z blocks where it is above 1.
-template <class... Params, class... Args>
-void launch_kernel(void (*kernel)(Params...), dim3 grid, int threads, int smem, LaunchStream on, int cluster_blocks,
-                   Args&&... args) {
-  launch_kernel(kernel, grid, threads, smem, on, dim3(1, 1, static_cast<unsigned>(std::max(cluster_blocks, 1))),
-                std::forward<Args>(args)...);
 }
 
 /// Launches `kernel(params)` on `on` with `smem` bytes of dynamic shared memory, opting the kernel in

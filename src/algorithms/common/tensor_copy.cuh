@@ -36,19 +36,6 @@ __device__ __forceinline__ void tensor_copy_im2col(uint32_t smem, const CUtensor
       : "memory");
 }
 
-/// tensor_copy_im2col into every block of the cluster named in `blocks` (bit r: rank r): the column
-/// lands at the same shared-memory offset in each, counted on each one's barrier at bar's offset.
-__device__ __forceinline__ void tensor_copy_im2col_multicast(uint32_t smem, const CUtensorMap& map, int c, int w, int h,
-                                                             int n, uint16_t dw, uint16_t dh, uint64_t* bar,
-                                                             uint16_t blocks) {
-  asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes.multicast::cluster [%0], "
-      "[%1, {%2, %3, %4, %5}], [%6], {%7, %8}, %9;\n" ::"r"(smem),
-      "l"(tensor_map_address(map)), "r"(c), "r"(w), "r"(h), "r"(n), "r"(smem_address(bar)), "h"(dw), "h"(dh),
-      "h"(blocks)
-      : "memory");
-}
-
 /// Copies the box of a 2-D map whose first element is (inner, outer), zeros outside the tensor.
 __device__ __forceinline__ void tensor_copy_tile(uint32_t smem, const CUtensorMap& map, int inner, int outer,
                                                  uint64_t* bar) {

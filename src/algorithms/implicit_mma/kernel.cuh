@@ -276,14 +276,11 @@ __device__ __forceinline__ TensorMapTileOrigin tensor_map_tile_origin(const Impl
 /// reduction row is k0, for the tile at `o`, into image_dst and filter_dst (1024-byte aligned),
 /// counted on `landed`; one thread issues them. The tap, channel and filter offset of the stage's
 /// first row come from the offset table (64 rows, one tap, consecutive channels): `row` is its
-/// entry k0, read by the caller (ahead, where it can). With kImageMulticast (forward and dgrad
-/// steps, Note [wgmma image multicast]) `o` is the origin of this block's half of the pixels, which
-/// land at image_dst in both blocks of the cluster; the barrier still counts the whole stage.
-template <int BM, int BN, GatherForm kA, GatherForm kB, bool kImageMulticast = false>
+/// entry k0, read by the caller (ahead, where it can).
+template <int BM, int BN, GatherForm kA, GatherForm kB>
 __device__ __forceinline__ void issue_tensor_map_stage(const ImplicitMmaParams& prm, int k0, const int4 row,
                                                        const TensorMapTileOrigin& o, uint32_t image_dst,
                                                        uint32_t filter_dst, uint64_t* landed) {
-  static_assert(!kImageMulticast || kA == GatherForm::Vector, "image multicast: forward and dgrad steps");
   detail::mbarrier_arrive_expect_bytes(landed, (BM + BN) * wgmma::kRowBytes);
   constexpr uint32_t kBlockBytes = 64 * wgmma::kRowBytes;  // one M- or N-major block of 64
   if constexpr (kA == GatherForm::Transposed) {
@@ -303,12 +300,8 @@ __device__ __forceinline__ void issue_tensor_map_stage(const ImplicitMmaParams& 
     return;
   }
   const int c0 = row.x - static_cast<int>(row.y * prm.x_sh + row.z * prm.x_sw);
-  if constexpr (kImageMulticast)
-    detail::tensor_copy_im2col_multicast(image_dst, prm.image_map, c0, o.w0, o.h0, o.n0, static_cast<uint16_t>(row.z),
-                                         static_cast<uint16_t>(row.y), landed, 0b11);
-  else
-    detail::tensor_copy_im2col(image_dst, prm.image_map, c0, o.w0, o.h0, o.n0, static_cast<uint16_t>(row.z),
-                               static_cast<uint16_t>(row.y), landed);
+  detail::tensor_copy_im2col(image_dst, prm.image_map, c0, o.w0, o.h0, o.n0, static_cast<uint16_t>(row.z),
+                             static_cast<uint16_t>(row.y), landed);
   if constexpr (kB == GatherForm::Transposed) {
     const int tap_r = row.y / prm.dil_h, tap_s = row.z / prm.dil_w;
     const int fr = prm.flip ? prm.filter_r - 1 - tap_r : tap_r, fs = prm.flip ? prm.filter_s - 1 - tap_s : tap_s;

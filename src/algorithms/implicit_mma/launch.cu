@@ -3,10 +3,8 @@
 // element form on the fallback tile otherwise), and launches the tile in the plan's dtype and math
 // mode, as a cluster when the division splits its tiles' rows, after y's pre-pass when slices add
 // into it with atomics.
-#include <algorithm>
 #include <cstdint>
 #include <type_traits>
-#include <unordered_map>
 
 #include "../common/cuda_check.cuh"
 #include "../common/kernel_launch.cuh"
@@ -46,35 +44,19 @@ constexpr bool kHasWarpSpecialized = kHasTensorMaps<Tile, Math, F>&& Tile::kWarp
 using MmaKernel = void (*)(ImplicitMmaParams);
 
 /// The warp-specialized kernel of the instance for a consumer schedule, split among a cluster or
-/// not, its pairs sharing images or not (Note [wgmma image multicast]); nullptr where it has none.
+/// not; nullptr where it has none.
 template <class Tile, class Math, class F>
-MmaKernel warp_specialized_kernel(ConsumerSchedule consumers, bool split, bool multicast) {
+MmaKernel warp_specialized_kernel(ConsumerSchedule consumers, bool split) {
   if constexpr (kHasWarpSpecialized<Tile, Math, F>) {
     if constexpr (F::kA == GatherForm::Vector)
-      if (consumers == ConsumerSchedule::PingPong && !split && !multicast)
+      if (consumers == ConsumerSchedule::PingPong && !split)
         return cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kA, F::kB, false>;
-    if constexpr (F::kA == GatherForm::Vector && Tile::kCooperativeForm)
-      if (consumers == ConsumerSchedule::Cooperative && !split && multicast)
-        return cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kA, F::kB, true, false, true>;
     if constexpr (Tile::kCooperativeForm)
-      if (consumers == ConsumerSchedule::Cooperative && !multicast)
+      if (consumers == ConsumerSchedule::Cooperative)
         return split ? cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kA, F::kB, true, true>
                      : cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kA, F::kB, true>;
   }
   return nullptr;
-}
-
-/// Note [wgmma image multicast]: how many pairs of `kernel`'s blocks the device holds at once, asked
-/// once per kernel in each thread. With one block an SM a GPC of an odd number of SMs leaves one
-/// idle, so one block an SM of a 132-SM H100 is more pairs than fit, and the pairs beyond them would
-/// run as a second wave behind the first (a multicast tile then ran 2.4x the time of its unpaired form).
-int resident_pairs(MmaKernel kernel, int threads, int smem) {
-  thread_local std::unordered_map<MmaKernel, int> known;
-  const auto hit = known.find(kernel);
-  if (hit != known.end()) return hit->second;
-  const int n = cuda::max_active_clusters(reinterpret_cast<const void*>(kernel), 2, threads, smem);
-  known.emplace(kernel, n);
-  return n;
 }
 
 template <class Tile, bool kPersistent>
@@ -151,7 +133,7 @@ void visit_instance(int tile, GatherForm a, GatherForm b, F&& f) {
 /// where the plan splits among more.
 template <class Math>
 void set_attributes(int tile, GatherForm a, GatherForm b, int splits, bool tensor_maps = false, bool persistent = false,
-                    ConsumerSchedule consumers = ConsumerSchedule::None, bool multicast = false) {
+                    ConsumerSchedule consumers = ConsumerSchedule::None) {
   visit_instance<Math>(tile, a, b, [&](auto t, auto forms) {
     using Tile = decltype(t);
     using F = decltype(forms);
@@ -167,7 +149,7 @@ void set_attributes(int tile, GatherForm a, GatherForm b, int splits, bool tenso
       if (tensor_maps && persistent)
         set(cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB, true, true>, Tile::kPersistentSmemBytes);
     if (tensor_maps && consumers != ConsumerSchedule::None)
-      if (const MmaKernel kernel = warp_specialized_kernel<Tile, Math, F>(consumers, splits > 1, multicast))
+      if (const MmaKernel kernel = warp_specialized_kernel<Tile, Math, F>(consumers, splits > 1))
         set(kernel, Tile::kWarpSpecializedSmemBytes);
   });
 }
@@ -175,10 +157,9 @@ void set_attributes(int tile, GatherForm a, GatherForm b, int splits, bool tenso
 /// Note [wgmma tensor-map loads]: x (C, W, H, N) as im2col columns of block_m pixels, 64 channels
 /// each, window origins walking the output pixels in order; w as K rows of R*S*C, boxes of 64 rows x
 /// block_n filters, or N-major as (filters, C, S, R), boxes of 64 filters x 64 channels at one tap.
-/// All in wgmma's 128-byte swizzle, zeros outside the tensors. With image multicast a block loads
-/// half a tile's pixels a stage (Note [wgmma image multicast]).
+/// All in wgmma's 128-byte swizzle, zeros outside the tensors.
 void set_tensor_maps(ImplicitMmaParams& prm, const Plan& plan, const MmaTileShape& t, GatherForm a, GatherForm b,
-                     const void* x, const void* w, bool image_multicast) {
+                     const void* x, const void* w) {
   const Problem& p = plan.problem();
   const auto type =
       plan.dtype() == DType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
@@ -227,7 +208,7 @@ void set_tensor_maps(ImplicitMmaParams& prm, const Plan& plan, const MmaTileShap
   s.step_h = static_cast<int>(p.stride_h);
   s.step_w = static_cast<int>(p.stride_w);
   s.channels = cuda::wgmma::kRowBytes / 2;
-  s.pixels = image_multicast ? t.block_m / 2 : t.block_m;
+  s.pixels = t.block_m;
   prm.image_map = cuda::im2col_map(x, type, s);
   if (b == GatherForm::Transposed) {
     const auto& ws = plan.w_desc().strides;  // (filter, channel, r, s); the filters contiguous
@@ -250,8 +231,7 @@ void implicit_mma_prepare(const Plan& plan, const ImplicitMmaDivision& d) {
     // The fallback for calls whose pointers or group offsets the division's forms cannot take.
     set_attributes<Math>(kElementFallbackTile, GatherForm::Element, GatherForm::Element, d.cluster_split);
     if (mma_tile_has_forms(kMmaTileCatalog.at(d.tile), d.a_gather, d.b_gather, dtype_size(plan.dtype())))
-      set_attributes<Math>(d.tile, d.a_gather, d.b_gather, d.cluster_split, d.tensor_maps, d.persistent, d.consumers,
-                           d.image_multicast);
+      set_attributes<Math>(d.tile, d.a_gather, d.b_gather, d.cluster_split, d.tensor_maps, d.persistent, d.consumers);
   });
 }
 
@@ -297,14 +277,8 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   // Note [wgmma warp-specialized tiles]: the persistent form's conditions, the block's tiles shared by
   // two consumer warpgroups.
   const ConsumerSchedule consumers = persistent ? d.consumers : ConsumerSchedule::None;
-  // Note [wgmma image multicast]: the pairs' tiles share their pixels only with an even grid and an
-  // even number of filter tiles (the planner's conditions).
-  const bool multicast = consumers == ConsumerSchedule::Cooperative && d.image_multicast;
-  if (multicast && (d.launch.grid_x % 2 != 0 || ceil_div(plan.problem().k_per_group(), int64_t(t.block_n)) % 2 != 0 ||
-                    d.cluster_split > 1))
-    throw Error(Status::Internal, "implicit_mma: image multicast on an odd grid or an odd number of filter tiles");
   const cuda::LaunchStream on{static_cast<cudaStream_t>(stream), dependent_launch};
-  if (tensor_maps) set_tensor_maps(prm, plan, t, a, b, x, w, multicast);
+  if (tensor_maps) set_tensor_maps(prm, plan, t, a, b, x, w);
   const auto y_type =
       plan.dtype() == DType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   constexpr int kBox = cuda::wgmma::kRowBytes / 2;
@@ -340,19 +314,15 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
       // Note [wgmma warp-specialized tiles]: cooperative tiles may split their rows among a cluster,
       // and a wgrad step's among the atomic groups along y (Note [wgmma warp-specialized wgrad]).
       if (consumers != ConsumerSchedule::None) {
-        const MmaKernel kernel = warp_specialized_kernel<Tile, Math, F>(consumers, d.cluster_split > 1, multicast);
+        const MmaKernel kernel = warp_specialized_kernel<Tile, Math, F>(consumers, d.cluster_split > 1);
         if (!kernel)
           throw Error(Status::Internal, "implicit_mma: a warp-specialized plan on a tile without that schedule");
         prm.splits = d.cluster_split;
         prm.k_tiles_per_split = static_cast<int>(ceil_div(k_tiles, prm.splits * prm.atomic_slices));
         grid.y = static_cast<unsigned>(prm.atomic_slices);
         grid.z = static_cast<unsigned>(prm.splits);
-        if (multicast)  // an even grid still: the pairs walk tiles of the same pixels
-          if (const int pairs = resident_pairs(kernel, Tile::kWarpSpecializedThreads, Tile::kWarpSpecializedSmemBytes))
-            grid.x = std::min(grid.x, 2u * static_cast<unsigned>(pairs));
-        const dim3 cluster = multicast ? dim3(2, 1, 1) : dim3(1, 1, static_cast<unsigned>(prm.splits));
-        cuda::launch_kernel(kernel, grid, Tile::kWarpSpecializedThreads, Tile::kWarpSpecializedSmemBytes, on, cluster,
-                            prm);
+        cuda::launch_kernel(kernel, grid, Tile::kWarpSpecializedThreads, Tile::kWarpSpecializedSmemBytes, on,
+                            prm.splits, prm);
         return;
       }
       if constexpr (kHasPersistent<Tile, Math, F>)

@@ -262,7 +262,6 @@ struct TileRunForm {
   int split = 0;
   bool persistent = false;
   ConsumerSchedule consumers = ConsumerSchedule::None;
-  bool image_multicast = false;  ///< Note [wgmma image multicast], where the pairs' conditions hold
 };
 
 // Measured on the H100 (bf16, NHWC, resnet50 and vgg16 at batch 32, every layer forced to each tile,
@@ -885,8 +884,6 @@ int choose_wgrad_cooperative_tile(const Problem& p, const HardwareModel& hw, int
 // "<wgmma tile>_tma_cooperative").
 constexpr std::string_view kTensorMapSuffix = "_tma";
 constexpr std::string_view kPersistentSuffix = "_persistent";
-// "<wgmma tile>_tma_cooperative_multicast": pairs sharing the image (Note [wgmma image multicast]).
-constexpr std::string_view kMulticastSuffix = "_multicast";
 
 // How the blocks of a persistent plan run (the why line): `forced` appends " (forced)".
 std::string persistent_blocks_reason(ConsumerSchedule consumers, bool forced) {
@@ -938,9 +935,7 @@ std::string implicit_mma_tile_names() {
          std::string(kTensorMapSuffix) + consumer_schedule_suffix(ConsumerSchedule::PingPong) + " and <name>" +
          std::string(kTensorMapSuffix) + consumer_schedule_suffix(ConsumerSchedule::Cooperative) +
          " on tiles with those forms: a producer warpgroup and two consumer warpgroups on alternate tiles, or on 64 "
-         "pixels each of every 128-pixel tile; <name>" +
-         std::string(kTensorMapSuffix) + consumer_schedule_suffix(ConsumerSchedule::Cooperative) +
-         std::string(kMulticastSuffix) + ": pairs of cooperative blocks sharing each stage's image by multicast)";
+         "pixels each of every 128-pixel tile)";
 }
 
 ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y,
@@ -970,7 +965,6 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   TileRunForm form;
   // A forced "<wgmma tile>_tma" loads through tensor maps; the plain name gathers.
   std::string tile_name = forced_tile;
-  const bool forced_multicast = strip_suffix(tile_name, kMulticastSuffix);
   const ConsumerSchedule forced_consumers = strip_consumer_suffix(tile_name);
   const bool forced_specialized = forced_consumers != ConsumerSchedule::None;
   const bool forced_persistent = forced_specialized || strip_suffix(tile_name, kPersistentSuffix);
@@ -981,8 +975,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
         (forced_persistent && !forced_tensor_maps) ||
         (forced_persistent && !forced_specialized && kMmaTileCatalog[tile].persistent_smem_bytes == 0) ||
         (forced_specialized && kMmaTileCatalog[tile].specialized_smem_bytes == 0) ||
-        (forced_consumers == ConsumerSchedule::Cooperative && !kMmaTileCatalog[tile].cooperative) ||
-        (forced_multicast && forced_consumers != ConsumerSchedule::Cooperative))
+        (forced_consumers == ConsumerSchedule::Cooperative && !kMmaTileCatalog[tile].cooperative))
       throw Error(Status::BadParam,
                   "tile: unknown implicit_mma tile '" + forced_tile + "' (known: " + implicit_mma_tile_names() + ")");
     if (kMmaTileCatalog[tile].warpgroup && !wgmma_device(hw))
@@ -1145,26 +1138,6 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
       why.push_back("cluster split " + std::to_string(d.cluster_split) +
                     ": each tile's rows in slices, the slices' sums added by the cluster's first block through "
                     "distributed shared memory");
-    // Note [wgmma image multicast]: a pair's blocks walk tiles of the same pixels where the filter
-    // tiles and the grid are even (the grid rounded down to an even number of blocks).
-    if (forced_multicast || (form.image_multicast && !forced_persistent)) {
-      const int64_t filter_tiles = ceil_div(p.k_per_group(), int64_t(t.block_n));
-      std::string refusal =
-          d.consumers != ConsumerSchedule::Cooperative || d.cluster_split > 1 ? "it needs unsplit cooperative blocks"
-          : filter_tiles % 2 != 0 ? "K/G = " + std::to_string(p.k_per_group()) + " makes " +
-                                        std::to_string(filter_tiles) + " filter tiles, not an even number"
-          : d.launch.grid_x < 2 ? "it needs two blocks"
-                                : "";
-      if (!refusal.empty() && forced_multicast)
-        throw Error(Status::Unsupported, "tile: " + forced_tile + " shares images between pairs of blocks: " + refusal);
-      if (refusal.empty()) {
-        d.image_multicast = true;
-        d.launch.grid_x -= d.launch.grid_x % 2;
-        why.push_back(std::string("image multicast: pairs of blocks on a pixel tile's two filter tiles, each loading "
-                                  "half of every stage's image into both") +
-                      (forced_multicast ? " (forced)" : ""));
-      }
-    }
   } else if (rule_persistent || forced_persistent) {
     d.cluster_split = 1;
   } else if (form.split > 0 && forced_split == 0 && (d.tensor_maps || rule_split)) {

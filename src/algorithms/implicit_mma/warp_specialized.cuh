@@ -50,19 +50,6 @@
 // hand-over and waits before it leaves; the producers have exited by then, and a cluster barrier
 // waits for non-exited threads only. (Producers waiting at that barrier, and consumers arriving
 // after their epilogue, cost the split layers 1-2 us.)
-// Note [wgmma image multicast]: on late-stage layers (a wave of tiles or less, long reductions) the
-// tiles are bound by what they read from L2, and a 128x64 tile reads 24 KB a stage for 0.5 M MACs
-// where a 128x128 one reads 32 KB for twice as many, but leaves SMs idle. An unsplit cooperative
-// tile may instead run with the block of its row's next filter tile as a pair (a cluster of two
-// along x; the launch needs an even number of filter tiles and an even grid, so that the pair's
-// blocks walk tiles of the same pixels). Block r of the pair loads pixels r*BM/2.. of every stage's
-// image box into both blocks' shared memory (`.multicast::cluster`), and its own filters alone: the
-// image comes from L2 once for two filter tiles, the bytes of a 128x128 tile on two SMs. Each
-// block's `landed` still counts the whole stage (its copies and the peer's half), and since the
-// peer's producer writes this block's stages too, `freed` counts both blocks' consumer warps, each
-// arriving on its own block's barrier and the peer's. No block leaves before its peer's last
-// arrival: the consumers close with a cluster barrier, as the split does (CUTLASS's Hopper GEMMs
-// share their operands between cluster blocks the same way).
 // The fill of stage u + S waits for phase (u / S) & 1 of `freed[u % S]`. Otherwise the warpgroups
 // synchronise only through their own named barriers (1 and 2), never a block barrier after the
 // start. Forward and stride-1 dgrad steps (vector or N-major filters), 16-bit, y dense channels-last
@@ -93,14 +80,6 @@ namespace detail {
 /// Waits until the `threads` threads of named barrier `id` (1-15; 0 is __syncthreads) arrive.
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-/// Note [wgmma image multicast]: one arrival on `bar` of the cluster's block `rank` with the default
-/// (CTA-scope) release. What it orders are wgmma's reads of a stage before the peer's copy engine
-/// overwrites it, both async-proxy operations that the waits already order; a cluster-scope release
-/// on every stage's arrival would be a fence in each consumer warp's path for nothing.
-__device__ __forceinline__ void mbarrier_arrive_remote(uint64_t* bar, unsigned rank) {
-  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_address(smem_address(bar), rank))
-               : "memory");
 }
 /// Sets this warpgroup's registers a thread to N (every warp of the warpgroup executes it): fewer
 /// gives them back to the SM, more waits until they are free.
@@ -163,8 +142,7 @@ __device__ __forceinline__ void write_output_buffer_m_major(const ImplicitMmaPar
   }
 }
 
-template <class Tile, class Math, GatherForm kA, GatherForm kB, bool kCooperative, bool kClusterSplit = false,
-          bool kImageMulticast = false>
+template <class Tile, class Math, GatherForm kA, GatherForm kB, bool kCooperative, bool kClusterSplit = false>
 __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
     implicit_mma_warp_specialized_kernel(const __grid_constant__ ImplicitMmaParams prm) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -176,9 +154,6 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
   // The split's code is a form of its own: the unsplit kernels keep the registers and the schedule
   // they were measured with.
   static_assert(!kClusterSplit || kCooperative, "cluster splits: cooperative tiles");
-  // Note [wgmma image multicast]: a form of its own too, of unsplit cooperative forward and dgrad tiles.
-  static_assert(!kImageMulticast || (kCooperative && !kClusterSplit && kA == GatherForm::Vector),
-                "image multicast: unsplit cooperative forward and dgrad tiles");
   // Note [wgmma warp-specialized wgrad]: M-major x and N-major dy, cooperative only.
   constexpr bool kWgrad = kA == GatherForm::Transposed;
   static_assert(kA == GatherForm::Vector || (kWgrad && kB == GatherForm::Transposed && kCooperative),
@@ -208,11 +183,6 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
   constexpr bool kSliced = kClusterSplit || kWgrad;
   const int k_first = kSliced ? min(k_tiles, slice * prm.k_tiles_per_split) : 0;
   const int k_count = kSliced ? min(k_tiles - k_first, prm.k_tiles_per_split) : k_tiles;
-  // Note [wgmma image multicast]: this block's rank in its pair (a cluster along x), whose half of
-  // every image box it loads into both.
-  const unsigned pair_rank = kImageMulticast ? blockIdx.x & 1u : 0u;
-  // A stage is free once every consumer warp that reads it is done: both blocks' with multicast.
-  constexpr int kReaderWarps = (kCooperative ? 2 : 1) * (kImageMulticast ? 2 : 1) * kConsumerThreads / 32;
   if (tid == 0) {
     detail::prefetch_tensor_map(prm.image_map);
     detail::prefetch_tensor_map(prm.filter_map);
@@ -220,7 +190,7 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
 #pragma unroll
     for (int s = 0; s < S; ++s) {
       detail::mbarrier_init(&landed[s]);
-      detail::mbarrier_init(&freed[s], kReaderWarps);
+      detail::mbarrier_init(&freed[s], (kCooperative ? 2 : 1) * kConsumerThreads / 32);
     }
     detail::mbarrier_init(&turn[0]);
     detail::mbarrier_init(&turn[1]);
@@ -231,7 +201,7 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
       }
   }
   // The peers' barriers are initialised before anyone arrives on them remotely.
-  if constexpr (kClusterSplit || kImageMulticast)
+  if constexpr (kClusterSplit)
     cooperative_groups::this_cluster().sync();
   else
     __syncthreads();
@@ -251,18 +221,13 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
       for (int s = 1; s < kTablePrefetchStages; ++s) prefetch_table_row(prm, (k_first + s) * BK, k_end);
       for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         const long long tm = tile / tiles_n;
-        // Note [wgmma image multicast]: the pair's tiles share tm; this block loads pixels
-        // pair_rank * BM/2.. of it into both blocks.
-        constexpr uint32_t kHalfImageBytes = kImageMulticast ? kImageBytes / 2 : 0;
-        const TensorMapTileOrigin o = tensor_map_tile_origin(prm, tm * BM + (kImageMulticast ? pair_rank * BM / 2 : 0),
-                                                             static_cast<int>(tile - tm * tiles_n) * BN);
+        const TensorMapTileOrigin o = tensor_map_tile_origin(prm, tm * BM, static_cast<int>(tile - tm * tiles_n) * BN);
         for (int kt = k_first; kt < k_first + k_count; ++kt, ++fills) {
           const int st = fills % S;
           const int4 next = __ldg(prm.table + (kt + 1 < k_first + k_count ? kt + 1 : k_first) * BK);
           prefetch_table_row(prm, (kt + kTablePrefetchStages) * BK, k_end);
           if (fills >= S) detail::mbarrier_wait(&freed[st], (fills / S - 1) & 1);
-          issue_tensor_map_stage<BM, BN, kA, kB, kImageMulticast>(
-              prm, kt * BK, row, o, image_stage(st) + pair_rank * kHalfImageBytes, filter_stage(st), &landed[st]);
+          issue_tensor_map_stage<BM, BN, kA, kB>(prm, kt * BK, row, o, image_stage(st), filter_stage(st), &landed[st]);
           row = next;
         }
       }
@@ -285,11 +250,7 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
   constexpr uint32_t kBlockBytes = BK * wgmma::kRowBytes;
   auto release = [&](int u) {  // this warp no longer reads stage u
     __syncwarp();
-    if (lane == 0) {
-      detail::mbarrier_arrive(&freed[u % S]);
-      // Note [wgmma image multicast]: the peer's producer also writes this block's stage.
-      if constexpr (kImageMulticast) detail::mbarrier_arrive_remote(&freed[u % S], pair_rank ^ 1u);
-    }
+    if (lane == 0) detail::mbarrier_arrive(&freed[u % S]);
   };
   float d[MB][BN / 2];
   // Note [wgmma warp-specialized wgrad]: groups of blocks adding their slices' sums into y.
@@ -336,8 +297,6 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
 #pragma unroll
     for (int mb = 0; mb < MB; ++mb) wgmma::pin(d[mb]);
     if (k_count > 0) release(u0 + k_count - 1);
-    // Note [wgmma image multicast]: the last arrival on the peer's barriers is done.
-    if (kImageMulticast && tile + static_cast<long long>(gridDim.x) >= tiles) detail::cluster_arrive();
     if constexpr (kClusterSplit) {
       // Note [wgmma warp-specialized tiles]: the other blocks park this warpgroup's partial sums
       // in their output buffers, each thread its accumulators as 16-byte runs, consecutive
@@ -401,7 +360,7 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
   // Every block's shared memory outlives the owners' reads of its last partial sums: each consumer
   // arrived on the closing cluster barrier right after its last tile's hand-over (before the
   // epilogue, so that no block waits for another's stores), and waits here.
-  if constexpr (kClusterSplit || kImageMulticast) {
+  if constexpr (kClusterSplit) {
     if (j == 0) detail::cluster_arrive();  // a warpgroup without a tile
     detail::cluster_wait();
   }
