@@ -535,14 +535,18 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
   for (const Problem& p :
        {make(32, 512, 28, 28, 128, 1, 1), make(32, 64, 56, 56, 256, 1, 1), make(32, 512, 7, 7, 512, 3, 3, 1)})
     EXPECT_EQ(dgrad_steps(p)[0].consumers, ConsumerSchedule::None) << p.to_string();
-  // The phases run 128x128 unsplit (stage 4's too, where the forward layer's rules would split).
-  for (const Problem& p : {make(32, 128, 56, 56, 128, 3, 3, 1, 2), make(32, 512, 14, 14, 512, 3, 3, 1, 2),
-                           make(32, 1024, 14, 14, 2048, 1, 1, 0, 2)}) {
+  // The phases run 128x128 unsplit (stage 4's too, where the forward layer's rules would split),
+  // or 128x64 where 128x128 tiles would make more than half a wave and at most one over at most
+  // 1024 rows (stage 3's 3x3 phases: 98 tiles; not stage 4's 1x1 stride-2 step: 104 of 2048 rows).
+  for (const auto& [p, name] : {std::pair{make(32, 128, 56, 56, 128, 3, 3, 1, 2), "wgmma128x128_s3_tma"},
+                                std::pair{make(32, 512, 14, 14, 512, 3, 3, 1, 2), "wgmma128x128_s3_tma"},
+                                std::pair{make(32, 256, 28, 28, 256, 3, 3, 1, 2), "wgmma128x64_s3_tma"},
+                                std::pair{make(32, 1024, 14, 14, 2048, 1, 1, 0, 2), "wgmma128x128_s3_tma"}}) {
     const auto phases = dgrad_steps(p);
     EXPECT_EQ(phases.size(), p.r == 3 ? 4u : 1u);
     for (const ImplicitMmaDivision& d : phases) {
       EXPECT_FALSE(d.persistent) << division_name(d);
-      EXPECT_EQ(division_name(d), "wgmma128x128_s3_tma") << p.to_string();
+      EXPECT_EQ(division_name(d), name) << p.to_string();
     }
   }
 }

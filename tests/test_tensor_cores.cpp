@@ -194,7 +194,7 @@ TEST_F(TensorCores, TensorMapLoadsMatchTheReference) {
   std::vector<std::string> tiles;
   for (const auto& t : detail::kMmaTileCatalog)
     if (t.warpgroup) tiles.push_back(t.name() + "_tma");
-  check_tiles(engine, g, cases, tiles, {kPrecisions[0], kPrecisions[1]}, 4, 2, "loads x im2col tensor map");
+  check_tiles(engine, g, cases, tiles, {kPrecisions[0], kPrecisions[1]}, 4, 2, "tensor map, w tiled tensor map");
   Case nhwc{make(2, 64, 9, 11, 72, 3, 3, 1)};
   nhwc.xl = nhwc.wl = nhwc.yl = Layout::NHWC;
   // x 16-byte misaligned: the call runs the element gather on the fallback tile, still exact.

@@ -86,6 +86,9 @@ struct ImplicitMmaDivision {
   /// [wgmma tensor-map loads]). Warpgroup tiles with both operands vector, fp16/bf16; a call whose
   /// pointers are not 16-byte aligned runs the gather.
   bool tensor_maps = false;
+  /// With tensor maps, a 1x1 stride-1 layer without padding over evenly spaced pixels: x as a tiled
+  /// map of pixel rows (C, N*H*W) instead of an im2col one (Note [wgmma pixel-row maps]).
+  bool image_pixel_rows = false;
   /// With tensor maps: at most one wave of blocks, each walking tiles b, b + grid, ..., loading the
   /// next tile's stages while it stores this one through a tensor map of y (Note [wgmma persistent
   /// tiles]). A call whose y is not dense channels-last runs one block a tile.

@@ -69,8 +69,8 @@ struct TextOf {
        << (!d.tensor_maps ? "gather " + std::string(gather_form_name(d.a_gather)) + "/" + gather_form_name(d.b_gather)
            : d.a_gather == GatherForm::Transposed
                ? std::string("loads x M-major im2col tensor map, w N-major tiled tensor map")
-           : d.b_gather == GatherForm::Transposed ? std::string("loads x im2col tensor map, w N-major tiled tensor map")
-                                                  : std::string("loads x im2col tensor map, w tiled tensor map"))
+               : std::string("loads x ") + (d.image_pixel_rows ? "pixel-row" : "im2col") + " tensor map, w " +
+                     (d.b_gather == GatherForm::Transposed ? "N-major " : "") + "tiled tensor map")
        << (d.consumers != ConsumerSchedule::None ? std::string(", ") + consumer_schedule_text(d.consumers)
            : d.persistent                        ? std::string(", persistent blocks storing through a tensor map of y")
                                                  : std::string())

@@ -127,6 +127,13 @@
 // channels each at the block's tap, and dy as block_n / 64 boxes of its pixels x filters, landing as
 // the M- and N-major blocks; a block's columns must then be one tap (C a multiple of block_m).
 //
+// Note [wgmma pixel-row maps]: a 1x1 stride-1 layer without padding whose pixels are evenly spaced
+// (channels-last x, and the dgrad steps of 1x1 layers, whose x is dy) reads, for a tile, rows
+// m0..m0+block_m-1 of x viewed as a (N*H*W) x C matrix. Its image box is then a plain 2-D box of a
+// tiled map (C, N*H*W), which lands in the same 128-byte-swizzled rows as the im2col column; the
+// launcher maps x so (image_pixel_rows) and the stage copies the tile of pixel rows at the stage's
+// channel.
+//
 // Note [wgmma persistent tiles]: a 1x1 layer's short reduction (one to four stages) leaves a block
 // little to overlap: it loads, multiplies, then stores a tile as large as its inputs, and the next
 // block's loads start only after. The persistent form of a tensor-map tile launches at most one
@@ -183,6 +190,8 @@ struct ImplicitMmaParams : ImplicitGemmGeometry {
   // Note [wgmma persistent tiles]: y as a tiled map (K, N*P*Q), boxes of 64 filters x block_m pixels.
   CUtensorMap output_map;
   int filter_r, filter_s, dil_h, dil_w, flip;
+  // Note [wgmma pixel-row maps]: x as a tiled map (C, N*H*W) of a 1x1 stride-1 layer.
+  int image_pixel_rows;
 };
 
 /// The output pixel (n, p, q) of GEMM column m in the plan's pixel order. m < npq < 2^31, so the
@@ -261,6 +270,7 @@ inline constexpr int kTablePrefetchStages = 8;
 /// w0) of that pixel, and its first filter: where each stage's copies start.
 struct TensorMapTileOrigin {
   int n0, p0, q0, h0, w0, block_n;
+  int m0;  // the first pixel
 };
 __device__ __forceinline__ TensorMapTileOrigin tensor_map_tile_origin(const ImplicitMmaParams& prm,
                                                                       long long first_pixel, int first_filter) {
@@ -269,6 +279,7 @@ __device__ __forceinline__ TensorMapTileOrigin tensor_map_tile_origin(const Impl
   o.h0 = window_origin(o.p0, prm.stride_h, prm.pad_h);
   o.w0 = window_origin(o.q0, prm.stride_w, prm.pad_w);
   o.block_n = first_filter;
+  o.m0 = static_cast<int>(first_pixel);
   return o;
 }
 
@@ -300,8 +311,11 @@ __device__ __forceinline__ void issue_tensor_map_stage(const ImplicitMmaParams& 
     return;
   }
   const int c0 = row.x - static_cast<int>(row.y * prm.x_sh + row.z * prm.x_sw);
-  detail::tensor_copy_im2col(image_dst, prm.image_map, c0, o.w0, o.h0, o.n0, static_cast<uint16_t>(row.z),
-                             static_cast<uint16_t>(row.y), landed);
+  if (prm.image_pixel_rows)  // Note [wgmma pixel-row maps]
+    detail::tensor_copy_tile(image_dst, prm.image_map, c0, o.m0, landed);
+  else
+    detail::tensor_copy_im2col(image_dst, prm.image_map, c0, o.w0, o.h0, o.n0, static_cast<uint16_t>(row.z),
+                               static_cast<uint16_t>(row.y), landed);
   if constexpr (kB == GatherForm::Transposed) {
     const int tap_r = row.y / prm.dil_h, tap_s = row.z / prm.dil_w;
     const int fr = prm.flip ? prm.filter_r - 1 - tap_r : tap_r, fs = prm.flip ? prm.filter_s - 1 - tap_s : tap_s;

@@ -155,11 +155,12 @@ void set_attributes(int tile, GatherForm a, GatherForm b, int splits, bool tenso
 }
 
 /// Note [wgmma tensor-map loads]: x (C, W, H, N) as im2col columns of block_m pixels, 64 channels
-/// each, window origins walking the output pixels in order; w as K rows of R*S*C, boxes of 64 rows x
+/// each, window origins walking the output pixels in order, or with image_pixel_rows (C, N*H*W) in
+/// boxes of block_m pixel rows (Note [wgmma pixel-row maps]); w as K rows of R*S*C, boxes of 64 rows x
 /// block_n filters, or N-major as (filters, C, S, R), boxes of 64 filters x 64 channels at one tap.
 /// All in wgmma's 128-byte swizzle, zeros outside the tensors.
 void set_tensor_maps(ImplicitMmaParams& prm, const Plan& plan, const MmaTileShape& t, GatherForm a, GatherForm b,
-                     const void* x, const void* w) {
+                     const void* x, const void* w, bool image_pixel_rows) {
   const Problem& p = plan.problem();
   const auto type =
       plan.dtype() == DType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
@@ -209,7 +210,12 @@ void set_tensor_maps(ImplicitMmaParams& prm, const Plan& plan, const MmaTileShap
   s.step_w = static_cast<int>(p.stride_w);
   s.channels = cuda::wgmma::kRowBytes / 2;
   s.pixels = t.block_m;
-  prm.image_map = cuda::im2col_map(x, type, s);
+  // Note [wgmma pixel-row maps]: the planner's test, on the same strides.
+  prm.image_pixel_rows = image_pixel_rows;
+  if (prm.image_pixel_rows)
+    prm.image_map = cuda::tiled_map<2>(x, type, {p.c, p.n * p.h * p.w}, {prm.x_sw}, {kBox, t.block_m});
+  else
+    prm.image_map = cuda::im2col_map(x, type, s);
   if (b == GatherForm::Transposed) {
     const auto& ws = plan.w_desc().strides;  // (filter, channel, r, s); the filters contiguous
     prm.filter_map = cuda::tiled_map<4>(w, type, {p.k, p.c, p.s, p.r}, {ws[1], ws[3], ws[2]}, {kBox, kBox, 1, 1});
@@ -278,7 +284,7 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   // two consumer warpgroups.
   const ConsumerSchedule consumers = persistent ? d.consumers : ConsumerSchedule::None;
   const cuda::LaunchStream on{static_cast<cudaStream_t>(stream), dependent_launch};
-  if (tensor_maps) set_tensor_maps(prm, plan, t, a, b, x, w);
+  if (tensor_maps) set_tensor_maps(prm, plan, t, a, b, x, w, d.image_pixel_rows);
   const auto y_type =
       plan.dtype() == DType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   constexpr int kBox = cuda::wgmma::kRowBytes / 2;

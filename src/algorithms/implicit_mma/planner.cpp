@@ -366,11 +366,20 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
     // dx): 128x128 unsplit (bf16, resnet50's dgrad, every step forced onto each tile unsplit, one
     // call): l4_3x3s2 42.8 -> 32.9 us against 64x128 and a 4-way split 128x256, l2_3x3s2 41.9 ->
     // 36.6 against 64x128 on one phase, l2_ds 54.5 -> 51.9; no such layer slower (l3_3x3s2, l3_ds,
-    // l4_ds within 1%).
+    // l4_ds within 1%). Where those tiles make more than half a wave and at most one over a
+    // reduction of at most 1024 rows, 128x64 (the same sweep later, with pixel-row maps: l3_3x3s2's
+    // four steps of 98 tiles 33.4 -> 30.6 us, 33.9 -> 30.9 in the suite's run against cuDNN; l4_ds's
+    // step, 104 tiles of 2048 rows, 33.2 -> 32.4 in the sweep but 33.8 -> 36.1 in the suite's run,
+    // keeps 128x128; stage 4's 52 tiles a step and stage 2-3's 196 and more ran 10-45% slower).
     if (tensor_maps && !y_dense && !filters_k_major && kg >= 128) {
       form.split = 1;
+      const int64_t tiles_128 = blocks(128, 128);
+      if (tiles_128 * 2 > sms && tiles_128 <= sms && rows <= 1024)
+        return pick("wgmma128x64_s3", shape + std::to_string(blocks(128, 64)) +
+                                          " blocks, unsplit (N-major filters, a strided y; 128x128 would make one "
+                                          "round of the SMs or less)");
       return pick("wgmma128x128_s3",
-                  shape + std::to_string(blocks(128, 128)) + " blocks, unsplit (N-major filters, a strided y)");
+                  shape + std::to_string(tiles_128) + " blocks, unsplit (N-major filters, a strided y)");
     }
     // Note [wgmma warp-specialized tiles]: layers loading through tensor maps and storing dense y.
     if (tensor_maps && y_dense) {
@@ -1047,9 +1056,16 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     throw Error(Status::Unsupported,
                 "tile: " + forced_tile + " loads through tensor maps, which this layer cannot: " + no_tensor_maps);
   d.tensor_maps = t.warpgroup && no_tensor_maps.empty() && (forced_tensor_maps || forced_tile.empty());
+  // Note [wgmma pixel-row maps]: x's rows of consecutive pixels where a tile's pixels are those.
+  const auto& xs = x.strides;  // (n, c, h, w)
+  d.image_pixel_rows = d.tensor_maps && forms.a == GatherForm::Vector && p.groups == 1 && p.r == 1 && p.s == 1 &&
+                       p.stride_h == 1 && p.stride_w == 1 && p.pad_h == 0 && p.pad_w == 0 && p.p() == p.h &&
+                       p.q() == p.w && xs[2] == p.w * xs[3] && xs[0] == p.h * xs[2];
   if (d.tensor_maps)
-    why.push_back(std::string("loads: the copy engine, x through an im2col tensor map and w through a tiled one") +
-                  (forced_tensor_maps ? " (forced)" : " (64 channels a stage at one filter tap)"));
+    why.push_back(
+        std::string("loads: the copy engine, x through ") +
+        (d.image_pixel_rows ? "a tiled tensor map of pixel rows (a 1x1 stride-1 layer)" : "an im2col tensor map") +
+        " and w through a tiled one" + (forced_tensor_maps ? " (forced)" : " (64 channels a stage at one filter tap)"));
   else if (t.warpgroup && forced_tile.empty())
     why.push_back("loads: the threads' gather, no tensor maps: " + no_tensor_maps);
   else if (!t.warpgroup && forced_tile.empty() && no_tensor_maps.empty() && wgmma_device(hw))
