@@ -549,6 +549,17 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
       EXPECT_EQ(division_name(d), name) << p.to_string();
     }
   }
+  // Note [wgmma pixel-row maps]: 1x1 stride-1 layers and steps read pixel rows of a tiled map;
+  // strided, padded and larger filters keep the im2col map, and the gather takes neither.
+  EXPECT_TRUE(division(make(32, 1024, 14, 14, 256, 1, 1)).image_pixel_rows);
+  EXPECT_TRUE(dgrad_steps(make(32, 1024, 14, 14, 2048, 1, 1, 0, 2))[0].image_pixel_rows);  // over dense dy
+  for (const Problem& p : {make(32, 256, 14, 14, 256, 3, 3, 1), make(32, 256, 56, 56, 512, 1, 1, 0, 2),
+                           make(32, 256, 14, 14, 256, 1, 1, 1)}) {
+    const ImplicitMmaDivision d = division(p);
+    EXPECT_TRUE(d.tensor_maps) << p.to_string();
+    EXPECT_FALSE(d.image_pixel_rows) << p.to_string();
+  }
+  EXPECT_FALSE(division(make(32, 256, 14, 14, 256, 1, 1), Layout::NCHW).image_pixel_rows);
 }
 
 // Note [wgmma warp-specialized tiles]: a forced "<wgmma tile>_tma_pingpong" or "_tma_cooperative"
