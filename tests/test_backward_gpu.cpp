@@ -281,7 +281,9 @@ TEST_F(BackwardGpu, ChannelsLastHalfStepsTransposedGathersAndClusterSplits) {
 // 7x7 with 16 filters in a 64-wide box, a partial second box (96), late-stage reductions, true
 // convolution (flipped taps) and alpha/beta, also on persistent and warp-specialized tiles (Note
 // [wgmma persistent tiles], [wgmma warp-specialized tiles]; the phases' dx is not dense, so they run
-// the plain form). Every warpgroup step must take the maps; each case against the double reference.
+// the plain form, or 64x128's for the 208-filter tile, which has no other: Note [wgmma
+// wave-fitted filter tiles]). Every warpgroup step must take the maps; each case against the double
+// reference.
 TEST_F(BackwardGpu, DgradTensorMapLoads) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 956);
@@ -306,7 +308,8 @@ TEST_F(BackwardGpu, DgradTensorMapLoads) {
                          "wgmma64x128_s4_tma_persistent",
                          "wgmma64x128_s4_tma_pingpong",
                          "wgmma128x128_s3_tma_pingpong",
-                         "wgmma128x64_s3_tma_cooperative"};
+                         "wgmma128x64_s3_tma_cooperative",
+                         "wgmma64x208_s4_tma_pingpong"};
   for (const Precision& pr : {kPrecisions[2], kPrecisions[3]})
     for (Case c : cases)
       for (const char* tile : tiles) {
@@ -327,6 +330,31 @@ TEST_F(BackwardGpu, DgradTensorMapLoads) {
         EXPECT_LT(run_gpu(engine, c, Pass::BackwardData, pr, g, o), pr.tolerance)
             << dtype_name(pr.dtype) << " tile " << tile << " " << c.name();
       }
+}
+
+// Note [wgmma wave-fitted filter tiles]: a 208-filter ping-pong tile on stride-1 dgrad steps (N-major
+// boxes of 64 filters, the last partly used) whose dx has 200 channels (a tail of one 16-byte run of
+// 8, the second skipped) and 424 (a third tile of 8 in a first partial block), alpha/beta; each
+// against the double reference, the plan naming the tile.
+TEST_F(BackwardGpu, DgradWaveFittedTile) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 958);
+  Case tail{make(2, 200, 9, 11, 64, 3, 3, 1)};
+  tail.alpha = 0.5f;
+  tail.beta = 0.75f;
+  for (Case c : {tail, Case{make(3, 424, 7, 7, 128, 1, 1)}})
+    for (const Precision& pr : {kPrecisions[2], kPrecisions[3]}) {
+      c.xl = c.wl = c.yl = Layout::NHWC;
+      c = backward_case(c, Pass::BackwardData);
+      BackwardTensors bt(c, Pass::BackwardData, pr.dtype, g);
+      PlanOptions o;
+      o.tile = "wgmma64x208_s4_tma_pingpong";
+      auto plan = engine.plan_backward_data(c.p, bt.ad, bt.bd, bt.outd, o);
+      ASSERT_EQ(plan->plans.size(), 1u);
+      EXPECT_EQ(std::get<ImplicitMmaDivision>(plan->plans[0]->division()).block_n, 208) << plan->plans[0]->to_text(0);
+      EXPECT_LT(run_gpu(engine, c, Pass::BackwardData, pr, g, o), pr.tolerance)
+          << dtype_name(pr.dtype) << " " << c.name();
+    }
 }
 
 // Note [wgmma tensor-map loads]: channels-last fp16/bf16 wgrad steps whose layer has a multiple of

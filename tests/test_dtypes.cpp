@@ -482,9 +482,9 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
     expect_persistent(p, "wgmma128x128_s3_tma_cooperative", 98, pingpong_threads);
   for (const Problem& p : {make(1, 64, 112, 112, 64, 3, 3, 1), make(1, 64, 224, 224, 64, 5, 5, 2)})
     expect_persistent(p, "wgmma128x64_s3_tma_cooperative", 132, pingpong_threads);
-  for (const Problem& p :
-       {make(32, 512, 7, 7, 2048, 1, 1), make(1, 512, 7, 7, 512, 3, 3), make(32, 512, 28, 28, 512, 3, 3, 1)})
+  for (const Problem& p : {make(1, 512, 7, 7, 512, 3, 3), make(32, 512, 28, 28, 512, 3, 3, 1)})
     EXPECT_FALSE(division(p).persistent) << p.to_string();
+  // (Stage 4's 2048-filter 1x1 layers: PlanDtypes.WaveFittedFilterTiles.)
   // Cooperative tiles split between two blocks of a cluster: stage 4's 3x3 layers (52 tiles of
   // 128x128) and batch-1 3x3 layers of K/G 128-256 on few 128x64 tiles; a cluster a tile.
   for (const auto& [p, name] :
@@ -536,12 +536,13 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
        {make(32, 512, 28, 28, 128, 1, 1), make(32, 64, 56, 56, 256, 1, 1), make(32, 512, 7, 7, 512, 3, 3, 1)})
     EXPECT_EQ(dgrad_steps(p)[0].consumers, ConsumerSchedule::None) << p.to_string();
   // The phases run 128x128 unsplit (stage 4's too, where the forward layer's rules would split),
-  // or 128x64 where 128x128 tiles would make more than half a wave and at most one over at most
-  // 1024 rows (stage 3's 3x3 phases: 98 tiles; not stage 4's 1x1 stride-2 step: 104 of 2048 rows).
+  // or where 128x128 tiles would make more than half a wave and at most one, 128x64 over at most
+  // 1024 rows (stage 3's 3x3 phases: 98 tiles) and 64x128 on a 1x1 layer's step of 2048 rows or
+  // more (stage 4's 1x1 stride-2 step: 104 tiles of 128x128).
   for (const auto& [p, name] : {std::pair{make(32, 128, 56, 56, 128, 3, 3, 1, 2), "wgmma128x128_s3_tma"},
                                 std::pair{make(32, 512, 14, 14, 512, 3, 3, 1, 2), "wgmma128x128_s3_tma"},
                                 std::pair{make(32, 256, 28, 28, 256, 3, 3, 1, 2), "wgmma128x64_s3_tma"},
-                                std::pair{make(32, 1024, 14, 14, 2048, 1, 1, 0, 2), "wgmma128x128_s3_tma"}}) {
+                                std::pair{make(32, 1024, 14, 14, 2048, 1, 1, 0, 2), "wgmma64x128_s4_tma"}}) {
     const auto phases = dgrad_steps(p);
     EXPECT_EQ(phases.size(), p.r == 3 ? 4u : 1u);
     for (const ImplicitMmaDivision& d : phases) {
@@ -640,6 +641,62 @@ TEST(PlanDtypes, ForcedWarpSpecializedTiles) {
             Status::Unsupported);
   o.split_k = 2;
   EXPECT_EQ(status_of([&] { plan_for(p, Layout::NHWC, DType::BFloat16, o); }), Status::Unsupported);
+}
+
+// Note [wgmma wave-fitted filter tiles]: the 208-filter tile plans as ping-pong blocks only, its
+// shared memory in whole 64-filter blocks, and the planner takes it for stage 4's 2048-filter 1x1
+// layers (250 tiles, two a block); its names without "_tma_pingpong" are refused, and a layer the
+// form cannot take (y in plane order) runs 64x128's plain form, named as such.
+TEST(PlanDtypes, WaveFittedFilterTiles) {
+  const Problem wide = make(32, 512, 7, 7, 2048, 1, 1);  // resnet50's l4_1x1b: 1568 pixels, 2048 filters
+  for (const std::string& forced : {std::string("wgmma64x208_s4_tma_pingpong"), std::string()}) {
+    PlanOptions o;
+    o.tile = forced;
+    const Plan plan = plan_for(wide, Layout::NHWC, DType::BFloat16, o);
+    const auto d = std::get<ImplicitMmaDivision>(plan.division());
+    EXPECT_EQ(division_name(d), "wgmma64x208_s4_tma_pingpong") << plan.to_text(0);
+    EXPECT_EQ(d.consumers, ConsumerSchedule::PingPong);
+    EXPECT_EQ(d.block_n, 208);
+    EXPECT_EQ(d.launch.grid_x, 132);  // 25 x 10 = 250 tiles
+    EXPECT_EQ(d.stages, 4);
+    EXPECT_EQ(d.launch.smem_bytes, 4 * (64 + 256) * 128 + 2 * 64 * 256 * 2 + 1024);
+  }
+  // Stage 4's 512-filter and stage 3's layers keep their tiles.
+  EXPECT_NE(
+      std::get<ImplicitMmaDivision>(plan_for(make(32, 2048, 7, 7, 512, 1, 1), Layout::NHWC, DType::BFloat16).division())
+          .block_n,
+      208);
+  EXPECT_NE(std::get<ImplicitMmaDivision>(
+                plan_for(make(32, 256, 14, 14, 1024, 1, 1), Layout::NHWC, DType::BFloat16).division())
+                .block_n,
+            208);
+  PlanOptions o;
+  for (const char* bad :
+       {"wgmma64x208_s4", "wgmma64x208_s4_tma", "wgmma64x208_s4_tma_persistent", "wgmma64x208_s4_tma_cooperative"}) {
+    o.tile = bad;
+    try {
+      (void)plan_for(wide, Layout::NHWC, DType::BFloat16, o);
+      ADD_FAILURE() << bad << " was planned";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::BadParam) << e.what();
+    }
+  }
+  o.tile = "wgmma64x208_s4_tma_pingpong";
+  o.target = Target::Cuda;
+  const Plan planes =
+      Plan::build(wide, wide.x_desc(Layout::NHWC, DType::BFloat16), wide.w_desc(Layout::NHWC, DType::BFloat16),
+                  wide.y_desc(Layout::NCHW, DType::BFloat16), HardwareModel::reference_h100(), o);
+  const auto& dp = std::get<ImplicitMmaDivision>(planes.division());
+  EXPECT_EQ(division_name(dp), "wgmma64x128_s4_tma");
+  EXPECT_NE(planes.to_text(0).find("runs only as ping-pong blocks"), std::string::npos) << planes.to_text(0);
+  PlanOptions tf32 = o;  // fp32 stages take no tensor maps, as for every "_tma" name
+  tf32.math = MathMode::TF32;
+  try {
+    (void)plan_for(wide, Layout::NHWC, DType::Float32, tf32);
+    ADD_FAILURE() << "a TF32 layer took tensor maps";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::Unsupported) << e.what();
+  }
 }
 
 // Note [mma narrow filter tiles]: forward layers and dgrad steps of at most 16 filters a group take the

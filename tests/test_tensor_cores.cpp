@@ -96,7 +96,8 @@ TEST_F(TensorCores, EdgeCasesEveryTilePrecisionAndLayout) {
   // Every tile; under the sanitizers one with and one without its own element gather, the narrow one
   // (Note [mma narrow filter tiles]) and a wgmma one.
   std::vector<std::string> tiles;
-  for (const auto& t : detail::kMmaTileCatalog) tiles.push_back(t.name());
+  for (const auto& t : detail::kMmaTileCatalog)
+    if (t.plain_forms) tiles.push_back(t.name());
   if (few()) tiles = {detail::kMmaTileCatalog[0].name(), "mma64x64_4w_64B", "mma128x16_4w_128B", "wgmma128x256_s4"};
   for (const Precision& pr : kPrecisions)
     for (const std::string& tile : tiles)
@@ -147,7 +148,7 @@ TEST_F(TensorCores, WarpgroupTilesMatchTheReference) {
   cases.push_back(with_whole_epilogue(Case{make(2, 96, 8, 8, 80, 3, 3, 1)}));
   std::vector<std::string> tiles;
   for (const auto& t : detail::kMmaTileCatalog)
-    if (t.warpgroup) tiles.push_back(t.name());
+    if (t.warpgroup && t.plain_forms) tiles.push_back(t.name());
   check_tiles(engine, g, cases, tiles, {std::begin(kPrecisions), std::end(kPrecisions)}, 3, 3, "gather vector/vector");
   // The planner's own picks on sm_90: warpgroup tiles for a layer each of its rules.
   for (const Case& c : {Case{make(32, 256, 28, 28, 256, 3, 3, 1)}, Case{make(8, 128, 28, 28, 128, 3, 3, 1)},
@@ -193,7 +194,7 @@ TEST_F(TensorCores, TensorMapLoadsMatchTheReference) {
   const std::vector<Case> cases = tensor_map_cases();
   std::vector<std::string> tiles;
   for (const auto& t : detail::kMmaTileCatalog)
-    if (t.warpgroup) tiles.push_back(t.name() + "_tma");
+    if (t.warpgroup && t.plain_forms) tiles.push_back(t.name() + "_tma");
   check_tiles(engine, g, cases, tiles, {kPrecisions[0], kPrecisions[1]}, 4, 2, "tensor map, w tiled tensor map");
   Case nhwc{make(2, 64, 9, 11, 72, 3, 3, 1)};
   nhwc.xl = nhwc.wl = nhwc.yl = Layout::NHWC;
@@ -255,12 +256,15 @@ TEST_F(TensorCores, PersistentTilesMatchTheReference) {
   ASSERT_GE(tiles.size(), 3u);
   // Note [wgmma warp-specialized tiles]: the same layers, two consumer warpgroups on alternate tiles
   // (one tile a block on the small layers, several a warpgroup on the large ones) or on both halves
-  // of every 128-pixel tile (a second half past the last pixel on the partial tiles).
+  // of every 128-pixel tile (a second half past the last pixel on the partial tiles). Note [wgmma
+  // wave-fitted filter tiles]: the 208-filter tile among them, its last filter block partial (K =
+  // 48-264: a tail of 8-16 filters, or none inside K).
   for (const auto& t : detail::kMmaTileCatalog) {
     if (t.specialized_smem_bytes > 0) tiles.push_back(t.name() + "_tma_pingpong");
     if (t.cooperative) tiles.push_back(t.name() + "_tma_cooperative");
   }
-  ASSERT_GE(tiles.size(), 9u);
+  ASSERT_GE(tiles.size(), 10u);
+  EXPECT_NE(std::find(tiles.begin(), tiles.end(), "wgmma64x208_s4_tma_pingpong"), tiles.end());
   check_tiles(engine, g, cases, tiles, {kPrecisions[0], kPrecisions[1]}, 3, 0, "through a tensor map of y");
   // Cooperative tiles split among a cluster (2 and 3 slices: unequal row tiles a slice, a slice of
   // none where a layer has fewer), block 0 adding the others' partial sums: one tile a cluster on
@@ -302,6 +306,19 @@ TEST_F(TensorCores, PersistentTilesMatchTheReference) {
       EXPECT_EQ(e.status(), Status::Unsupported) << e.what();
     }
   }
+}
+
+// Note [wgmma wave-fitted filter tiles]: the 208-filter ping-pong tile on small layers for the
+// sanitizers: a tail of one 16-byte run (K = 200) and of two (K = 416: two whole tiles), a second
+// tile of 8 filters (K = 216) with the whole epilogue, fp16 and bf16, each against the double reference.
+TEST_F(TensorCores, WaveFittedFilterTileMatchesTheReference) {
+  Engine engine(Target::Cuda);
+  if (!wgmma_device(engine)) GTEST_SKIP() << "wgmma tiles run on sm_90 only";
+  std::mt19937_64 g(test_seed() + 109);
+  const std::vector<Case> cases = {Case{make(2, 64, 9, 11, 200, 3, 3, 1)}, Case{make(3, 128, 7, 7, 416, 1, 1)},
+                                   with_whole_epilogue(Case{make(2, 64, 8, 8, 216, 3, 3, 1)})};
+  check_tiles(engine, g, cases, {"wgmma64x208_s4_tma_pingpong"}, {kPrecisions[0], kPrecisions[1]}, 1, 0,
+              "through a tensor map of y");
 }
 
 // Note [mma cluster split]: tiles' rows split among 2 to 16 blocks of a cluster, in the vector and the
@@ -577,7 +594,7 @@ TEST_F(TensorCores, OneByOnePlanesAsPixelRuns) {
   const bool sm90 = engine.hardware().cc_major == 9 && engine.hardware().cc_minor == 0;
   std::vector<std::string> tiles;
   for (const auto& t : detail::kMmaTileCatalog)
-    if (t.element_gather || (t.warpgroup && sm90)) tiles.push_back(t.name());
+    if (t.element_gather || (t.warpgroup && t.plain_forms && sm90)) tiles.push_back(t.name());
   if (few()) tiles = {tiles.front(), "mma64x64_4w_64B"};
   if (few() && sm90) tiles.insert(tiles.end(), {"wgmma128x256_s4", "wgmma64x128_s3"});
   for (const Precision& pr : kPrecisions) {

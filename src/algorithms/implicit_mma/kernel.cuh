@@ -292,7 +292,9 @@ template <int BM, int BN, GatherForm kA, GatherForm kB>
 __device__ __forceinline__ void issue_tensor_map_stage(const ImplicitMmaParams& prm, int k0, const int4 row,
                                                        const TensorMapTileOrigin& o, uint32_t image_dst,
                                                        uint32_t filter_dst, uint64_t* landed) {
-  detail::mbarrier_arrive_expect_bytes(landed, (BM + BN) * wgmma::kRowBytes);
+  // An N-major stage loads whole boxes of 64 filters (Note [wgmma wave-fitted filter tiles]).
+  constexpr int kFilterRows = kB == GatherForm::Transposed ? (BN + 63) / 64 * 64 : BN;
+  detail::mbarrier_arrive_expect_bytes(landed, (BM + kFilterRows) * wgmma::kRowBytes);
   constexpr uint32_t kBlockBytes = 64 * wgmma::kRowBytes;  // one M- or N-major block of 64
   if constexpr (kA == GatherForm::Transposed) {
     // A wgrad step: the stage's rows are 64 consecutive dy pixels (n, p, q); the block's columns
@@ -320,7 +322,7 @@ __device__ __forceinline__ void issue_tensor_map_stage(const ImplicitMmaParams& 
     const int tap_r = row.y / prm.dil_h, tap_s = row.z / prm.dil_w;
     const int fr = prm.flip ? prm.filter_r - 1 - tap_r : tap_r, fs = prm.flip ? prm.filter_s - 1 - tap_s : tap_s;
 #pragma unroll
-    for (int b = 0; b < BN / 64; ++b)
+    for (int b = 0; b < kFilterRows / 64; ++b)
       detail::tensor_copy_tile_4d(filter_dst + b * kBlockBytes, prm.filter_map, o.block_n + 64 * b, c0, fs, fr, landed);
   } else {
     detail::tensor_copy_tile(filter_dst, prm.filter_map, row.w, o.block_n, landed);
@@ -366,7 +368,8 @@ __device__ __forceinline__ void write_output_buffer(const ImplicitMmaParams& prm
 
 /// Note [wgmma persistent tiles]: the output buffer of the tile at (tile_m, tile_n) (BM pixels x BN
 /// filters, written by write_output_buffer and fenced) out to y as BN / 64 tensor-map boxes, one
-/// bulk group of the calling thread; the copy engine clips what lies past y's edges.
+/// bulk group of the calling thread; the copy engine clips what lies past y's edges. A last block of
+/// fewer than 64 filters is left to store_output_tail.
 template <int BM, int BN>
 __device__ __forceinline__ void store_output_buffer(const ImplicitMmaParams& prm, uint32_t out_base, long long tile_m,
                                                     int tile_n) {
@@ -375,6 +378,31 @@ __device__ __forceinline__ void store_output_buffer(const ImplicitMmaParams& prm
     detail::tensor_store_tile(prm.output_map, tile_n + 64 * b, static_cast<int>(tile_m),
                               out_base + b * BM * wgmma::kRowBytes);
   detail::bulk_commit();
+}
+
+/// Note [wgmma wave-fitted filter tiles]: the last BN % 64 filters of the output buffer's tile out
+/// to y by the `threads` threads of the caller, a 16-byte run of 8 filters each per step (pixels
+/// past N*P*Q and filters past K/G skipped; K/G is a multiple of 8 where this form runs). The
+/// buffer was written and the threads synchronised before; they read it before their next barrier.
+template <int BM, int BN, int kThreads>
+__device__ __forceinline__ void store_output_tail(const ImplicitMmaParams& prm, uint32_t out_base, long long tile_m,
+                                                  int tile_n, int tid) {
+  constexpr int kRuns = BN % 64 / 8;  // 16-byte runs of a pixel's tail filters
+  if constexpr (kRuns > 0) {
+    const uint32_t tail = out_base + BN / 64 * BM * wgmma::kRowBytes;
+    char* __restrict__ gY = static_cast<char*>(prm.y);
+    for (int i = tid; i < BM * kRuns; i += kThreads) {
+      const int row = i / kRuns, run = i % kRuns;
+      const long long m = tile_m + row;
+      const int f = tile_n + BN / 64 * 64 + run * 8;
+      if (m >= prm.npq || f >= prm.kg) continue;
+      uint4 v;
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                   : "r"(wgmma::swizzled_chunk(tail, row, run)));
+      *reinterpret_cast<uint4*>(gY + (m * prm.y_sq + f) * 2) = v;
+    }
+  }
 }
 
 template <class Tile, class Math, GatherForm kA, GatherForm kB, bool kTensorMaps = false, bool kPersistent = false>

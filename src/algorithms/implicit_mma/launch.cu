@@ -93,6 +93,13 @@ template <class Tile, class Math, class F>
 bool visit_forms(GatherForm a, GatherForm b, F&& f) {
   using G = GatherForm;
   constexpr bool k16 = Math::kBytes == 2;
+  if constexpr (!Tile::kPlainForms) {  // Note [wgmma wave-fitted filter tiles]: 16-bit ping-pong only
+    if constexpr (k16) {
+      if (a == G::Vector && b == G::Vector) return f(Forms<G::Vector, G::Vector>{}), true;
+      if (a == G::Vector && b == G::Transposed) return f(Forms<G::Vector, G::Transposed>{}), true;
+    }
+    return false;
+  }
   if (a == G::Vector && b == G::Vector) return f(Forms<G::Vector, G::Vector>{}), true;
   // Note [mma tf32 transposed filters].
   if constexpr (k16 || !Tile::kWarpgroup)
@@ -142,8 +149,8 @@ void set_attributes(int tile, GatherForm a, GatherForm b, int splits, bool tenso
       if (splits > cuda::kPortableClusterBlocks)
         MCONV_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     };
-    set(cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB>);
-    if constexpr (kHasTensorMaps<Tile, Math, F>)
+    if constexpr (Tile::kPlainForms) set(cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB>);
+    if constexpr (kHasTensorMaps<Tile, Math, F> && Tile::kPlainForms)
       if (tensor_maps) set(cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB, true>);
     if constexpr (kHasPersistent<Tile, Math, F>)
       if (tensor_maps && persistent)
@@ -266,8 +273,14 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
     return f == GatherForm::Element ||
            (reinterpret_cast<uintptr_t>(p) % 16 == 0 && (!grouped || group_stride % run == 0));
   };
+  // Note [wgmma persistent tiles]: y takes the tensor-map store (the planner's test) from this pointer.
+  const bool y_store = d.persistent && y_takes_tensor_map_store(plan.problem(), plan.y_desc(), d.a_gather) &&
+                       reinterpret_cast<uintptr_t>(y) % 16 == 0;
+  // Note [wgmma wave-fitted filter tiles]: such a tile has its ping-pong form only.
+  const MmaTileShape& planned = kMmaTileCatalog.at(d.tile);
   const bool keep = aligned(d.a_gather, x, prm.x_group) && aligned(d.b_gather, w, prm.w_group) &&
-                    mma_tile_has_forms(kMmaTileCatalog.at(d.tile), d.a_gather, d.b_gather, esz);
+                    mma_tile_has_forms(planned, d.a_gather, d.b_gather, esz) &&
+                    (planned.plain_forms || (d.tensor_maps && y_store));
   const int tile_index = keep ? d.tile : kElementFallbackTile;
   const MmaTileShape& t = kMmaTileCatalog[tile_index];
   const GatherForm a = keep ? d.a_gather : GatherForm::Element, b = keep ? d.b_gather : GatherForm::Element;
@@ -275,11 +288,8 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   // Note [wgmma tensor-map loads]: the copy engine needs 16-byte aligned tensors, which the vector
   // forms kept above already are.
   const bool tensor_maps = keep && d.tensor_maps;
-  // Note [wgmma persistent tiles]: y takes the tensor-map store (the planner's test) from this pointer.
   const int64_t kg = plan.problem().k_per_group();
-  const bool persistent = tensor_maps && d.persistent &&
-                          y_takes_tensor_map_store(plan.problem(), plan.y_desc(), d.a_gather) &&
-                          reinterpret_cast<uintptr_t>(y) % 16 == 0;
+  const bool persistent = tensor_maps && y_store;
   // Note [wgmma warp-specialized tiles]: the persistent form's conditions, the block's tiles shared by
   // two consumer warpgroups.
   const ConsumerSchedule consumers = persistent ? d.consumers : ConsumerSchedule::None;
@@ -309,13 +319,17 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
       using Tile = decltype(tile);
       using F = decltype(forms);
       auto run = [&](auto maps, auto persistent_blocks) {
-        constexpr bool kMaps = decltype(maps)::value, kPersistent = decltype(persistent_blocks)::value;
-        prm.splits =
-            cuda::schedulable_cluster_blocks<cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB, kMaps, kPersistent>>(
-                d.cluster_split, Tile::kThreads, kSmemBytesOf<Tile, kPersistent>);
-        prm.k_tiles_per_split = static_cast<int>(ceil_div(k_tiles, prm.splits * prm.atomic_slices));
-        grid.z = static_cast<unsigned>(plan.problem().groups * prm.atomic_slices * prm.splits);
-        launch<Tile, Math, F, kMaps, kPersistent>(prm, grid, on);
+        if constexpr (!Tile::kPlainForms) {
+          throw Error(Status::Internal, "implicit_mma: a ping-pong-only tile without its ping-pong form");
+        } else {
+          constexpr bool kMaps = decltype(maps)::value, kPersistent = decltype(persistent_blocks)::value;
+          prm.splits =
+              cuda::schedulable_cluster_blocks<cuda::implicit_mma_kernel<Tile, Math, F::kA, F::kB, kMaps, kPersistent>>(
+                  d.cluster_split, Tile::kThreads, kSmemBytesOf<Tile, kPersistent>);
+          prm.k_tiles_per_split = static_cast<int>(ceil_div(k_tiles, prm.splits * prm.atomic_slices));
+          grid.z = static_cast<unsigned>(plan.problem().groups * prm.atomic_slices * prm.splits);
+          launch<Tile, Math, F, kMaps, kPersistent>(prm, grid, on);
+        }
       };
       // Note [wgmma warp-specialized tiles]: cooperative tiles may split their rows among a cluster,
       // and a wgrad step's among the atomic groups along y (Note [wgmma warp-specialized wgrad]).

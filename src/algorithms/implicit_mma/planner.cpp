@@ -371,10 +371,17 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
     // four steps of 98 tiles 33.4 -> 30.6 us, 33.9 -> 30.9 in the suite's run against cuDNN; l4_ds's
     // step, 104 tiles of 2048 rows, 33.2 -> 32.4 in the sweep but 33.8 -> 36.1 in the suite's run,
     // keeps 128x128; stage 4's 52 tiles a step and stage 2-3's 196 and more ran 10-45% slower).
+    // A 1x1 stride-2 layer's one step over a reduction of 2048 rows or more, where 128x128 makes
+    // one round of the SMs or less, 64x128 (stage 4's l4_ds, 200 tiles: 39.7 -> 29.4 us in a sweep
+    // with every step forced onto it; l2-l4's strided 3x3 and l2_ds, l3_ds ran 4-25% slower there).
     if (tensor_maps && !y_dense && !filters_k_major && kg >= 128) {
       form.split = 1;
       const int64_t tiles_128 = blocks(128, 128);
-      if (tiles_128 * 2 > sms && tiles_128 <= sms && rows <= 1024)
+      const bool one_round_128 = tiles_128 * 2 > sms && tiles_128 <= sms;
+      if (one_round_128 && p.r * p.s == 1 && rows >= 2048)
+        return pick("wgmma64x128_s4", shape + std::to_string(blocks(64, 128)) +
+                                          " blocks, unsplit (N-major filters, a strided y, a long reduction)");
+      if (one_round_128 && rows <= 1024)
         return pick("wgmma128x64_s3", shape + std::to_string(blocks(128, 64)) +
                                           " blocks, unsplit (N-major filters, a strided y; 128x128 would make one "
                                           "round of the SMs or less)");
@@ -404,6 +411,11 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
           return specialized("wgmma128x64_s3", 128, 64, kCooperative, 2);
         if (p.r * p.s == 1 && rows >= 256 && kg >= 64 && blocks(64, 64) <= sms)
           return specialized("wgmma64x64_s3", 64, 64, kPingPong);
+        // Note [wgmma wave-fitted filter tiles]: 1x1 layers of 1024 filters or more whose 64x208
+        // tiles fill 7/8 to all of the ping-pong blocks' two slots (l4_1x1b 14.0 -> 12.5 us, l4_ds
+        // 20.0 -> 19.3 against 128x128; 64x208 lost on every other layer, and on every dgrad step).
+        if (p.r * p.s == 1 && rows >= 512 && kg >= 1024 && blocks(64, 208) * 8 > sms * 14 && blocks(64, 208) <= 2 * sms)
+          return specialized("wgmma64x208_s4", 64, 208, kPingPong);
         if (p.r * p.s == 1 && rows >= 512 && kg >= 128 && one_round_128)
           return specialized("wgmma128x128_s3", 128, 128, kCooperative);
         if (p.r * p.s == 1 && rows >= 512 && kg >= 128 && kg <= 1024)
@@ -514,8 +526,8 @@ int64_t tile_count(const Problem& p, const MmaTileShape& t) {
   return ceil_div(p.n * p.p() * p.q(), int64_t(t.block_m)) * ceil_div(p.k_per_group(), int64_t(t.block_n)) * p.groups;
 }
 bool split_candidate(const MmaTileShape& t, bool warpgroup) {
-  const bool own_rule =
-      t.block_n < 64 || (t.warpgroup && t.block_m == 64 && t.block_n == 64) || t.stages == kDeepTileStages;
+  const bool own_rule = t.block_n < 64 || (t.warpgroup && t.block_m == 64 && t.block_n == 64) ||
+                        t.stages == kDeepTileStages || !t.plain_forms;
   return !own_rule && (warpgroup ? t.warpgroup : t.element_gather);
 }
 int last_candidate(bool warpgroup) {
@@ -984,6 +996,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
         (forced_persistent && !forced_tensor_maps) ||
         (forced_persistent && !forced_specialized && kMmaTileCatalog[tile].persistent_smem_bytes == 0) ||
         (forced_specialized && kMmaTileCatalog[tile].specialized_smem_bytes == 0) ||
+        (!kMmaTileCatalog[tile].plain_forms && forced_consumers != ConsumerSchedule::PingPong) ||
         (forced_consumers == ConsumerSchedule::Cooperative && !kMmaTileCatalog[tile].cooperative))
       throw Error(Status::BadParam,
                   "tile: unknown implicit_mma tile '" + forced_tile + "' (known: " + implicit_mma_tile_names() + ")");
@@ -1033,6 +1046,16 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
       why.insert(why.end(), rule.begin(), rule.end());
     }
     if (tile < 0) tile = choose_element_tile(p, hw, false, why);
+  }
+  // Note [wgmma wave-fitted filter tiles]: a tile of the ping-pong form only, forced onto a layer
+  // that form cannot take (strided or plane-order y, gathered operands), runs 64x128's plain form.
+  if (!kMmaTileCatalog[tile].plain_forms &&
+      !(forms.a == GatherForm::Vector && forms.b != GatherForm::Element && dtype_size(x.dtype) == 2 &&
+        no_tensor_maps.empty() && y_takes_tensor_map_store(p, y, forms.a))) {
+    why.push_back("tile " + kMmaTileCatalog[tile].name() +
+                  " runs only as ping-pong blocks loading through tensor maps and storing a dense channels-last "
+                  "y, which this layer cannot take: tile wgmma64x128_s4 instead");
+    tile = find_mma_tile("wgmma64x128_s4");
   }
   const MmaTileShape& t = kMmaTileCatalog[tile];
   ImplicitMmaDivision d;
@@ -1111,6 +1134,9 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
                                std::to_string(p.k_per_group()) + ")"));
     }
   }
+  // Note [wgmma wave-fitted filter tiles]: the test above keeps such a tile only where this holds.
+  if (!t.plain_forms && !d.persistent)
+    throw Error(Status::Internal, "implicit_mma: tile " + t.name() + " without its ping-pong form");
   if (!mma_tile_has_forms(t, forms.a, forms.b, dtype_size(x.dtype)))
     why.push_back("tile " + t.name() + " has no " + gather_form_name(forms.a) + "/" + gather_form_name(forms.b) +
                   " form: calls run the element form on " + kMmaTileCatalog[kElementFallbackTile].name());

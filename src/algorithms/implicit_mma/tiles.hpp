@@ -46,8 +46,17 @@ struct ImplicitMmaTile {
   // filter part of a stage is the larger of the two.
   static constexpr int kTransposedRows = RowBytes / 2;
   static constexpr int kPitchA = BlockM * 2 + 16, kPitchB = BlockN * 2 + 16;
-  static constexpr int kFilterBytes =
-      kWarpgroup || BlockN * kRowPitch >= kTransposedRows * kPitchB ? BlockN * kRowPitch : kTransposedRows * kPitchB;
+  // Note [wgmma wave-fitted filter tiles] (warp_specialized.cuh): a warpgroup tile's filters fill
+  // whole blocks of 64 in shared memory (an N-major stage loads whole 64-filter boxes), its last
+  // block partly used where BlockN is not a multiple of 64; such tiles have only the warp-specialized
+  // ping-pong form.
+  static constexpr int kFilterBlocks = (BlockN + 63) / 64;
+  static constexpr bool kWholeFilterBlocks = BlockN % 64 == 0;
+  /// Whether the tile has the forms of one block a tile (plain, tensor-map, persistent).
+  static constexpr bool kPlainForms = !kWarpgroup || kWholeFilterBlocks;
+  static constexpr int kFilterBytes = kWarpgroup                                        ? kFilterBlocks * 64 * kRowPitch
+                                      : BlockN * kRowPitch >= kTransposedRows * kPitchB ? BlockN * kRowPitch
+                                                                                        : kTransposedRows * kPitchB;
   static constexpr int kStageBytes = BlockM * kRowPitch + kFilterBytes;
   // Note [mma staged epilogue]: the fp32 results of the block, rows padded by 4 floats; Note [mma
   // cluster split] also parks them transposed (pixels fastest, kOutPitchM).
@@ -58,10 +67,11 @@ struct ImplicitMmaTile {
   static constexpr int kSmemBytes =
       (Stages * kStageBytes > kOutBytes ? Stages * kStageBytes : kOutBytes) + (kWarpgroup ? 1024 : 0);
   static_assert(RowBytes == 64 || RowBytes == 128, "a stage row is two or four MMA steps of 32 bytes");
-  static_assert(kWarpM % 16 == 0 && kWarpN % 16 == 0, "a warp holds whole 16x16 fragment pairs");
+  static_assert(kWarpM % 16 == 0 && kWarpN % (kWarpgroup ? 8 : 16) == 0,
+                "a warp holds whole 16x16 fragment pairs (wgmma: 16 x 8 fragments)");
   static_assert(!ElementGather || kThreads % BlockM == 0, "element gather: each thread owns one pixel column");
   static_assert(kThreads % kRowVectors == 0, "vector gather: a thread keeps one vector position");
-  static_assert((BlockM * kRowVectors) % kThreads == 0 && (BlockN * kRowVectors) % kThreads == 0,
+  static_assert(!kPlainForms || ((BlockM * kRowVectors) % kThreads == 0 && (BlockN * kRowVectors) % kThreads == 0),
                 "vector gather: equal chunks");
   static_assert(kWarpgroup || kTransposedRows * kPitchA <= BlockM * kRowPitch,
                 "transposed images fit the image operand's stage bytes");
@@ -75,17 +85,20 @@ struct ImplicitMmaTile {
   static_assert(kWarpgroup || (RowBytes / 4) * kPitchB32 <= kFilterBytes,
                 "TF32 transposed filters fit the operand's stage bytes");
   static_assert(!kWarpgroup || (RowBytes == 128 && WarpsN == 1 && WarpsM * 16 == BlockM && BlockM % 64 == 0 &&
-                                (BlockN == 64 || BlockN == 128 || BlockN == 256) && !ElementGather),
+                                BlockN % 8 == 0 && BlockN <= 256 && !ElementGather),
                 "warpgroup tiles: 128-byte rows, a warpgroup per 64 pixels over every filter, no element form");
-  static_assert(kThreads % (BlockM / 8) == 0 && kThreads % (BlockN / 8) == 0 &&
-                    (kTransposedRows * BlockM / 8) % kThreads == 0 && (kTransposedRows * BlockN / 8) % kThreads == 0,
+  static_assert(!kWarpgroup || kWholeFilterBlocks || (WarpSpecialized && BlockM == 64),
+                "wave-fitted filter tiles: the ping-pong form only");
+  static_assert(!kPlainForms ||
+                    (kThreads % (BlockM / 8) == 0 && kThreads % (BlockN / 8) == 0 &&
+                     (kTransposedRows * BlockM / 8) % kThreads == 0 && (kTransposedRows * BlockN / 8) % kThreads == 0),
                 "transposed gather: a thread keeps one vector column and copies equal chunks");
   static_assert(kThreads % (BlockM / 4) == 0 && ((RowBytes / 4) * BlockM / 4) % kThreads == 0,
                 "TF32 transposed gather: a thread keeps one vector column and copies equal chunks");
   static_assert(kSmemBytes <= 227 * 1024, "dynamic shared memory of one block on sm_90");
   // Note [wgmma persistent tiles]: the stages, then an output buffer of the block's 16-bit tile.
   static constexpr int kPersistentSmemBytes = Stages * kStageBytes + BlockM * BlockN * 2 + 1024;
-  static constexpr bool kPersistentForm = kWarpgroup && kPersistentSmemBytes <= 227 * 1024;
+  static constexpr bool kPersistentForm = kWarpgroup && kWholeFilterBlocks && kPersistentSmemBytes <= 227 * 1024;
   // Note [wgmma warp-specialized tiles] (warp_specialized.cuh): one block an SM, a producer
   // warpgroup and two consumer warpgroups, on whole tiles of their own (ping-pong) or, with 128
   // pixels, on 64 pixels each of every tile (cooperative); as many stages as fit beside two output
@@ -93,7 +106,7 @@ struct ImplicitMmaTile {
   static constexpr bool kWarpSpecializedForm = WarpSpecialized;
   static constexpr bool kCooperativeForm = WarpSpecialized && BlockM == 128;
   static constexpr int kWarpSpecializedThreads = 3 * 128;
-  static constexpr int kWarpSpecializedOutBytes = 2 * BlockM * BlockN * 2;
+  static constexpr int kWarpSpecializedOutBytes = 2 * BlockM * kFilterBlocks * 64 * 2;
   static constexpr int kWarpSpecializedStagesFit = (227 * 1024 - 1024 - kWarpSpecializedOutBytes) / kStageBytes;
   static constexpr int kWarpSpecializedStages = kWarpSpecializedStagesFit < 8 ? kWarpSpecializedStagesFit : 8;
   static constexpr int kWarpSpecializedSmemBytes =
@@ -101,6 +114,7 @@ struct ImplicitMmaTile {
   static_assert(!WarpSpecialized || (kWarpgroup && (BlockM == 64 || BlockM == 128) && kWarpSpecializedStages >= 4),
                 "warp-specialized tiles: 64 or 128 pixels, at least four stages");
   static_assert(RowBytes / 2 <= 64, "a stage's rows stay inside the offset table's padding (kOffsetTableRowAlign)");
+  static_assert(kPlainForms || Stages == kWarpSpecializedStages, "a ping-pong-only tile is named by its own stages");
 };
 
 /// Note [wgmma deep tiles] (planner.cpp): the stages of the tiles kept for few-block wgrad steps.
@@ -129,8 +143,10 @@ using ImplicitMmaTiles =
                // Wgrad steps of at most 64 filters, and persistent 1x1 layers of few tiles (planner.cpp).
                ImplicitMmaTile<64, 64, 4, 1, 128, 3, 4, false, MmaUnit::Warpgroup, true>,  // 16
                // Note [wgmma deep tiles] (planner.cpp): few-block wgrad steps, seven stages in flight.
-               ImplicitMmaTile<64, 64, 4, 1, 128, kDeepTileStages, 1, false, MmaUnit::Warpgroup>,    // 17
-               ImplicitMmaTile<64, 128, 4, 1, 128, kDeepTileStages, 1, false, MmaUnit::Warpgroup>>;  // 18
+               ImplicitMmaTile<64, 64, 4, 1, 128, kDeepTileStages, 1, false, MmaUnit::Warpgroup>,   // 17
+               ImplicitMmaTile<64, 128, 4, 1, 128, kDeepTileStages, 1, false, MmaUnit::Warpgroup>,  // 18
+               // Note [wgmma wave-fitted filter tiles]: ping-pong only, forward and stride-1 dgrad steps.
+               ImplicitMmaTile<64, 208, 4, 1, 128, 4, 1, false, MmaUnit::Warpgroup, true>>;  // 19
 /// The tile that runs a layer with the element gather when its plan's tile has no such form.
 inline constexpr int kElementFallbackTile = 5;
 static_assert(std::tuple_element_t<kElementFallbackTile, ImplicitMmaTiles>::kElementGather,
@@ -146,6 +162,7 @@ struct MmaTileShape {
   /// threads, and whether it has the cooperative schedule.
   int specialized_smem_bytes, specialized_stages, specialized_threads;
   bool cooperative;
+  bool plain_forms;  ///< false: the warp-specialized ping-pong form only (Note [wgmma wave-fitted filter tiles])
   /// "mma128x64_4w_64B": block_m x block_n, warps, stage-row bytes; "wgmma128x128_s3": block_m x
   /// block_n, stages (warpgroup tiles: a warpgroup per 64 pixels, 128-byte rows).
   std::string name() const {
@@ -162,7 +179,7 @@ constexpr std::array<MmaTileShape, sizeof...(Tiles)> make_mma_catalog(std::tuple
             Tiles::kThreads, Tiles::kSmemBytes, Tiles::kMinBlocks, Tiles::kElementGather, Tiles::kWarpgroup,
             Tiles::kPersistentForm ? Tiles::kPersistentSmemBytes : 0,
             Tiles::kWarpSpecializedForm ? Tiles::kWarpSpecializedSmemBytes : 0, Tiles::kWarpSpecializedStages,
-            Tiles::kWarpSpecializedThreads, Tiles::kCooperativeForm}...}};
+            Tiles::kWarpSpecializedThreads, Tiles::kCooperativeForm, Tiles::kPlainForms}...}};
 }
 inline constexpr auto kMmaTileCatalog = make_mma_catalog(static_cast<ImplicitMmaTiles*>(nullptr));
 
@@ -174,6 +191,8 @@ inline constexpr auto kMmaTileCatalog = make_mma_catalog(static_cast<ImplicitMma
 /// images with vector filters and the both-transposed form, but no TF32 transposed filters (Note
 /// [mma tf32 transposed filters]).
 inline bool mma_tile_has_forms(const MmaTileShape& t, GatherForm a, GatherForm b, int element_bytes) {
+  if (!t.plain_forms)  // Note [wgmma wave-fitted filter tiles]
+    return element_bytes == 2 && a == GatherForm::Vector && b != GatherForm::Element;
   if (t.warpgroup)
     return (element_bytes == 2 || b != GatherForm::Transposed) &&
            ((a == GatherForm::Vector && b != GatherForm::Element) ||

@@ -158,6 +158,28 @@ MCONV_WGMMA_STEP(wgmma_m64n64_bf16_ta, 64, "bf16.bf16", "16", ", 1, 0")
 MCONV_WGMMA_STEP(wgmma_m64n128_bf16_ta, 128, "bf16.bf16", "16", ", 1, 0")
 MCONV_WGMMA_STEP(wgmma_m64n256_bf16_ta, 256, "bf16.bf16", "16", ", 1, 0")
 
+// Note [wgmma wave-fitted filter tiles] (warp_specialized.cuh): the 16-bit steps of 208 filters,
+// K-major and N-major B.
+#define MCONV_WGMMA_D208                                                             \
+  MCONV_WGMMA_D128                                                                   \
+  ", "                                                                               \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+  "%96, %97, %98, %99, %100, %101, %102, %103"
+#define MCONV_WGMMA_ACC208                                                                                       \
+  MCONV_WGMMA_ACC128, "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), \
+      "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]),    \
+      "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]),    \
+      "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]),    \
+      "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), \
+      "+f"(d[103])
+#define MCONV_WGMMA_A208 "104"
+#define MCONV_WGMMA_B208 "105"
+MCONV_WGMMA_STEP(wgmma_m64n208_f16, 208, "f16.f16", "16", ", 0, 0")
+MCONV_WGMMA_STEP(wgmma_m64n208_bf16, 208, "bf16.bf16", "16", ", 0, 0")
+MCONV_WGMMA_STEP(wgmma_m64n208_f16_nb, 208, "f16.f16", "16", ", 0, 1")
+MCONV_WGMMA_STEP(wgmma_m64n208_bf16_nb, 208, "bf16.bf16", "16", ", 0, 1")
+
 // TF32 with A in registers (Note [mma tf32 pixel runs]): each thread's four A elements in mma.sync's
 // m16n8k8 fragment order (warp w of the warpgroup holding rows 16w..16w+15), B from shared memory.
 #define MCONV_WGMMA_STEP_RA(NAME, N)                                                                                   \
@@ -210,6 +232,10 @@ MCONV_WGMMA_STEP_RA(wgmma_m64n256_tf32_ra, 256)
 #undef MCONV_WGMMA_ACC256
 #undef MCONV_WGMMA_A256
 #undef MCONV_WGMMA_B256
+#undef MCONV_WGMMA_D208
+#undef MCONV_WGMMA_ACC208
+#undef MCONV_WGMMA_A208
+#undef MCONV_WGMMA_B208
 
 /// Keeps the compiler from moving reads or writes of the accumulators across an asynchronous wgmma.
 template <int R>
@@ -222,7 +248,8 @@ __device__ __forceinline__ void pin(float (&d)[R]) {
 /// M-major when kMMajorA, B N-major when kNMajorB (Note [wgmma shared layout]; 16-bit only).
 template <class Storage, int N, bool kMMajorA, bool kNMajorB>
 __device__ __forceinline__ void mma_async(float (&d)[N / 2], uint64_t a, uint64_t b) {
-  static_assert(N == 64 || N == 128 || N == 256, "wgmma tiles of 64, 128 or 256 filters");
+  static_assert(N == 64 || N == 128 || N == 256 || (N == 208 && sizeof(Storage) == 2 && !kMMajorA),
+                "wgmma tiles of 64, 128 or 256 filters; 16-bit ones of 208 (Note [wgmma wave-fitted filter tiles])");
   static_assert((!kNMajorB && !kMMajorA) || sizeof(Storage) == 2, "M- or N-major operands are 16-bit");
   if constexpr (std::is_same_v<Storage, __half> && kMMajorA && !kNMajorB) {
     if constexpr (N == 64) wgmma_m64n64_f16_ta(d, a, b);
@@ -241,18 +268,22 @@ __device__ __forceinline__ void mma_async(float (&d)[N / 2], uint64_t a, uint64_
     if constexpr (N == 128) wgmma_m64n128_bf16_tt(d, a, b);
     if constexpr (N == 256) wgmma_m64n256_bf16_tt(d, a, b);
   } else if constexpr (std::is_same_v<Storage, __half> && kNMajorB) {
+    if constexpr (N == 208) wgmma_m64n208_f16_nb(d, a, b);
     if constexpr (N == 64) wgmma_m64n64_f16_nb(d, a, b);
     if constexpr (N == 128) wgmma_m64n128_f16_nb(d, a, b);
     if constexpr (N == 256) wgmma_m64n256_f16_nb(d, a, b);
   } else if constexpr (std::is_same_v<Storage, __nv_bfloat16> && kNMajorB) {
+    if constexpr (N == 208) wgmma_m64n208_bf16_nb(d, a, b);
     if constexpr (N == 64) wgmma_m64n64_bf16_nb(d, a, b);
     if constexpr (N == 128) wgmma_m64n128_bf16_nb(d, a, b);
     if constexpr (N == 256) wgmma_m64n256_bf16_nb(d, a, b);
   } else if constexpr (std::is_same_v<Storage, __half>) {
+    if constexpr (N == 208) wgmma_m64n208_f16(d, a, b);
     if constexpr (N == 64) wgmma_m64n64_f16(d, a, b);
     if constexpr (N == 128) wgmma_m64n128_f16(d, a, b);
     if constexpr (N == 256) wgmma_m64n256_f16(d, a, b);
   } else if constexpr (std::is_same_v<Storage, __nv_bfloat16>) {
+    if constexpr (N == 208) wgmma_m64n208_bf16(d, a, b);
     if constexpr (N == 64) wgmma_m64n64_bf16(d, a, b);
     if constexpr (N == 128) wgmma_m64n128_bf16(d, a, b);
     if constexpr (N == 256) wgmma_m64n256_bf16(d, a, b);
