@@ -281,9 +281,7 @@ TEST_F(BackwardGpu, ChannelsLastHalfStepsTransposedGathersAndClusterSplits) {
 // 7x7 with 16 filters in a 64-wide box, a partial second box (96), late-stage reductions, true
 // convolution (flipped taps) and alpha/beta, also on persistent and warp-specialized tiles (Note
 // [wgmma persistent tiles], [wgmma warp-specialized tiles]; the phases' dx is not dense, so they run
-// the plain form, or 64x128's for the 208-filter tile, which has no other: Note [wgmma
-// wave-fitted filter tiles]). Every warpgroup step must take the maps; each case against the double
-// reference.
+// the plain form). Every warpgroup step must take the maps; each case against the double reference.
 TEST_F(BackwardGpu, DgradTensorMapLoads) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 956);
@@ -308,8 +306,7 @@ TEST_F(BackwardGpu, DgradTensorMapLoads) {
                          "wgmma64x128_s4_tma_persistent",
                          "wgmma64x128_s4_tma_pingpong",
                          "wgmma128x128_s3_tma_pingpong",
-                         "wgmma128x64_s3_tma_cooperative",
-                         "wgmma64x208_s4_tma_pingpong"};
+                         "wgmma128x64_s3_tma_cooperative"};
   for (const Precision& pr : {kPrecisions[2], kPrecisions[3]})
     for (Case c : cases)
       for (const char* tile : tiles) {
@@ -332,10 +329,9 @@ TEST_F(BackwardGpu, DgradTensorMapLoads) {
       }
 }
 
-// Note [wgmma wave-fitted filter tiles]: a 208-filter ping-pong tile on stride-1 dgrad steps (N-major
-// boxes of 64 filters, the last partly used) whose dx has 200 channels (a tail of one 16-byte run of
-// 8, the second skipped) and 424 (a third tile of 8 in a first partial block), alpha/beta; each
-// against the double reference, the plan naming the tile.
+// Note [wgmma wave-fitted filter tiles]: the cooperative 128x208 tile forced onto stride-1 dgrad
+// steps (N-major filters, which it does not take) of 200 and 424 channels runs 128x128's cooperative
+// form, with alpha/beta; each against the double reference.
 TEST_F(BackwardGpu, DgradWaveFittedTile) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 958);
@@ -348,10 +344,12 @@ TEST_F(BackwardGpu, DgradWaveFittedTile) {
       c = backward_case(c, Pass::BackwardData);
       BackwardTensors bt(c, Pass::BackwardData, pr.dtype, g);
       PlanOptions o;
-      o.tile = "wgmma64x208_s4_tma_pingpong";
+      o.tile = "wgmma128x208_s4_tma_cooperative";
       auto plan = engine.plan_backward_data(c.p, bt.ad, bt.bd, bt.outd, o);
       ASSERT_EQ(plan->plans.size(), 1u);
-      EXPECT_EQ(std::get<ImplicitMmaDivision>(plan->plans[0]->division()).block_n, 208) << plan->plans[0]->to_text(0);
+      const auto& d = std::get<ImplicitMmaDivision>(plan->plans[0]->division());
+      EXPECT_EQ(d.block_n, 128) << plan->plans[0]->to_text(0);
+      EXPECT_EQ(d.consumers, ConsumerSchedule::Cooperative);
       EXPECT_LT(run_gpu(engine, c, Pass::BackwardData, pr, g, o), pr.tolerance)
           << dtype_name(pr.dtype) << " " << c.name();
     }

@@ -643,36 +643,44 @@ TEST(PlanDtypes, ForcedWarpSpecializedTiles) {
   EXPECT_EQ(status_of([&] { plan_for(p, Layout::NHWC, DType::BFloat16, o); }), Status::Unsupported);
 }
 
-// Note [wgmma wave-fitted filter tiles]: the 208-filter tile plans as ping-pong blocks only, its
-// shared memory in whole 64-filter blocks, and the planner takes it for stage 4's 2048-filter 1x1
-// layers (250 tiles, two a block); its names without "_tma_pingpong" are refused, and a layer the
-// form cannot take (y in plane order) runs 64x128's plain form, named as such.
+// Note [wgmma wave-fitted filter tiles]: the 128x208 tile plans as unsplit cooperative blocks only,
+// its stages of 208 K-major filter rows, and the planner takes it for stage 4's 2048-filter 1x1
+// layers (130 tiles, one a block), not for the stage's 512-filter or stage 3's layers. Its other
+// names and a split are refused, and a layer the form cannot take (y in plane order) runs
+// 128x128's forms, named as such.
 TEST(PlanDtypes, WaveFittedFilterTiles) {
   const Problem wide = make(32, 512, 7, 7, 2048, 1, 1);  // resnet50's l4_1x1b: 1568 pixels, 2048 filters
-  for (const std::string& forced : {std::string("wgmma64x208_s4_tma_pingpong"), std::string()}) {
+  for (const std::string& forced : {std::string("wgmma128x208_s4_tma_cooperative"), std::string()}) {
     PlanOptions o;
     o.tile = forced;
     const Plan plan = plan_for(wide, Layout::NHWC, DType::BFloat16, o);
     const auto d = std::get<ImplicitMmaDivision>(plan.division());
-    EXPECT_EQ(division_name(d), "wgmma64x208_s4_tma_pingpong") << plan.to_text(0);
-    EXPECT_EQ(d.consumers, ConsumerSchedule::PingPong);
+    EXPECT_EQ(division_name(d), "wgmma128x208_s4_tma_cooperative") << plan.to_text(0);
+    EXPECT_EQ(d.consumers, ConsumerSchedule::Cooperative);
     EXPECT_EQ(d.block_n, 208);
-    EXPECT_EQ(d.launch.grid_x, 132);  // 25 x 10 = 250 tiles
+    EXPECT_EQ(d.cluster_split, 1);
+    EXPECT_EQ(d.launch.grid_x, 13 * 10);
     EXPECT_EQ(d.stages, 4);
-    EXPECT_EQ(d.launch.smem_bytes, 4 * (64 + 256) * 128 + 2 * 64 * 256 * 2 + 1024);
+    EXPECT_EQ(d.launch.smem_bytes, 4 * (128 + 208) * 128 + 2 * 64 * 208 * 2 + 1024);
   }
-  // Stage 4's 512-filter and stage 3's layers keep their tiles.
-  EXPECT_NE(
-      std::get<ImplicitMmaDivision>(plan_for(make(32, 2048, 7, 7, 512, 1, 1), Layout::NHWC, DType::BFloat16).division())
-          .block_n,
-      208);
-  EXPECT_NE(std::get<ImplicitMmaDivision>(
-                plan_for(make(32, 256, 14, 14, 1024, 1, 1), Layout::NHWC, DType::BFloat16).division())
-                .block_n,
-            208);
+  EXPECT_EQ(division_name(std::get<ImplicitMmaDivision>(
+                plan_for(make(32, 1024, 14, 14, 2048, 1, 1, 0, 2), Layout::NHWC, DType::BFloat16).division())),
+            "wgmma128x208_s4_tma_cooperative");  // l4_ds
+  for (const Problem& p : {make(32, 2048, 7, 7, 512, 1, 1), make(32, 256, 14, 14, 1024, 1, 1)})
+    EXPECT_NE(std::get<ImplicitMmaDivision>(plan_for(p, Layout::NHWC, DType::BFloat16).division()).block_n, 208)
+        << p.to_string();
   PlanOptions o;
+  o.tile = "wgmma128x208_s4_tma_cooperative";
+  o.split_k = 2;  // the whole reduction a tile
+  try {
+    (void)plan_for(wide, Layout::NHWC, DType::BFloat16, o);
+    ADD_FAILURE() << "a wave-fitted tile was split";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::Unsupported) << e.what();
+  }
+  o.split_k = 0;
   for (const char* bad :
-       {"wgmma64x208_s4", "wgmma64x208_s4_tma", "wgmma64x208_s4_tma_persistent", "wgmma64x208_s4_tma_cooperative"}) {
+       {"wgmma128x208_s4", "wgmma128x208_s4_tma", "wgmma128x208_s4_tma_persistent", "wgmma128x208_s4_tma_pingpong"}) {
     o.tile = bad;
     try {
       (void)plan_for(wide, Layout::NHWC, DType::BFloat16, o);
@@ -681,14 +689,14 @@ TEST(PlanDtypes, WaveFittedFilterTiles) {
       EXPECT_EQ(e.status(), Status::BadParam) << e.what();
     }
   }
-  o.tile = "wgmma64x208_s4_tma_pingpong";
+  o.tile = "wgmma128x208_s4_tma_cooperative";
   o.target = Target::Cuda;
   const Plan planes =
       Plan::build(wide, wide.x_desc(Layout::NHWC, DType::BFloat16), wide.w_desc(Layout::NHWC, DType::BFloat16),
                   wide.y_desc(Layout::NCHW, DType::BFloat16), HardwareModel::reference_h100(), o);
   const auto& dp = std::get<ImplicitMmaDivision>(planes.division());
-  EXPECT_EQ(division_name(dp), "wgmma64x128_s4_tma");
-  EXPECT_NE(planes.to_text(0).find("runs only as ping-pong blocks"), std::string::npos) << planes.to_text(0);
+  EXPECT_EQ(division_name(dp), "wgmma128x128_s3_tma");
+  EXPECT_NE(planes.to_text(0).find("runs only as cooperative blocks"), std::string::npos) << planes.to_text(0);
   PlanOptions tf32 = o;  // fp32 stages take no tensor maps, as for every "_tma" name
   tf32.math = MathMode::TF32;
   try {

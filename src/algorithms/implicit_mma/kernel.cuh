@@ -292,9 +292,8 @@ template <int BM, int BN, GatherForm kA, GatherForm kB>
 __device__ __forceinline__ void issue_tensor_map_stage(const ImplicitMmaParams& prm, int k0, const int4 row,
                                                        const TensorMapTileOrigin& o, uint32_t image_dst,
                                                        uint32_t filter_dst, uint64_t* landed) {
-  // An N-major stage loads whole boxes of 64 filters (Note [wgmma wave-fitted filter tiles]).
-  constexpr int kFilterRows = kB == GatherForm::Transposed ? (BN + 63) / 64 * 64 : BN;
-  detail::mbarrier_arrive_expect_bytes(landed, (BM + kFilterRows) * wgmma::kRowBytes);
+  static_assert(kB != GatherForm::Transposed || BN % 64 == 0, "N-major filters: whole boxes of 64");
+  detail::mbarrier_arrive_expect_bytes(landed, (BM + BN) * wgmma::kRowBytes);
   constexpr uint32_t kBlockBytes = 64 * wgmma::kRowBytes;  // one M- or N-major block of 64
   if constexpr (kA == GatherForm::Transposed) {
     // A wgrad step: the stage's rows are 64 consecutive dy pixels (n, p, q); the block's columns
@@ -322,7 +321,7 @@ __device__ __forceinline__ void issue_tensor_map_stage(const ImplicitMmaParams& 
     const int tap_r = row.y / prm.dil_h, tap_s = row.z / prm.dil_w;
     const int fr = prm.flip ? prm.filter_r - 1 - tap_r : tap_r, fs = prm.flip ? prm.filter_s - 1 - tap_s : tap_s;
 #pragma unroll
-    for (int b = 0; b < kFilterRows / 64; ++b)
+    for (int b = 0; b < BN / 64; ++b)
       detail::tensor_copy_tile_4d(filter_dst + b * kBlockBytes, prm.filter_map, o.block_n + 64 * b, c0, fs, fr, landed);
   } else {
     detail::tensor_copy_tile(filter_dst, prm.filter_map, row.w, o.block_n, landed);
@@ -358,9 +357,12 @@ __device__ __forceinline__ void write_output_buffer(const ImplicitMmaParams& prm
       }
       if (prm.relu) v0 = fmaxf(v0, 0.0f), v1 = fmaxf(v1, 0.0f);
       __align__(4) T out[2] = {Math::from_float(v0), Math::from_float(v1)};
-      const uint32_t addr =
-          wgmma::swizzled_chunk(out_base + (col / 64) * rows * wgmma::kRowBytes, row, (col % 64) / 8) +
-          (col % 8) * static_cast<int>(sizeof(T));
+      // Note [wgmma wave-fitted filter tiles]: the last BN % 64 filters as plain rows of their own.
+      const uint32_t addr = j < BN / 64 * 8 ? wgmma::swizzled_chunk(out_base + (col / 64) * rows * wgmma::kRowBytes,
+                                                                    row, (col % 64) / 8) +
+                                                  (col % 8) * static_cast<int>(sizeof(T))
+                                            : out_base + BN / 64 * rows * wgmma::kRowBytes +
+                                                  (row * (BN % 64) + col % 64) * static_cast<int>(sizeof(T));
       asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(*reinterpret_cast<const uint32_t*>(out)));
     }
   }
@@ -380,10 +382,11 @@ __device__ __forceinline__ void store_output_buffer(const ImplicitMmaParams& prm
   detail::bulk_commit();
 }
 
-/// Note [wgmma wave-fitted filter tiles]: the last BN % 64 filters of the output buffer's tile out
-/// to y by the `threads` threads of the caller, a 16-byte run of 8 filters each per step (pixels
-/// past N*P*Q and filters past K/G skipped; K/G is a multiple of 8 where this form runs). The
-/// buffer was written and the threads synchronised before; they read it before their next barrier.
+/// Note [wgmma wave-fitted filter tiles]: the last BN % 64 filters of the output buffer's tile (BM
+/// plain rows of BN % 64 16-bit values after the whole blocks) out to y by the `kThreads` threads of
+/// the caller, a 16-byte run of 8 filters each per step (pixels past N*P*Q and filters past K/G
+/// skipped; K/G is a multiple of 8 where this form runs). The buffer was written and the threads
+/// synchronised before; they read it before their next barrier.
 template <int BM, int BN, int kThreads>
 __device__ __forceinline__ void store_output_tail(const ImplicitMmaParams& prm, uint32_t out_base, long long tile_m,
                                                   int tile_n, int tid) {
@@ -399,7 +402,7 @@ __device__ __forceinline__ void store_output_tail(const ImplicitMmaParams& prm, 
       uint4 v;
       asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
                    : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                   : "r"(wgmma::swizzled_chunk(tail, row, run)));
+                   : "r"(tail + (row * kRuns + run) * 16));
       *reinterpret_cast<uint4*>(gY + (m * prm.y_sq + f) * 2) = v;
     }
   }

@@ -48,13 +48,17 @@ using MmaKernel = void (*)(ImplicitMmaParams);
 template <class Tile, class Math, class F>
 MmaKernel warp_specialized_kernel(ConsumerSchedule consumers, bool split) {
   if constexpr (kHasWarpSpecialized<Tile, Math, F>) {
-    if constexpr (F::kA == GatherForm::Vector)
+    // Note [wgmma wave-fitted filter tiles]: a tile of a partial filter block runs unsplit cooperative.
+    if constexpr (F::kA == GatherForm::Vector && Tile::kWholeFilterBlocks)
       if (consumers == ConsumerSchedule::PingPong && !split)
         return cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kA, F::kB, false>;
-    if constexpr (Tile::kCooperativeForm)
-      if (consumers == ConsumerSchedule::Cooperative)
-        return split ? cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kA, F::kB, true, true>
-                     : cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kA, F::kB, true>;
+    if constexpr (Tile::kCooperativeForm) {
+      if (consumers == ConsumerSchedule::Cooperative && !split)
+        return cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kA, F::kB, true>;
+      if constexpr (Tile::kWholeFilterBlocks)
+        if (consumers == ConsumerSchedule::Cooperative)
+          return cuda::implicit_mma_warp_specialized_kernel<Tile, Math, F::kA, F::kB, true, true>;
+    }
   }
   return nullptr;
 }
@@ -86,20 +90,11 @@ void visit_math(const Plan& plan, F&& f) {
   throw Error(Status::Internal, "implicit_mma: a plan in fp32 exact math reached the tensor-core launcher");
 }
 
-/// Calls f(Forms<a, b>{}) where tile and element type have that instantiation (mma_tile_has_forms;
-/// TF32 transposed filters on mma.sync tiles only, warpgroup tiles have no element form); false
-/// where they have none.
+/// visit_forms for a tile that has the plain forms.
 template <class Tile, class Math, class F>
-bool visit_forms(GatherForm a, GatherForm b, F&& f) {
+bool visit_plain_tile_forms(GatherForm a, GatherForm b, F&& f) {
   using G = GatherForm;
   constexpr bool k16 = Math::kBytes == 2;
-  if constexpr (!Tile::kPlainForms) {  // Note [wgmma wave-fitted filter tiles]: 16-bit ping-pong only
-    if constexpr (k16) {
-      if (a == G::Vector && b == G::Vector) return f(Forms<G::Vector, G::Vector>{}), true;
-      if (a == G::Vector && b == G::Transposed) return f(Forms<G::Vector, G::Transposed>{}), true;
-    }
-    return false;
-  }
   if (a == G::Vector && b == G::Vector) return f(Forms<G::Vector, G::Vector>{}), true;
   // Note [mma tf32 transposed filters].
   if constexpr (k16 || !Tile::kWarpgroup)
@@ -121,6 +116,21 @@ bool visit_forms(GatherForm a, GatherForm b, F&& f) {
     if (a == G::Element && b == G::Transposed) return f(Forms<G::Element, G::Transposed>{}), true;
   }
   return false;
+}
+
+/// Calls f(Forms<a, b>{}) where tile and element type have that instantiation (mma_tile_has_forms;
+/// TF32 transposed filters on mma.sync tiles only, warpgroup tiles have no element form); false
+/// where they have none.
+template <class Tile, class Math, class F>
+bool visit_forms(GatherForm a, GatherForm b, F&& f) {
+  using G = GatherForm;
+  if constexpr (!Tile::kPlainForms) {  // Note [wgmma wave-fitted filter tiles]: 16-bit, both vector
+    if constexpr (Math::kBytes == 2)
+      if (a == G::Vector && b == G::Vector) return f(Forms<G::Vector, G::Vector>{}), true;
+    return false;
+  } else {
+    return visit_plain_tile_forms<Tile, Math>(a, b, f);
+  }
 }
 
 /// Calls f(Tile{}, Forms{}) for the tile and forms of one launch.

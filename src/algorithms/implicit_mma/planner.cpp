@@ -411,11 +411,11 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
           return specialized("wgmma128x64_s3", 128, 64, kCooperative, 2);
         if (p.r * p.s == 1 && rows >= 256 && kg >= 64 && blocks(64, 64) <= sms)
           return specialized("wgmma64x64_s3", 64, 64, kPingPong);
-        // Note [wgmma wave-fitted filter tiles]: 1x1 layers of 1024 filters or more whose 64x208
-        // tiles fill 7/8 to all of the ping-pong blocks' two slots (l4_1x1b 14.0 -> 12.5 us, l4_ds
-        // 20.0 -> 19.3 against 128x128; 64x208 lost on every other layer, and on every dgrad step).
-        if (p.r * p.s == 1 && rows >= 512 && kg >= 1024 && blocks(64, 208) * 8 > sms * 14 && blocks(64, 208) <= 2 * sms)
-          return specialized("wgmma64x208_s4", 64, 208, kPingPong);
+        // Note [wgmma wave-fitted filter tiles]: 1x1 layers of 1024 filters or more whose 128x208
+        // tiles make 7/8 to one wave (l4_1x1b 14.0 -> 11.9 us, l4_ds 20.0 -> 16.2 against 128x128;
+        // ping-pong 64x208 12.4 and 19.6; 128x208 lost on stage 3-4's other 1x1 layers).
+        if (p.r * p.s == 1 && rows >= 512 && kg >= 1024 && blocks(128, 208) * 8 > sms * 7 && blocks(128, 208) <= sms)
+          return specialized("wgmma128x208_s4", 128, 208, kCooperative);
         if (p.r * p.s == 1 && rows >= 512 && kg >= 128 && one_round_128)
           return specialized("wgmma128x128_s3", 128, 128, kCooperative);
         if (p.r * p.s == 1 && rows >= 512 && kg >= 128 && kg <= 1024)
@@ -996,7 +996,8 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
         (forced_persistent && !forced_tensor_maps) ||
         (forced_persistent && !forced_specialized && kMmaTileCatalog[tile].persistent_smem_bytes == 0) ||
         (forced_specialized && kMmaTileCatalog[tile].specialized_smem_bytes == 0) ||
-        (!kMmaTileCatalog[tile].plain_forms && forced_consumers != ConsumerSchedule::PingPong) ||
+        // Note [wgmma wave-fitted filter tiles]: cooperative only.
+        (!kMmaTileCatalog[tile].plain_forms && forced_consumers != ConsumerSchedule::Cooperative) ||
         (forced_consumers == ConsumerSchedule::Cooperative && !kMmaTileCatalog[tile].cooperative))
       throw Error(Status::BadParam,
                   "tile: unknown implicit_mma tile '" + forced_tile + "' (known: " + implicit_mma_tile_names() + ")");
@@ -1047,15 +1048,16 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     }
     if (tile < 0) tile = choose_element_tile(p, hw, false, why);
   }
-  // Note [wgmma wave-fitted filter tiles]: a tile of the ping-pong form only, forced onto a layer
-  // that form cannot take (strided or plane-order y, gathered operands), runs 64x128's plain form.
+  // Note [wgmma wave-fitted filter tiles]: a tile of the cooperative form only, forced onto a layer
+  // that form cannot take (a dgrad step's N-major filters, strided or plane-order y, gathered
+  // operands), runs 128x128's forms.
   if (!kMmaTileCatalog[tile].plain_forms &&
-      !(forms.a == GatherForm::Vector && forms.b != GatherForm::Element && dtype_size(x.dtype) == 2 &&
-        no_tensor_maps.empty() && y_takes_tensor_map_store(p, y, forms.a))) {
+      !(mma_tile_has_forms(kMmaTileCatalog[tile], forms.a, forms.b, dtype_size(x.dtype)) && no_tensor_maps.empty() &&
+        y_takes_tensor_map_store(p, y, forms.a))) {
     why.push_back("tile " + kMmaTileCatalog[tile].name() +
-                  " runs only as ping-pong blocks loading through tensor maps and storing a dense channels-last "
-                  "y, which this layer cannot take: tile wgmma64x128_s4 instead");
-    tile = find_mma_tile("wgmma64x128_s4");
+                  " runs only as cooperative blocks on a forward layer loading through tensor maps and storing a "
+                  "dense channels-last y, which this layer cannot take: tile wgmma128x128_s3 instead");
+    tile = find_mma_tile("wgmma128x128_s3");
   }
   const MmaTileShape& t = kMmaTileCatalog[tile];
   ImplicitMmaDivision d;
@@ -1115,6 +1117,8 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     // kCooperativeSplits blocks of a cluster, the other forms take each tile's whole reduction.
     if (forced_split > 1 && forced_consumers != ConsumerSchedule::Cooperative)
       throw Error(Status::Unsupported, "split_k: a persistent tile takes each tile's whole reduction");
+    if (forced_split > 1 && !t.plain_forms)
+      throw Error(Status::Unsupported, "split_k: tile " + t.name() + " takes each tile's whole reduction");
     if (!wgrad_specialized && forced_split > kCooperativeSplits)
       throw Error(Status::Unsupported, "split_k: a cooperative tile splits its rows among at most " +
                                            std::to_string(kCooperativeSplits) + " blocks");

@@ -46,17 +46,13 @@ struct ImplicitMmaTile {
   // filter part of a stage is the larger of the two.
   static constexpr int kTransposedRows = RowBytes / 2;
   static constexpr int kPitchA = BlockM * 2 + 16, kPitchB = BlockN * 2 + 16;
-  // Note [wgmma wave-fitted filter tiles] (warp_specialized.cuh): a warpgroup tile's filters fill
-  // whole blocks of 64 in shared memory (an N-major stage loads whole 64-filter boxes), its last
-  // block partly used where BlockN is not a multiple of 64; such tiles have only the warp-specialized
-  // ping-pong form.
-  static constexpr int kFilterBlocks = (BlockN + 63) / 64;
+  // Note [wgmma wave-fitted filter tiles] (warp_specialized.cuh): a warpgroup tile whose filters
+  // end in a partial block of 64 has only the cooperative form, forward layers only.
   static constexpr bool kWholeFilterBlocks = BlockN % 64 == 0;
   /// Whether the tile has the forms of one block a tile (plain, tensor-map, persistent).
   static constexpr bool kPlainForms = !kWarpgroup || kWholeFilterBlocks;
-  static constexpr int kFilterBytes = kWarpgroup                                        ? kFilterBlocks * 64 * kRowPitch
-                                      : BlockN * kRowPitch >= kTransposedRows * kPitchB ? BlockN * kRowPitch
-                                                                                        : kTransposedRows * kPitchB;
+  static constexpr int kFilterBytes =
+      kWarpgroup || BlockN * kRowPitch >= kTransposedRows * kPitchB ? BlockN * kRowPitch : kTransposedRows * kPitchB;
   static constexpr int kStageBytes = BlockM * kRowPitch + kFilterBytes;
   // Note [mma staged epilogue]: the fp32 results of the block, rows padded by 4 floats; Note [mma
   // cluster split] also parks them transposed (pixels fastest, kOutPitchM).
@@ -87,8 +83,8 @@ struct ImplicitMmaTile {
   static_assert(!kWarpgroup || (RowBytes == 128 && WarpsN == 1 && WarpsM * 16 == BlockM && BlockM % 64 == 0 &&
                                 BlockN % 8 == 0 && BlockN <= 256 && !ElementGather),
                 "warpgroup tiles: 128-byte rows, a warpgroup per 64 pixels over every filter, no element form");
-  static_assert(!kWarpgroup || kWholeFilterBlocks || (WarpSpecialized && BlockM == 64),
-                "wave-fitted filter tiles: the ping-pong form only");
+  static_assert(!kWarpgroup || kWholeFilterBlocks || (WarpSpecialized && BlockM == 128),
+                "wave-fitted filter tiles: the cooperative form only");
   static_assert(!kPlainForms ||
                     (kThreads % (BlockM / 8) == 0 && kThreads % (BlockN / 8) == 0 &&
                      (kTransposedRows * BlockM / 8) % kThreads == 0 && (kTransposedRows * BlockN / 8) % kThreads == 0),
@@ -106,7 +102,10 @@ struct ImplicitMmaTile {
   static constexpr bool kWarpSpecializedForm = WarpSpecialized;
   static constexpr bool kCooperativeForm = WarpSpecialized && BlockM == 128;
   static constexpr int kWarpSpecializedThreads = 3 * 128;
-  static constexpr int kWarpSpecializedOutBytes = 2 * BlockM * kFilterBlocks * 64 * 2;
+  // Two buffers of a warpgroup's 16-bit tile (Note [wgmma wave-fitted filter tiles]: a 64-pixel
+  // half of a cooperative tile; the tiles of whole blocks as they were measured, a cooperative
+  // warpgroup using half of its buffer).
+  static constexpr int kWarpSpecializedOutBytes = 2 * (kWholeFilterBlocks ? BlockM : 64) * BlockN * 2;
   static constexpr int kWarpSpecializedStagesFit = (227 * 1024 - 1024 - kWarpSpecializedOutBytes) / kStageBytes;
   static constexpr int kWarpSpecializedStages = kWarpSpecializedStagesFit < 8 ? kWarpSpecializedStagesFit : 8;
   static constexpr int kWarpSpecializedSmemBytes =
@@ -114,7 +113,8 @@ struct ImplicitMmaTile {
   static_assert(!WarpSpecialized || (kWarpgroup && (BlockM == 64 || BlockM == 128) && kWarpSpecializedStages >= 4),
                 "warp-specialized tiles: 64 or 128 pixels, at least four stages");
   static_assert(RowBytes / 2 <= 64, "a stage's rows stay inside the offset table's padding (kOffsetTableRowAlign)");
-  static_assert(kPlainForms || Stages == kWarpSpecializedStages, "a ping-pong-only tile is named by its own stages");
+  static_assert(kPlainForms || Stages == kWarpSpecializedStages,
+                "a tile of warp-specialized forms only is named by their stages");
 };
 
 /// Note [wgmma deep tiles] (planner.cpp): the stages of the tiles kept for few-block wgrad steps.
@@ -145,8 +145,8 @@ using ImplicitMmaTiles =
                // Note [wgmma deep tiles] (planner.cpp): few-block wgrad steps, seven stages in flight.
                ImplicitMmaTile<64, 64, 4, 1, 128, kDeepTileStages, 1, false, MmaUnit::Warpgroup>,   // 17
                ImplicitMmaTile<64, 128, 4, 1, 128, kDeepTileStages, 1, false, MmaUnit::Warpgroup>,  // 18
-               // Note [wgmma wave-fitted filter tiles]: ping-pong only, forward and stride-1 dgrad steps.
-               ImplicitMmaTile<64, 208, 4, 1, 128, 4, 1, false, MmaUnit::Warpgroup, true>>;  // 19
+               // Note [wgmma wave-fitted filter tiles]: cooperative only, forward layers.
+               ImplicitMmaTile<128, 208, 8, 1, 128, 4, 1, false, MmaUnit::Warpgroup, true>>;  // 19
 /// The tile that runs a layer with the element gather when its plan's tile has no such form.
 inline constexpr int kElementFallbackTile = 5;
 static_assert(std::tuple_element_t<kElementFallbackTile, ImplicitMmaTiles>::kElementGather,
@@ -162,7 +162,7 @@ struct MmaTileShape {
   /// threads, and whether it has the cooperative schedule.
   int specialized_smem_bytes, specialized_stages, specialized_threads;
   bool cooperative;
-  bool plain_forms;  ///< false: the warp-specialized ping-pong form only (Note [wgmma wave-fitted filter tiles])
+  bool plain_forms;  ///< false: warp-specialized forms only (Note [wgmma wave-fitted filter tiles])
   /// "mma128x64_4w_64B": block_m x block_n, warps, stage-row bytes; "wgmma128x128_s3": block_m x
   /// block_n, stages (warpgroup tiles: a warpgroup per 64 pixels, 128-byte rows).
   std::string name() const {
@@ -192,7 +192,7 @@ inline constexpr auto kMmaTileCatalog = make_mma_catalog(static_cast<ImplicitMma
 /// [mma tf32 transposed filters]).
 inline bool mma_tile_has_forms(const MmaTileShape& t, GatherForm a, GatherForm b, int element_bytes) {
   if (!t.plain_forms)  // Note [wgmma wave-fitted filter tiles]
-    return element_bytes == 2 && a == GatherForm::Vector && b != GatherForm::Element;
+    return element_bytes == 2 && a == GatherForm::Vector && b == GatherForm::Vector;
   if (t.warpgroup)
     return (element_bytes == 2 || b != GatherForm::Transposed) &&
            ((a == GatherForm::Vector && b != GatherForm::Element) ||

@@ -73,16 +73,17 @@
 //
 // Note [wgmma wave-fitted filter tiles]: wgmma takes any multiple of 8 filters up to 256, and a late
 // layer's grid of whole-64 filter tiles can fit the SMs badly: resnet50's stage-4 1x1 layers of 2048
-// filters over 1568 pixels make 208 tiles of 128x128 (1.6 waves) or 400 of 64x128; tiles of 64x208
-// make 250, two a ping-pong block of 132. Such a tile keeps the shared layout of whole 64-filter
-// blocks: a K-major stage loads BN filter rows (the last block partly filled), an N-major one whole
-// boxes of 64 filters, and a warpgroup's output buffer holds BN rounded up to 64. The store sends
-// the whole blocks as tensor-map boxes; the last BN % 64 filters leave from the buffer as 16-byte
-// runs, one a consumer thread a step (store_output_tail), since a box of 64 filters would write
-// into the next tile's. Only the ping-pong form exists (forward and stride-1 dgrad steps, 16-bit, y
-// dense with K/G a multiple of 8); the planner runs 64x128's forms where a layer cannot take it.
-// cuDNN runs the 512-filter layer of that stage on 64x104 tiles (125 on 128 blocks); such a tile
-// here ran within 2% of 64x128 (docs/PERFORMANCE.md), so only 208 is kept.
+// filters over 1568 pixels make 208 tiles of 128x128 (1.6 waves); tiles of 128x208 make 130, one a
+// cooperative block of 132, each reading the bytes of 2 x 64 pixels and 208 filters a stage for
+// 128 x 208 MACs. The stage holds 208 K-major filter rows, the last 64-filter block partly used.
+// The output buffer holds a warpgroup's whole blocks in the 128-byte swizzle, which leave as
+// tensor-map boxes, and then its last BN % 64 filters as plain rows of their own, which the
+// consumer threads store as 16-byte runs (store_output_tail), since a box of 64 filters would write
+// into the next tile's. Such a tile has only the unsplit cooperative form on forward layers (16-bit,
+// y dense with K/G a multiple of 8); the planner runs 128x128's forms where a layer cannot take it.
+// Two other widths were built and measured (docs/PERFORMANCE.md, "Wave-fitted filter tiles"):
+// 64x104 (cuDNN's tile for the stage's 512-filter layer, 125 tiles on 128 blocks) ran within 2% of
+// 64x128, and ping-pong 64x208 (250 tiles, two a block) lost to 128x208 on both layers it won.
 #pragma once
 
 #include "kernel.cuh"
@@ -175,9 +176,11 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
   constexpr int kRows = kCooperative ? 64 : BM;      // a warpgroup's pixels of a tile
   constexpr int MB = kRows / 64;                     // its wgmma rows of 64 pixels
   constexpr int kTileStride = kCooperative ? 1 : 2;  // a warpgroup's tiles, in the block's tiles
-  // Note [wgmma wave-fitted filter tiles]: ping-pong forward and dgrad steps only.
-  static_assert(Tile::kWholeFilterBlocks || (!kCooperative && !kWgrad), "wave-fitted tiles: ping-pong, vector x");
-  constexpr uint32_t kImageBytes = BM * wgmma::kRowBytes, kOutBytes = BM * Tile::kFilterBlocks * 64 * 2;
+  // Note [wgmma wave-fitted filter tiles]: forward layers, cooperative, unsplit.
+  static_assert(Tile::kWholeFilterBlocks ||
+                    (kCooperative && !kClusterSplit && kA == GatherForm::Vector && kB == GatherForm::Vector),
+                "wave-fitted tiles: forward layers on unsplit cooperative blocks");
+  constexpr uint32_t kImageBytes = BM * wgmma::kRowBytes, kOutBytes = Tile::kWarpSpecializedOutBytes / 2;
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ __align__(8) uint64_t landed[S], freed[S], turn[2];
   // Cluster-split cooperative tiles: per consumer warpgroup, the peers' partial sums of a tile are

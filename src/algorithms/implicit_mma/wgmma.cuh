@@ -159,7 +159,7 @@ MCONV_WGMMA_STEP(wgmma_m64n128_bf16_ta, 128, "bf16.bf16", "16", ", 1, 0")
 MCONV_WGMMA_STEP(wgmma_m64n256_bf16_ta, 256, "bf16.bf16", "16", ", 1, 0")
 
 // Note [wgmma wave-fitted filter tiles] (warp_specialized.cuh): the 16-bit steps of 208 filters,
-// K-major and N-major B.
+// both operands K-major.
 #define MCONV_WGMMA_D208                                                             \
   MCONV_WGMMA_D128                                                                   \
   ", "                                                                               \
@@ -177,8 +177,6 @@ MCONV_WGMMA_STEP(wgmma_m64n256_bf16_ta, 256, "bf16.bf16", "16", ", 1, 0")
 #define MCONV_WGMMA_B208 "105"
 MCONV_WGMMA_STEP(wgmma_m64n208_f16, 208, "f16.f16", "16", ", 0, 0")
 MCONV_WGMMA_STEP(wgmma_m64n208_bf16, 208, "bf16.bf16", "16", ", 0, 0")
-MCONV_WGMMA_STEP(wgmma_m64n208_f16_nb, 208, "f16.f16", "16", ", 0, 1")
-MCONV_WGMMA_STEP(wgmma_m64n208_bf16_nb, 208, "bf16.bf16", "16", ", 0, 1")
 
 // TF32 with A in registers (Note [mma tf32 pixel runs]): each thread's four A elements in mma.sync's
 // m16n8k8 fragment order (warp w of the warpgroup holding rows 16w..16w+15), B from shared memory.
@@ -248,7 +246,7 @@ __device__ __forceinline__ void pin(float (&d)[R]) {
 /// M-major when kMMajorA, B N-major when kNMajorB (Note [wgmma shared layout]; 16-bit only).
 template <class Storage, int N, bool kMMajorA, bool kNMajorB>
 __device__ __forceinline__ void mma_async(float (&d)[N / 2], uint64_t a, uint64_t b) {
-  static_assert(N == 64 || N == 128 || N == 256 || (N == 208 && sizeof(Storage) == 2 && !kMMajorA),
+  static_assert(N == 64 || N == 128 || N == 256 || (N == 208 && sizeof(Storage) == 2 && !kMMajorA && !kNMajorB),
                 "wgmma tiles of 64, 128 or 256 filters; 16-bit ones of 208 (Note [wgmma wave-fitted filter tiles])");
   static_assert((!kNMajorB && !kMMajorA) || sizeof(Storage) == 2, "M- or N-major operands are 16-bit");
   if constexpr (std::is_same_v<Storage, __half> && kMMajorA && !kNMajorB) {
@@ -268,12 +266,10 @@ __device__ __forceinline__ void mma_async(float (&d)[N / 2], uint64_t a, uint64_
     if constexpr (N == 128) wgmma_m64n128_bf16_tt(d, a, b);
     if constexpr (N == 256) wgmma_m64n256_bf16_tt(d, a, b);
   } else if constexpr (std::is_same_v<Storage, __half> && kNMajorB) {
-    if constexpr (N == 208) wgmma_m64n208_f16_nb(d, a, b);
     if constexpr (N == 64) wgmma_m64n64_f16_nb(d, a, b);
     if constexpr (N == 128) wgmma_m64n128_f16_nb(d, a, b);
     if constexpr (N == 256) wgmma_m64n256_f16_nb(d, a, b);
   } else if constexpr (std::is_same_v<Storage, __nv_bfloat16> && kNMajorB) {
-    if constexpr (N == 208) wgmma_m64n208_bf16_nb(d, a, b);
     if constexpr (N == 64) wgmma_m64n64_bf16_nb(d, a, b);
     if constexpr (N == 128) wgmma_m64n128_bf16_nb(d, a, b);
     if constexpr (N == 256) wgmma_m64n256_bf16_nb(d, a, b);
