@@ -286,7 +286,7 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   // Note [wgmma persistent tiles]: y takes the tensor-map store (the planner's test) from this pointer.
   const bool y_store = d.persistent && y_takes_tensor_map_store(plan.problem(), plan.y_desc(), d.a_gather) &&
                        reinterpret_cast<uintptr_t>(y) % 16 == 0;
-  // Note [wgmma wave-fitted filter tiles]: such a tile has its ping-pong form only.
+  // Note [wgmma wave-fitted filter tiles]: such a tile has its cooperative form only.
   const MmaTileShape& planned = kMmaTileCatalog.at(d.tile);
   const bool keep = aligned(d.a_gather, x, prm.x_group) && aligned(d.b_gather, w, prm.w_group) &&
                     mma_tile_has_forms(planned, d.a_gather, d.b_gather, esz) &&
@@ -330,7 +330,7 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
       using F = decltype(forms);
       auto run = [&](auto maps, auto persistent_blocks) {
         if constexpr (!Tile::kPlainForms) {
-          throw Error(Status::Internal, "implicit_mma: a ping-pong-only tile without its ping-pong form");
+          throw Error(Status::Internal, "implicit_mma: a tile of warp-specialized forms only without them");
         } else {
           constexpr bool kMaps = decltype(maps)::value, kPersistent = decltype(persistent_blocks)::value;
           prm.splits =

@@ -1140,7 +1140,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   }
   // Note [wgmma wave-fitted filter tiles]: the test above keeps such a tile only where this holds.
   if (!t.plain_forms && !d.persistent)
-    throw Error(Status::Internal, "implicit_mma: tile " + t.name() + " without its ping-pong form");
+    throw Error(Status::Internal, "implicit_mma: tile " + t.name() + " without its cooperative form");
   if (!mma_tile_has_forms(t, forms.a, forms.b, dtype_size(x.dtype)))
     why.push_back("tile " + t.name() + " has no " + gather_form_name(forms.a) + "/" + gather_form_name(forms.b) +
                   " form: calls run the element form on " + kMmaTileCatalog[kElementFallbackTile].name());
