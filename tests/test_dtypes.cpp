@@ -120,6 +120,7 @@ TEST(PlanDtypes, ElementImagesTakeFilterRowVectors) {
   auto options = [](DType t) {
     PlanOptions o;
     o.target = Target::Cuda;
+    o.algorithm = Algorithm::ImplicitMma;  // Auto gives 16-bit layers of C <= 4 to few_channel
     if (t == DType::Float32) o.math = MathMode::TF32;
     return o;
   };
@@ -404,7 +405,9 @@ TEST(PlanDtypes, VectorGatherNeedsWholeVectorsOfChannels) {
   for (auto [c, groups, vector] :
        {std::tuple{64, 1, true}, {12, 1, false}, {3, 1, false}, {64, 8, true}, {48, 8, false}}) {
     const Problem p = make(2, c, 9, 9, 16, 3, 3, 1, 1, 1, groups);
-    const Plan plan = plan_for(p, Layout::NHWC, DType::Float16);
+    PlanOptions o;
+    o.algorithm = Algorithm::ImplicitMma;  // Auto gives C = 3 to few_channel
+    const Plan plan = plan_for(p, Layout::NHWC, DType::Float16, o);
     EXPECT_EQ(std::get<ImplicitMmaDivision>(plan.division()).a_gather == GatherForm::Vector, vector) << p.to_string();
   }
 }
@@ -702,6 +705,79 @@ TEST(PlanDtypes, WaveFittedFilterTiles) {
   try {
     (void)plan_for(wide, Layout::NHWC, DType::Float32, tf32);
     ADD_FAILURE() << "a TF32 layer took tensor maps";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::Unsupported) << e.what();
+  }
+}
+
+// Note [few-channel forward]: fp16/bf16 forward layers of 2 to 4 input channels and one group run
+// few_channel in every layout; fp32 (exact or TF32), 8 channels and groups do not, and forcing it
+// there, on the CPU target, with a tile or a split, or onto a wgrad step, is a clear error.
+TEST(PlanDtypes, FewChannelForwardLayers) {
+  const Problem stem = make(32, 3, 224, 224, 64, 7, 7, 3, 2);  // resnet50's conv1
+  for (DType t : {DType::Float16, DType::BFloat16})
+    for (Layout l : {Layout::NHWC, Layout::NCHW, Layout::CNHW}) {
+      const Plan plan = plan_for(stem, l, t);
+      ASSERT_EQ(plan.algorithm(), Algorithm::FewChannel) << plan.to_text(0);
+      const auto& d = std::get<FewChannelDivision>(plan.division());
+      EXPECT_EQ(division_name(d), "few_channel_4x112_c160");  // 147 columns; 512 / 112 rows of pixels
+      EXPECT_EQ(d.launch.grid_x, 32 * 28);
+      EXPECT_EQ(d.launch.grid_y, 1);
+      // 64 filter rows of 336 bytes, the offset table, 13 window rows of 688 elements
+      EXPECT_EQ(d.launch.smem_bytes, 64 * 336 + 160 * 4 + 13 * 688 * 2);
+      EXPECT_TRUE(plan.deterministic());
+    }
+  // Few blocks: the rows of a block halve until every SM has two.
+  const auto& small =
+      std::get<FewChannelDivision>(plan_for(make(1, 3, 64, 64, 64, 3, 3, 1), Layout::NHWC, DType::BFloat16).division());
+  EXPECT_EQ(small.tile_q, 64);
+  EXPECT_EQ(small.tile_p, 1);  // 64 blocks of one row: fewer than 264 either way
+  EXPECT_EQ(
+      std::get<FewChannelDivision>(plan_for(make(2, 4, 30, 30, 130, 3, 3, 1), Layout::NHWC, DType::Float16).division())
+          .launch.grid_y,
+      3);
+  EXPECT_NE(plan_for(stem, Layout::NHWC, DType::Float32).algorithm(), Algorithm::FewChannel);
+  PlanOptions tf32;
+  tf32.math = MathMode::TF32;
+  EXPECT_EQ(plan_for(stem, Layout::NHWC, DType::Float32, tf32).algorithm(), Algorithm::ImplicitMma);
+  EXPECT_EQ(plan_for(make(2, 8, 30, 30, 64, 3, 3, 1), Layout::NHWC, DType::BFloat16).algorithm(),
+            Algorithm::ImplicitMma);
+  EXPECT_EQ(plan_for(make(2, 4, 30, 30, 64, 3, 3, 1, 1, 1, 2), Layout::NHWC, DType::BFloat16).algorithm(),
+            Algorithm::ImplicitMma);
+  EXPECT_EQ(plan_for(make(2, 1, 30, 30, 64, 3, 3, 1), Layout::NHWC, DType::BFloat16).algorithm(),
+            Algorithm::SingleChannel);  // C = 1: single_channel's kernels
+  const Plan refused = plan_for(make(2, 3, 30, 30, 64, 29, 29, 14), Layout::NHWC, DType::BFloat16);
+  EXPECT_EQ(refused.algorithm(), Algorithm::ImplicitMma);
+  EXPECT_NE(refused.to_text(0).find("refused few_channel: C * R * S above 640"), std::string::npos)
+      << refused.to_text(0);
+
+  auto expect_error = [](const Problem& p, DType t, PlanOptions o, Status status, const char* what) {
+    try {
+      (void)plan_for(p, Layout::NHWC, t, o);
+      ADD_FAILURE() << what << " was planned";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), status) << what << ": " << e.what();
+    }
+  };
+  PlanOptions forced;
+  forced.algorithm = Algorithm::FewChannel;
+  expect_error(stem, DType::Float32, forced, Status::Unsupported, "fp32");
+  expect_error(make(2, 8, 30, 30, 64, 3, 3, 1), DType::BFloat16, forced, Status::Unsupported, "8 channels");
+  PlanOptions cpu = forced;
+  cpu.target = Target::Cpu;
+  expect_error(stem, DType::BFloat16, cpu, Status::Unsupported, "the cpu target");
+  PlanOptions tiled = forced;
+  tiled.tile = "mma128x64_4w_64B";
+  expect_error(stem, DType::BFloat16, tiled, Status::BadParam, "a tile");
+  PlanOptions split = forced;
+  split.split_k = 2;
+  expect_error(stem, DType::BFloat16, split, Status::BadParam, "a split");
+  StepContext wgrad;
+  wgrad.filter_gradient = true;
+  try {
+    (void)Plan::build(stem, stem.x_desc(Layout::NHWC, DType::BFloat16), stem.w_desc(Layout::NHWC, DType::BFloat16),
+                      stem.y_desc(Layout::NHWC, DType::BFloat16), HardwareModel::reference_h100(), forced, wgrad);
+    ADD_FAILURE() << "a wgrad step ran few_channel";
   } catch (const Error& e) {
     EXPECT_EQ(e.status(), Status::Unsupported) << e.what();
   }

@@ -518,6 +518,39 @@ TEST_F(TensorCores, DirectBlockInHalfPrecision) {
   }
 }
 
+// few_channel (Note [few-channel forward]), which Auto gives fp16/bf16 layers of 2 to 4 input
+// channels: a scaled-down ResNet stem (7x7 stride 2, a partial tile of columns), 1 to 4 channels,
+// dilation, 11x11 at stride 4 (363 columns: 23 MMA steps), a 1x1 layer (one step, mostly masked
+// columns), filters past one and two 64-filter blocks and an odd K (element stores), in every
+// layout and channels-last x under plane-order y; x one element off (the window's word shift) and
+// strided (element copies), y one element off, the whole epilogue and a true convolution.
+TEST_F(TensorCores, FewChannelForwardMatchesTheReference) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 108);
+  const std::vector<Problem> shapes{
+      make(2, 3, 40, 38, 64, 7, 7, 3, 2),  make(2, 1, 20, 21, 16, 3, 3, 1), make(1, 2, 17, 33, 72, 5, 5, 4, 1, 2),
+      make(2, 4, 12, 12, 130, 3, 3, 1, 2), make(1, 3, 9, 9, 8, 1, 1),       make(2, 3, 47, 51, 24, 11, 11, 5, 4),
+      make(2, 3, 15, 15, 5, 3, 3, 1)};
+  for (const Precision& pr : kPrecisions) {
+    if (pr.dtype == DType::Float32) continue;
+    for (size_t i = 0; i < shapes.size(); ++i)
+      for (int l = 0; l < (few() ? 2 : 6); ++l) {
+        Case c{shapes[i]};
+        const Layout layouts[] = {Layout::NHWC, Layout::NCHW, Layout::CNHW};
+        c.xl = c.wl = c.yl = layouts[l % 3];
+        if (l == 3) c.yl = Layout::NCHW;  // channels-last x and w under plane-order y
+        if (l == 4) c = with_whole_epilogue(c), c.x_offset = 1, c.y_offset = 1;
+        if (l == 5) c.strided_x = true, c.p.mode = Mode::Convolution;
+        std::string division;
+        // (Auto keeps single-channel layers on single_channel's kernels)
+        const Algorithm a = c.p.c == 1 ? Algorithm::FewChannel : Algorithm::Auto;
+        EXPECT_LT(run_mma(engine, c, g, pr, "", &division, a), tolerance(pr.dtype, pr.math))
+            << pr.name << " " << c.name();
+        EXPECT_EQ(division.rfind("few_channel_", 0), 0u) << c.name() << ": " << division;
+      }
+  }
+}
+
 // single_channel's strip kernel in fp16/bf16 (x and filters widened to fp32 in shared memory):
 // single-channel layers (C = 1) and channel multipliers of 8 in plane order, 1x1 to 7x7 with the
 // window in registers and the generic path (rectangular, dilated), strides 1 and 2, column pairs

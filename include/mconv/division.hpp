@@ -234,9 +234,20 @@ struct FewChannelWgradDivision {
   LaunchShape launch;      ///< grid (column blocks, 64-filter blocks, atomic_slices * cluster_split)
 };
 
-using Division = std::variant<std::monostate, ImplicitPrecompDivision, DirectBlockDivision, SingleChannelDivision,
-                              PlaneStreamDivision, PlaneBulkDivision, StrideFixedDivision, ImplicitMmaDivision,
-                              ChannelsLastDepthwiseDivision, DepthwiseWgradDivision, FewChannelWgradDivision>;
+/// few_channel (src/algorithms/few_channel): a forward layer with few input channels on tensor cores,
+/// each block's output pixels multiplied out of the window of x they read (Note [few-channel forward]).
+struct FewChannelDivision {
+  int tile_p = 1;          ///< output rows of a block
+  int tile_q = 16;         ///< output columns of a block (a multiple of 16: one MMA row step)
+  int columns = 16;        ///< C * R * S rounded up to the MMA's 16
+  int64_t smem_bytes = 0;  ///< a block's filter rows, column offsets and x window
+  LaunchShape launch;      ///< grid (N * pixel tiles, 64-filter blocks)
+};
+
+using Division =
+    std::variant<std::monostate, ImplicitPrecompDivision, DirectBlockDivision, SingleChannelDivision,
+                 PlaneStreamDivision, PlaneBulkDivision, StrideFixedDivision, ImplicitMmaDivision,
+                 ChannelsLastDepthwiseDivision, DepthwiseWgradDivision, FewChannelWgradDivision, FewChannelDivision>;
 
 /// "vector", "transposed" or "element".
 const char* gather_form_name(GatherForm f);

@@ -44,6 +44,9 @@ enum class Algorithm : int {
   /// CUDA: a wgrad step of a layer with at most 4 input channels and one group (an RGB stem) on
   /// tensor cores, each item's x window read once into shared memory; fp16, bf16
   FewChannelWgrad = 8,
+  /// CUDA: a forward layer with at most 4 input channels and one group (an RGB stem) on tensor
+  /// cores, each block's x window read once into shared memory; fp16, bf16
+  FewChannel = 9,
 };
 const char* algorithm_name(Algorithm a);
 Algorithm parse_algorithm(const std::string& s);

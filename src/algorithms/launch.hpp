@@ -47,6 +47,10 @@ void depthwise_wgrad_forward(const Plan& plan, const DepthwiseWgradDivision& d, 
 void few_channel_wgrad_forward(const Plan& plan, const FewChannelWgradDivision& d, const void* x, const void* w,
                                void* y, const Epilogue& e, void* stream, bool dependent_launch);
 
+/// A forward layer of at most 4 input channels (Note [few-channel forward]).
+void few_channel_forward(const Plan& plan, const FewChannelDivision& d, const void* x, const void* w, void* y,
+                         const Epilogue& e, void* stream, bool dependent_launch);
+
 /// out = beta * out over a strided view of any dtype (beta = 0 never reads it): a backward pass's fill
 /// step.
 void fill_view(const TensorDesc& view, void* base, float beta, void* stream, bool dependent_launch);

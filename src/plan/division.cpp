@@ -43,6 +43,10 @@ struct NameOf {
            std::to_string(32 * d.column_tiles) + (d.cluster_split > 1 ? "_cs" + std::to_string(d.cluster_split) : "") +
            (d.atomic_slices > 1 ? "_as" + std::to_string(d.atomic_slices) : "");
   }
+  std::string operator()(const FewChannelDivision& d) const {
+    return "few_channel_" + std::to_string(d.tile_p) + "x" + std::to_string(d.tile_q) + "_c" +
+           std::to_string(d.columns);
+  }
   std::string operator()(const StrideFixedDivision& d) const {
     return "stride_fixed_" + std::to_string(d.tile_cols) + "x" + std::to_string(d.tile_rows) + "_s" +
            std::to_string(d.segment_channels * 4) + (d.thread_pixels == 4 ? "_p4" : "");
@@ -129,6 +133,12 @@ struct TextOf {
        << " block(s) of a cluster (rank order) x " << d.atomic_slices << " slice(s)"
        << (d.atomic_slices > 1 ? " adding with atomics" : "") << ", " << d.half_bytes
        << " bytes of shared memory a half block\n";
+    return os.str() + launch_text(d.launch);
+  }
+  std::string operator()(const FewChannelDivision& d) const {
+    std::ostringstream os;
+    os << "division  blocks of " << d.tile_p << " x " << d.tile_q << " output pixels x 64 filters with their x window, "
+       << d.columns << " columns (C*R*S padded to 16), " << d.smem_bytes << " bytes of shared memory a block\n";
     return os.str() + launch_text(d.launch);
   }
   std::string operator()(const StrideFixedDivision& d) const {

@@ -48,6 +48,8 @@ const char* algorithm_name(Algorithm a) {
       return "depthwise_wgrad";
     case Algorithm::FewChannelWgrad:
       return "few_channel_wgrad";
+    case Algorithm::FewChannel:
+      return "few_channel";
   }
   return "?";
 }
@@ -55,12 +57,12 @@ const char* algorithm_name(Algorithm a) {
 Algorithm parse_algorithm(const std::string& s) {
   for (Algorithm a : {Algorithm::Auto, Algorithm::Reference, Algorithm::ImplicitPrecomp, Algorithm::DirectBlock,
                       Algorithm::SingleChannel, Algorithm::StrideFixed, Algorithm::ImplicitMma,
-                      Algorithm::DepthwiseWgrad, Algorithm::FewChannelWgrad})
+                      Algorithm::DepthwiseWgrad, Algorithm::FewChannelWgrad, Algorithm::FewChannel})
     if (s == algorithm_name(a)) return a;
   throw Error(Status::BadParam, "algorithm: unknown name '" + s +
                                     "' (expected auto, reference, implicit_precomp, direct_block, "
-                                    "single_channel, stride_fixed, implicit_mma, depthwise_wgrad or "
-                                    "few_channel_wgrad)");
+                                    "single_channel, stride_fixed, implicit_mma, depthwise_wgrad, "
+                                    "few_channel_wgrad or few_channel)");
 }
 
 const char* math_mode_name(MathMode m) {

@@ -4,6 +4,7 @@
 
 #include "../algorithms/depthwise_wgrad/planner.hpp"
 #include "../algorithms/direct_block/planner.hpp"
+#include "../algorithms/few_channel/planner.hpp"
 #include "../algorithms/few_channel_wgrad/planner.hpp"
 #include "../algorithms/implicit_mma/planner.hpp"
 #include "../algorithms/implicit_precomp/planner.hpp"
@@ -131,6 +132,37 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
     }
     if (forced_few) throw Error(Status::Unsupported, "algorithm: few_channel_wgrad cannot run this problem: " + no);
     plan.decisions_.push_back("refused few_channel_wgrad: " + no);
+  }
+  // A forward layer with a few input channels (an RGB stem) in fp16/bf16: each block reads its x
+  // window once into shared memory and multiplies it with the columns padded only to the MMA's 16,
+  // where implicit_mma pads each pixel's channels to an 8-element vector and gathers every element
+  // from global memory (Note [few-channel forward]). Single-channel layers (C = 1) keep
+  // single_channel's kernels, which are made for them.
+  const bool forced_fc = options.algorithm == Algorithm::FewChannel;
+  if (forced_fc ||
+      (!step.filter_gradient && !step.group_strides && target == Target::Cuda && options.algorithm == Algorithm::Auto &&
+       options.tile.empty() && options.split_k <= 1 && x.dtype != DType::Float32 && pr.groups == 1 && pr.c > 1 &&
+       pr.c <= detail::kFewChannelMaxChannels)) {
+    if (target != Target::Cuda) throw Error(Status::Unsupported, "algorithm: few_channel runs on the cuda target only");
+    if (step.filter_gradient || step.group_strides)
+      throw Error(Status::Unsupported,
+                  "algorithm: few_channel runs forward layers (a wgrad step of few channels runs few_channel_wgrad)");
+    if (!options.tile.empty() || options.split_k > 1)
+      throw Error(Status::BadParam,
+                  "tile: tiles and split_k apply to the implicit GEMMs (few_channel plans its own "
+                  "blocks)");
+    const std::string no = detail::few_channel_unsupported(pr, x, w, y);
+    if (no.empty()) {
+      plan.algorithm_ = Algorithm::FewChannel;
+      plan.decisions_.push_back(forced_fc ? "algorithm few_channel: forced"
+                                          : "algorithm few_channel: a layer of at most " +
+                                                std::to_string(detail::kFewChannelMaxChannels) +
+                                                " input channels, each block's x window read once");
+      plan.division_ = detail::plan_few_channel(pr, hw, plan.decisions_);
+      return plan;
+    }
+    if (forced_fc) throw Error(Status::Unsupported, "algorithm: few_channel cannot run this problem: " + no);
+    plan.decisions_.push_back("refused few_channel: " + no);
   }
   // Only the implicit GEMMs read the Plan's group strides; the direct families address groups
   // through the descriptors' channel strides.

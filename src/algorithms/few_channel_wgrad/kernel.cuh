@@ -39,6 +39,7 @@
 #include "../common/fast_divmod.cuh"
 #include "../common/mma_sync.cuh"
 #include "../common/storage.cuh"
+#include "../common/x_window.cuh"
 #include "planner.hpp"
 
 namespace mconv::cuda {
@@ -59,40 +60,26 @@ struct FewChannelWgradParams {
   const void* dy;
   void* dw;
   const float* bias;                     // K values or null (a forward call of the step's form)
-  long long x_sn, x_sc, x_sh, x_sw;      // x: image, channel, row, column
+  long long x_sn;                        // x: image
   long long dy_sn, dy_sp, dy_sq;         // dy: image, row, column; its filters are adjacent
   long long dw_sk, dw_sc, dw_sr, dw_ss;  // dw: filter, channel, tap row, tap column
   int K, C, R, S, P, Q, crs;
   int stride_h, stride_w, dil_h, dil_w, pad_h, pad_w;
-  int h_end, w_end;            // x rows and columns past the last one any output pixel reads are zeros
-  int tile_p, tile_q;          // an item's output pixels (tile_q a multiple of 16)
-  int region_h, region_w;      // the x window of an item
-  int region_row;              // region_w * C: the elements of a window row
-  int region_elems;            // region_h * region_row
-  int region_pitch;            // shared elements from one window row to the next: even, above region_row
-  int window_words;            // x channels-last with even row and image strides: rows copied as 4-byte words
-  int dy_bytes;                // a half's dy rows: tile_p * tile_q * kFewChannelWgradRowBytes
-  int half_bytes;              // a half's buffers: dy rows, then the window (16-byte aligned)
-  int dy_vectors;              // dy's rows are 16-byte aligned vectors (else element copies)
-  FastDivmod tiles_q_div;      // item -> (image row of tiles, column tile)
-  FastDivmod tiles_p_div;      // image row of tiles -> (n, row tile)
-  FastDivmod region_row_div;   // window element -> (row, rest): region_row
-  FastDivmod pitch_words_div;  // window word -> (row, word of the row): region_pitch / 2
-  FastDivmod channels_div;     // rest -> (column, channel): C
-  int items;                   // N * tiles_p * tiles_q
-  int cluster_split;           // blocks of a cluster (consecutive z), summed in rank order
-  int atomic;                  // clusters add alpha * sum into dw (the pre-pass wrote beta * dw + bias)
+  int tile_p, tile_q;      // an item's output pixels (tile_q a multiple of 16)
+  XWindow window;          // the x window of an item (rows and columns past the last one read are zeros)
+  int dy_bytes;            // a half's dy rows: tile_p * tile_q * kFewChannelWgradRowBytes
+  int half_bytes;          // a half's buffers: dy rows, then the window (16-byte aligned)
+  int dy_vectors;          // dy's rows are 16-byte aligned vectors (else element copies)
+  FastDivmod tiles_q_div;  // item -> (image row of tiles, column tile)
+  FastDivmod tiles_p_div;  // image row of tiles -> (n, row tile)
+  int items;               // N * tiles_p * tiles_q
+  int cluster_split;       // blocks of a cluster (consecutive z), summed in rank order
+  int atomic;              // clusters add alpha * sum into dw (the pre-pass wrote beta * dw + bias)
   float alpha, beta;
   int relu;
 };
 
 namespace detail {
-
-__device__ __forceinline__ uint32_t lds_u16(uint32_t addr) {
-  uint32_t v;
-  asm volatile("ld.shared.u16 %0, [%1];\n" : "=r"(v) : "r"(addr));
-  return v;
-}
 
 /// bar.sync on the half's own barrier (1 or 2; 0 is __syncthreads'), its 256 threads. The ids are
 /// immediates: with an id in a register ptxas reserves all 16 barriers.
@@ -108,7 +95,7 @@ __device__ __forceinline__ void half_barrier(int half) {
 __device__ __forceinline__ int window_offset(const FewChannelWgradParams& prm, int j) {
   if (j >= prm.crs) return 0;
   const int c = j % prm.C, rs = j / prm.C, s = rs % prm.S, r = rs / prm.S;
-  return r * prm.dil_h * prm.region_pitch + s * prm.dil_w * prm.C + c;
+  return r * prm.dil_h * prm.window.pitch + s * prm.dil_w * prm.C + c;
 }
 
 }  // namespace detail
@@ -145,7 +132,7 @@ __global__ void __launch_bounds__(kFewChannelWgradThreads, 1)
 #pragma unroll
   for (int jn = 0; jn < NC; ++jn)
     column_bytes[jn] = 2u * static_cast<uint32_t>(detail::window_offset(prm, col0 + warp_n * 8 * NC + jn * 8 + g));
-  const int row_step = prm.stride_h * prm.region_pitch;
+  const int row_step = prm.stride_h * prm.window.pitch;
   // ldmatrix.trans: lanes 8i..8i+7 address matrix i's rows (pixels 0-7 or 8-15, filters +0 or +8).
   const int mi = lane / 8, mr = lane % 8;
   const uint32_t a_lane = dy_s + (mr + (mi / 2) * 8) * kPitch + (warp_m * 32 + (mi % 2) * 8) * 2;
@@ -197,61 +184,9 @@ __global__ void __launch_bounds__(kFewChannelWgradThreads, 1)
         }
       }
     }
-    // The x window, zeros outside the image: element e of window row `row` at shared element
-    // row * region_pitch + shift + e. With channels-last x a window row is one run of x, and
-    // `shift` gives it the parity of its run in global memory, so that whole 4-byte words copy
-    // (cp.async) and only the words at the image's edges mix x with zeros.
-    const T* x_n = static_cast<const T*>(prm.x) + n * prm.x_sn;
-    int shift = 0;
-    if (prm.window_words) {
-      shift = static_cast<int>((reinterpret_cast<uintptr_t>(x_n + w0 * prm.C) / sizeof(T)) & 1);
-      const int words = prm.region_h * (prm.region_pitch / 2);
-      for (int wi = ht; wi < words; wi += kFewChannelWgradHalfThreads) {
-        unsigned row, word;
-        prm.pitch_words_div.divmod(static_cast<unsigned>(wi), row, word);
-        const int h = h0 + static_cast<int>(row), e = 2 * static_cast<int>(word) - shift;
-        const bool row_in = h >= 0 && h < prm.h_end;
-        bool in[2];
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          const int w = w0 + static_cast<int>(prm.channels_div.div(static_cast<unsigned>(e + i + prm.C))) - 1;
-          in[i] = row_in && e + i >= 0 && e + i < prm.region_row && w >= 0 && w < prm.w_end;
-        }
-        T* dst = window + row * prm.region_pitch + 2 * word;
-        const T* src = x_n + h * prm.x_sh + w0 * prm.C + e;  // e may be -1: the address is not read then
-        if (in[0] && in[1]) {
-          detail::cp_async_bytes<4>(dst, src);
-        } else {
-          dst[0] = in[0] ? src[0] : from_float<T>(0.0f);
-          dst[1] = in[1] ? src[1] : from_float<T>(0.0f);
-        }
-      }
-    } else {
-      // Any other x: element by element, kFewChannelWindowBatch loads in flight a thread before their
-      // stores (the compiler cannot move a load above a store through generic pointers).
-      for (int e0 = ht; e0 < prm.region_elems; e0 += kFewChannelWgradHalfThreads * kFewChannelWindowBatch) {
-        T v[kFewChannelWindowBatch];
-#pragma unroll
-        for (int b = 0; b < kFewChannelWindowBatch; ++b) {
-          const int e = e0 + b * kFewChannelWgradHalfThreads;
-          unsigned row, rest, col, c;
-          prm.region_row_div.divmod(static_cast<unsigned>(e), row, rest);
-          prm.channels_div.divmod(rest, col, c);
-          const int h = h0 + static_cast<int>(row), w = w0 + static_cast<int>(col);
-          const bool ok = e < prm.region_elems && h >= 0 && h < prm.h_end && w >= 0 && w < prm.w_end;
-          v[b] = ok ? __ldg(x_n + h * prm.x_sh + w * prm.x_sw + static_cast<long long>(c) * prm.x_sc)
-                    : from_float<T>(0.0f);
-        }
-#pragma unroll
-        for (int b = 0; b < kFewChannelWindowBatch; ++b) {
-          const int e = e0 + b * kFewChannelWgradHalfThreads;
-          if (e < prm.region_elems) {
-            const unsigned row = prm.region_row_div.div(static_cast<unsigned>(e));
-            window[row * prm.region_pitch + (e - static_cast<int>(row) * prm.region_row)] = v[b];
-          }
-        }
-      }
-    }
+    // The x window (x_window.cuh), in 4-byte words shifted to x's parity where x is channels-last.
+    const int shift = load_x_window<T, kFewChannelWgradHalfThreads, kFewChannelWindowBatch>(
+        prm.window, window, static_cast<const T*>(prm.x) + n * prm.x_sn, h0, w0, ht);
     detail::cp_async_commit();
     detail::cp_async_wait<0>();
     detail::half_barrier(half);  // the item's dy rows and window are in place

@@ -71,10 +71,7 @@ void few_channel_wgrad_forward(const Plan& plan, const FewChannelWgradDivision& 
   prm.dy = w;
   prm.dw = y;
   prm.bias = e.bias;
-  prm.x_sc = xs[0];
   prm.x_sn = xs[1];
-  prm.x_sh = xs[2];
-  prm.x_sw = xs[3];
   prm.dy_sn = ws[1];
   prm.dy_sp = ws[2];
   prm.dy_sq = ws[3];
@@ -95,28 +92,18 @@ void few_channel_wgrad_forward(const Plan& plan, const FewChannelWgradDivision& 
   prm.dil_w = static_cast<int>(l.dil_w);
   prm.pad_h = static_cast<int>(l.pad_h);
   prm.pad_w = static_cast<int>(l.pad_w);
-  // The step's h and w stop at the last row and column an output pixel reads (backward.cpp).
-  prm.h_end = static_cast<int>(l.h);
-  prm.w_end = static_cast<int>(l.w);
   prm.tile_p = d.tile_p;
   prm.tile_q = d.tile_q;
-  prm.region_h = (d.tile_p - 1) * prm.stride_h + (prm.R - 1) * prm.dil_h + 1;
-  prm.region_w = (d.tile_q - 1) * prm.stride_w + (prm.S - 1) * prm.dil_w + 1;
-  prm.region_row = prm.region_w * prm.C;
-  prm.region_elems = prm.region_h * prm.region_row;
-  prm.region_pitch = static_cast<int>(window_pitch(prm.region_row));
-  // A window row is one run of x where its channels and columns are adjacent; every row's run has
-  // the same parity (so one shift copies all of them as 4-byte words) where rows are an even
-  // number of elements apart.
-  prm.window_words = xs[0] == 1 && xs[3] == l.c && xs[2] % 2 == 0 ? 1 : 0;
-  prm.pitch_words_div = cuda::FastDivmod(static_cast<unsigned>(prm.region_pitch / 2));
+  // The step's h and w stop at the last row and column an output pixel reads (backward.cpp); its
+  // x's images are the layer's channels.
+  const XWindowExtent extent =
+      x_window_extent(d.tile_p, d.tile_q, l.c, l.r, l.s, l.stride_h, l.stride_w, l.dil_h, l.dil_w);
+  prm.window = cuda::make_x_window(extent, l.c, l.h, l.w, xs[0], xs[2], xs[3]);
   prm.dy_bytes = d.tile_p * d.tile_q * kFewChannelWgradRowBytes;
   prm.half_bytes = static_cast<int>(d.half_bytes);
   const int64_t tiles_p = ceil_div(l.p, int64_t(d.tile_p)), tiles_q = ceil_div(l.q, int64_t(d.tile_q));
   prm.tiles_q_div = cuda::FastDivmod(static_cast<unsigned>(tiles_q));
   prm.tiles_p_div = cuda::FastDivmod(static_cast<unsigned>(tiles_p));
-  prm.region_row_div = cuda::FastDivmod(static_cast<unsigned>(prm.region_row));
-  prm.channels_div = cuda::FastDivmod(static_cast<unsigned>(prm.C));
   prm.items = static_cast<int>(d.items);
   // A pixel's 8 filters are one 16-byte copy where dy and every pixel's row start at 16 bytes;
   // otherwise they are copied element by element (the same kernel, a uniform branch in its loads).

@@ -23,10 +23,8 @@ struct ItemTile {
 };
 
 int64_t half_bytes(const WgradLayer& l, int64_t tile_p, int64_t tile_q) {
-  const int64_t region_h = (tile_p - 1) * l.stride_h + (l.r - 1) * l.dil_h + 1;
-  const int64_t region_w = (tile_q - 1) * l.stride_w + (l.s - 1) * l.dil_w + 1;
   return tile_p * tile_q * kFewChannelWgradRowBytes +
-         round_up(region_h * window_pitch(region_w * l.c) * 2, int64_t(16));
+         x_window_extent(tile_p, tile_q, l.c, l.r, l.s, l.stride_h, l.stride_w, l.dil_h, l.dil_w).bytes();
 }
 
 // The two halves' buffers, then each half's fp32 sums (their own bytes: the halves' accesses then

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../common/wgrad_layer.hpp"
+#include "../common/x_window.hpp"
 #include "mconv/division.hpp"
 #include "mconv/hardware.hpp"
 #include "mconv/plan.hpp"
@@ -18,13 +19,6 @@ namespace mconv::detail {
 inline constexpr int kFewChannelWgradThreads = 512;
 inline constexpr int kFewChannelWgradFilters = 64;
 inline constexpr int kFewChannelWgradRowBytes = 144;
-
-/// Shared elements from one row of an item's x window to the next, for rows of `row` elements: even,
-/// and past the row, so that a row shifted by one element to its parity in x keeps to its own
-/// 4-byte words (Note [few-channel wgrad]).
-constexpr int64_t window_pitch(int64_t row) {
-  return (row + 2) / 2 * 2;
-}
 
 /// The most input channels few_channel_wgrad takes: past them a window of x costs as much shared
 /// memory as the dy rows it serves, and from 8 channels on implicit_mma copies them as vectors.

@@ -1,0 +1,238 @@
+// few_channel: the forward convolution of a layer with few input channels (an RGB stem).
+//
+// Note [few-channel forward]: for conv1 of a ResNet (C = 3, 7x7, stride 2),
+//   y[n][p][q][k] = sum over r, s, c of x[n][p*sh - ph + r*dh][q*sw - pw + s*dw][c] * w[k][r][s][c]
+// is a GEMM of N*P*Q pixels x K filters over C*R*S = 147 columns. implicit_mma runs it with each
+// pixel's 3 channels padded to an 8-element vector (392 columns, 2.7 times the work) and gathered
+// from global memory. Here a block takes tile_p x tile_q output pixels of one image and loads, once,
+// the window of x they read (x_window.cuh: zeros outside the image, 4-byte words where x is
+// channels-last) and its 64 filters' rows of C*R*S columns, padded only to the MMA's 16. Each
+// (pixel, column) element is then a shared read at start[pixel] + offset[column], the
+// offset-sequence technique on the window: offset[column] = r*dh*pitch + s*dw*C + c and start[pixel]
+// = pp*sh*pitch + qq*sw*C. A 7x7 window at stride 2 reads each x element about 12 times; it comes
+// from shared memory each time after one trip from global.
+//
+// The MMA is mma.sync m16n8k16 with fp32 accumulators: A = the window's elements (pixels x
+// columns) as 16-bit shared loads packed in pairs, the offsets of a thread's four columns of a step
+// one 16-byte read of the offset table; B = the filter rows by ldmatrix, from rows padded by 16
+// bytes. Columns past C*R*S hold zero filters, and their A values are masked to zero too: a 0 * Inf
+// in x would otherwise make a NaN the sum does not have. A warp takes two 16-pixel row steps at a
+// time against all 64 filters and stores them from its accumulators through the fused epilogue.
+// Blocks are independent (one tile each, no workspace, no atomics); two share an SM, so one loads its
+// window while the other multiplies.
+#pragma once
+
+#include <cstdint>
+
+#include "../common/cp_async.cuh"
+#include "../common/dependent_launch.cuh"
+#include "../common/epilogue.cuh"
+#include "../common/fast_divmod.cuh"
+#include "../common/mma_sync.cuh"
+#include "../common/storage.cuh"
+#include "../common/x_window.cuh"
+#include "planner.hpp"
+
+namespace mconv::cuda {
+
+inline constexpr int kFewChannelThreads = mconv::detail::kFewChannelThreads;
+inline constexpr int kFewChannelFilters = mconv::detail::kFewChannelFilters;
+inline constexpr int kFewChannelWarps = kFewChannelThreads / 32;
+static_assert(kFewChannelFilters == 64, "a warp's 8 filter tiles of 8");
+
+struct FewChannelParams {
+  const void* x;
+  const void* w;
+  void* y;
+  const float* bias;                 // K values or null
+  long long x_sn;                    // x: image (the window has the rest)
+  long long w_sk, w_sc, w_sr, w_ss;  // w: filter, channel, tap row, tap column
+  long long y_sn, y_sk, y_sp, y_sq;  // y: image, filter, row, column
+  int K, C, R, S, P, Q, crs;
+  int columns;  // crs rounded up to 16: the MMA steps' columns
+  int stride_h, stride_w, dil_h, dil_w, pad_h, pad_w;
+  int flip;                // true convolution: the taps rotated as the filter rows are loaded
+  int tile_p, tile_q;      // a block's output pixels (tile_q a multiple of 16)
+  XWindow window;          // the x window of a block
+  int filter_pitch;        // shared bytes from one filter row to the next
+  FastDivmod tiles_q_div;  // block -> (image row of tiles, column tile)
+  FastDivmod tiles_p_div;  // image row of tiles -> (n, row tile)
+  int y_pairs;             // y's filters adjacent, K even and every pair 4-byte aligned: pairs stored as words
+  float alpha, beta;
+  int relu;
+};
+
+namespace detail {
+
+__device__ __forceinline__ int4 lds_v4(uint32_t addr) {
+  int4 v;
+  asm volatile("ld.shared.v4.s32 {%0,%1,%2,%3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
+  return v;
+}
+
+/// The two elements at `lo` and `hi` as one MMA register (the lower column in the low half).
+__device__ __forceinline__ uint32_t pair_at(uint32_t lo, uint32_t hi) {
+  return __byte_perm(lds_u16(lo), lds_u16(hi), 0x5410);
+}
+
+/// Two 16-bit values as one word, `lo` at the lower address.
+template <class T>
+__device__ __forceinline__ uint32_t pack_pair(T lo, T hi) {
+  uint16_t l, h;
+  memcpy(&l, &lo, 2);
+  memcpy(&h, &hi, 2);
+  return l | static_cast<uint32_t>(h) << 16;
+}
+
+}  // namespace detail
+
+/// Mma: MmaFp16 or MmaBf16.
+template <class Mma>
+__global__ void __launch_bounds__(kFewChannelThreads, 2) few_channel_kernel(const FewChannelParams prm) {
+  using T = typename Mma::Storage;
+  extern __shared__ __align__(16) unsigned char smem[];
+  detail::wait_then_allow_dependent_grids();
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const int k0 = static_cast<int>(blockIdx.y) * kFewChannelFilters;
+  unsigned image_row, tq, n, tp;
+  prm.tiles_q_div.divmod(blockIdx.x, image_row, tq);
+  prm.tiles_p_div.divmod(image_row, n, tp);
+  const int p0 = static_cast<int>(tp) * prm.tile_p, q0 = static_cast<int>(tq) * prm.tile_q;
+  const int filters_bytes = kFewChannelFilters * prm.filter_pitch;
+  int* offsets = reinterpret_cast<int*>(smem + filters_bytes);
+  T* window = reinterpret_cast<T*>(smem + filters_bytes + prm.columns * 4);
+
+  // The window first: its copies fly while the filter rows and the offsets are written.
+  const int shift =
+      load_x_window<T, kFewChannelThreads>(prm.window, window, static_cast<const T*>(prm.x) + n * prm.x_sn,
+                                           p0 * prm.stride_h - prm.pad_h, q0 * prm.stride_w - prm.pad_w, tid);
+  detail::cp_async_commit();
+
+  // Column j is (tap row, tap column, channel) in RSC order. Its filter values go to byte 2j of the
+  // 64 rows (zeros past C*R*S and K); its window offset, in bytes, to the table's entry for the thread
+  // that reads it: columns 2t, 2t+1, 2t+8, 2t+9 of a 16-column step are thread t's four, adjacent.
+  for (int j = tid; j < prm.columns; j += kFewChannelThreads) {
+    const bool real = j < prm.crs;
+    const int c = j % prm.C, rs = j / prm.C, s = rs % prm.S, r = rs / prm.S;
+    const int within = j % 16, tt = within % 8 / 2, slot = within / 8 * 2 + within % 2;
+    offsets[j / 16 * 16 + tt * 4 + slot] =
+        real ? 2 * (r * prm.dil_h * prm.window.pitch + s * prm.dil_w * prm.C + c) : 0;
+    const int fr = prm.flip ? prm.R - 1 - r : r, fs = prm.flip ? prm.S - 1 - s : s;
+    const T* src = static_cast<const T*>(prm.w) + c * prm.w_sc + fr * prm.w_sr + fs * prm.w_ss;
+    constexpr int kBatch = 8;  // loads in flight before their stores
+    for (int m0 = 0; m0 < kFewChannelFilters; m0 += kBatch) {
+      T v[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b)
+        v[b] = real && k0 + m0 + b < prm.K ? __ldg(src + (k0 + m0 + b) * prm.w_sk) : from_float<T>(0.0f);
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) *reinterpret_cast<T*>(smem + (m0 + b) * prm.filter_pitch + 2 * j) = v[b];
+    }
+  }
+  detail::cp_async_wait<0>();
+  __syncthreads();
+
+  const uint32_t window_s = static_cast<uint32_t>(__cvta_generic_to_shared(window));
+  const uint32_t offsets_s = static_cast<uint32_t>(__cvta_generic_to_shared(offsets)) + t * 16;
+  // ldmatrix: lanes 8i..8i+7 address matrix i's rows: filters (i/2)*8 + 0..7 of a 16-filter pair of
+  // tiles, columns (i%2)*8 + 0..7 of the step.
+  const uint32_t b_lane = static_cast<uint32_t>(__cvta_generic_to_shared(smem)) +
+                          (lane / 16 * 8 + lane % 8) * prm.filter_pitch + lane / 8 % 2 * 16;
+  const int steps_per_row = prm.tile_q / 16, steps = prm.tile_p * steps_per_row, ksteps = prm.columns / 16;
+  const int pixel_elems = prm.stride_w * prm.C, row_elems = prm.stride_h * prm.window.pitch;
+  // The last step's columns past C*R*S: the thread's elements there are masked to zero.
+  const int last = (ksteps - 1) * 16 + 2 * t;
+  const uint32_t keep_lo = (last < prm.crs ? 0xffffu : 0u) | (last + 1 < prm.crs ? 0xffff0000u : 0u);
+  const uint32_t keep_hi = (last + 8 < prm.crs ? 0xffffu : 0u) | (last + 9 < prm.crs ? 0xffff0000u : 0u);
+
+  for (int pair = warp; 2 * pair < steps; pair += kFewChannelWarps) {
+    // The warp's two row steps (the second may be past the block's last: computed on the first's
+    // pixels and not stored); each thread's A rows are pixels g and g + 8 of each.
+    uint32_t start[2][2];
+    int step_pp[2], step_qq[2];
+#pragma unroll
+    for (int f = 0; f < 2; ++f) {
+      const int step = min(2 * pair + f, steps - 1);
+      step_pp[f] = step / steps_per_row;
+      step_qq[f] = step % steps_per_row * 16;
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        start[f][h] = window_s + 2u * static_cast<uint32_t>(shift + step_pp[f] * row_elems +
+                                                            (step_qq[f] + g + 8 * h) * pixel_elems);
+    }
+    float acc[2][8][4];
+#pragma unroll
+    for (int f = 0; f < 2; ++f)
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[f][j][e] = 0.0f;
+
+    for (int ks = 0; ks < ksteps; ++ks) {
+      const int4 off = detail::lds_v4(offsets_s + ks * 64);
+      uint32_t a[2][4];
+#pragma unroll
+      for (int f = 0; f < 2; ++f) {
+        a[f][0] = detail::pair_at(start[f][0] + off.x, start[f][0] + off.y);
+        a[f][1] = detail::pair_at(start[f][1] + off.x, start[f][1] + off.y);
+        a[f][2] = detail::pair_at(start[f][0] + off.z, start[f][0] + off.w);
+        a[f][3] = detail::pair_at(start[f][1] + off.z, start[f][1] + off.w);
+      }
+      if (ks == ksteps - 1) {
+#pragma unroll
+        for (int f = 0; f < 2; ++f) {
+          a[f][0] &= keep_lo;
+          a[f][1] &= keep_lo;
+          a[f][2] &= keep_hi;
+          a[f][3] &= keep_hi;
+        }
+      }
+#pragma unroll
+      for (int jp = 0; jp < 4; ++jp) {
+        uint32_t b[4];
+        detail::ldmatrix_x4(b, b_lane + jp * 16 * prm.filter_pitch + ks * 32);
+#pragma unroll
+        for (int f = 0; f < 2; ++f) {
+          Mma::mma(acc[f][2 * jp], a[f], b[0], b[1]);
+          Mma::mma(acc[f][2 * jp + 1], a[f], b[2], b[3]);
+        }
+      }
+    }
+
+    // Thread (g, t) holds pixels g and g + 8 of each step, filters 8j + 2t and 8j + 2t + 1.
+    T* const y_n = static_cast<T*>(prm.y) + n * prm.y_sn;
+#pragma unroll
+    for (int f = 0; f < 2; ++f) {
+      if (2 * pair + f >= steps) continue;
+      const int p = p0 + step_pp[f];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int q = q0 + step_qq[f] + g + 8 * h;
+        if (p >= prm.P || q >= prm.Q) continue;
+        T* const y_pixel = y_n + p * prm.y_sp + q * prm.y_sq;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const int k = k0 + 8 * j + 2 * t;
+          if (k >= prm.K) continue;
+          float v[2];
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            T* dst = y_pixel + (k + i) * prm.y_sk;
+            const float old = prm.beta != 0.0f && k + i < prm.K ? to_float(*dst) : 0.0f;
+            v[i] = epilogue_value(prm.alpha, acc[f][j][2 * h + i], prm.beta, &old,
+                                  prm.bias && k + i < prm.K ? prm.bias[k + i] : 0.0f, prm.relu);
+          }
+          if (prm.y_pairs) {
+            *reinterpret_cast<uint32_t*>(y_pixel + k) = detail::pack_pair(from_float<T>(v[0]), from_float<T>(v[1]));
+          } else {
+            y_pixel[k * prm.y_sk] = from_float<T>(v[0]);
+            if (k + 1 < prm.K) y_pixel[(k + 1) * prm.y_sk] = from_float<T>(v[1]);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace mconv::cuda
