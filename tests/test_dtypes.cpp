@@ -721,10 +721,11 @@ TEST(PlanDtypes, FewChannelForwardLayers) {
       ASSERT_EQ(plan.algorithm(), Algorithm::FewChannel) << plan.to_text(0);
       const auto& d = std::get<FewChannelDivision>(plan.division());
       EXPECT_EQ(division_name(d), "few_channel_4x112_c160");  // 147 columns; 512 / 112 rows of pixels
-      EXPECT_EQ(d.launch.grid_x, 32 * 28);
+      EXPECT_EQ(d.launch.grid_x, 2 * 132);                    // persistent over 32 * 28 tiles
       EXPECT_EQ(d.launch.grid_y, 1);
-      // 64 filter rows of 336 bytes, the offset table, 13 window rows of 688 elements
-      EXPECT_EQ(d.launch.smem_bytes, 64 * 336 + 160 * 4 + 13 * 688 * 2);
+      // 64 filter rows of 336 bytes, the offset table, two windows of 13 rows of 688 elements, 8
+      // warps' 32 staging rows of 144 bytes
+      EXPECT_EQ(d.launch.smem_bytes, 64 * 336 + 160 * 4 + 2 * 13 * 688 * 2 + 8 * 32 * 144);
       EXPECT_TRUE(plan.deterministic());
     }
   // Few blocks: the rows of a block halve until every SM has two.

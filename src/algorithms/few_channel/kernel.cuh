@@ -38,6 +38,8 @@ namespace mconv::cuda {
 inline constexpr int kFewChannelThreads = mconv::detail::kFewChannelThreads;
 inline constexpr int kFewChannelFilters = mconv::detail::kFewChannelFilters;
 inline constexpr int kFewChannelWarps = kFewChannelThreads / 32;
+inline constexpr int kFewChannelStagingPitch = mconv::detail::kFewChannelStagingPitch;
+inline constexpr int kFewChannelStagingBytes = 32 * kFewChannelStagingPitch;  // a warp's 32 pixel rows
 static_assert(kFewChannelFilters == 64, "a warp's 8 filter tiles of 8");
 
 struct FewChannelParams {
@@ -52,11 +54,14 @@ struct FewChannelParams {
   int columns;  // crs rounded up to 16: the MMA steps' columns
   int stride_h, stride_w, dil_h, dil_w, pad_h, pad_w;
   int flip;                // true convolution: the taps rotated as the filter rows are loaded
-  int tile_p, tile_q;      // a block's output pixels (tile_q a multiple of 16)
-  XWindow window;          // the x window of a block
+  int tile_p, tile_q;      // a tile's output pixels (tile_q a multiple of 16)
+  XWindow window;          // the x window of a tile
   int filter_pitch;        // shared bytes from one filter row to the next
-  FastDivmod tiles_q_div;  // block -> (image row of tiles, column tile)
+  FastDivmod tiles_q_div;  // tile -> (image row of tiles, column tile)
   FastDivmod tiles_p_div;  // image row of tiles -> (n, row tile)
+  int window_bytes;        // one of the two window buffers
+  int tiles;               // N * ceil(P / tile_p) * ceil(Q / tile_q); a block takes every gridDim.x-th
+  int y_rows;              // beta 0, channels-last y of 16-byte pixel rows, K a multiple of 8: staged stores
   int y_pairs;             // y's filters adjacent, K even and every pair 4-byte aligned: pairs stored as words
   float alpha, beta;
   int relu;
@@ -95,45 +100,67 @@ __global__ void __launch_bounds__(kFewChannelThreads, 2) few_channel_kernel(cons
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const int k0 = static_cast<int>(blockIdx.y) * kFewChannelFilters;
-  unsigned image_row, tq, n, tp;
-  prm.tiles_q_div.divmod(blockIdx.x, image_row, tq);
-  prm.tiles_p_div.divmod(image_row, n, tp);
-  const int p0 = static_cast<int>(tp) * prm.tile_p, q0 = static_cast<int>(tq) * prm.tile_q;
   const int filters_bytes = kFewChannelFilters * prm.filter_pitch;
   int* offsets = reinterpret_cast<int*>(smem + filters_bytes);
-  T* window = reinterpret_cast<T*>(smem + filters_bytes + prm.columns * 4);
+  unsigned char* windows = smem + filters_bytes + prm.columns * 4;
+  unsigned char* staging = windows + 2 * prm.window_bytes + warp * kFewChannelStagingBytes;
+  const T* x = static_cast<const T*>(prm.x);
 
-  // The window first: its copies fly while the filter rows and the offsets are written.
-  const int shift =
-      load_x_window<T, kFewChannelThreads>(prm.window, window, static_cast<const T*>(prm.x) + n * prm.x_sn,
-                                           p0 * prm.stride_h - prm.pad_h, q0 * prm.stride_w - prm.pad_w, tid);
+  // Tile `tile`'s image and first output pixel; its window's copies into buffer `buf` (returns the
+  // window's shift, x_window.cuh).
+  struct Origin {
+    unsigned n;
+    int p0, q0;
+  };
+  const auto origin = [&](int tile) {
+    unsigned image_row, tq, n, tp;
+    prm.tiles_q_div.divmod(static_cast<unsigned>(tile), image_row, tq);
+    prm.tiles_p_div.divmod(image_row, n, tp);
+    return Origin{n, static_cast<int>(tp) * prm.tile_p, static_cast<int>(tq) * prm.tile_q};
+  };
+  const auto load_window = [&](int tile, int buf) {
+    const Origin o = origin(tile);
+    return load_x_window<T, kFewChannelThreads>(prm.window, reinterpret_cast<T*>(windows + buf * prm.window_bytes),
+                                                x + o.n * prm.x_sn, o.p0 * prm.stride_h - prm.pad_h,
+                                                o.q0 * prm.stride_w - prm.pad_w, tid);
+  };
+
+  // The first window's copies fly while the filter rows and the offsets are written.
+  int tile = static_cast<int>(blockIdx.x);
+  int shift = tile < prm.tiles ? load_window(tile, 0) : 0;
   detail::cp_async_commit();
 
-  // Column j is (tap row, tap column, channel) in RSC order. Its filter values go to byte 2j of the
-  // 64 rows (zeros past C*R*S and K); its window offset, in bytes, to the table's entry for the thread
-  // that reads it: columns 2t, 2t+1, 2t+8, 2t+9 of a 16-column step are thread t's four, adjacent.
+  // Column j is (tap row, tap column, channel) in RSC order. Its window offset, in bytes, goes to
+  // the table's entry for the thread that reads it: columns 2t, 2t+1, 2t+8, 2t+9 of a 16-column step
+  // are thread t's four, adjacent. Its filter values go to byte 2j of the 64 rows (zeros past C*R*S
+  // and K), once for all of the block's tiles.
   for (int j = tid; j < prm.columns; j += kFewChannelThreads) {
-    const bool real = j < prm.crs;
     const int c = j % prm.C, rs = j / prm.C, s = rs % prm.S, r = rs / prm.S;
     const int within = j % 16, tt = within % 8 / 2, slot = within / 8 * 2 + within % 2;
     offsets[j / 16 * 16 + tt * 4 + slot] =
-        real ? 2 * (r * prm.dil_h * prm.window.pitch + s * prm.dil_w * prm.C + c) : 0;
-    const int fr = prm.flip ? prm.R - 1 - r : r, fs = prm.flip ? prm.S - 1 - s : s;
-    const T* src = static_cast<const T*>(prm.w) + c * prm.w_sc + fr * prm.w_sr + fs * prm.w_ss;
-    constexpr int kBatch = 8;  // loads in flight before their stores
-    for (int m0 = 0; m0 < kFewChannelFilters; m0 += kBatch) {
-      T v[kBatch];
+        j < prm.crs ? 2 * (r * prm.dil_h * prm.window.pitch + s * prm.dil_w * prm.C + c) : 0;
+  }
+  constexpr int kBatch = 8;  // loads in flight a thread before their stores
+  const int filter_elems = kFewChannelFilters * prm.columns;
+  for (int e0 = tid; e0 < filter_elems; e0 += kFewChannelThreads * kBatch) {
+    T v[kBatch];
 #pragma unroll
-      for (int b = 0; b < kBatch; ++b)
-        v[b] = real && k0 + m0 + b < prm.K ? __ldg(src + (k0 + m0 + b) * prm.w_sk) : from_float<T>(0.0f);
+    for (int b = 0; b < kBatch; ++b) {
+      const int e = e0 + b * kFewChannelThreads, m = e / prm.columns, j = e - m * prm.columns;
+      const int c = j % prm.C, rs = j / prm.C, s = rs % prm.S, r = rs / prm.S;
+      const int fr = prm.flip ? prm.R - 1 - r : r, fs = prm.flip ? prm.S - 1 - s : s;
+      v[b] =
+          e < filter_elems && j < prm.crs && k0 + m < prm.K
+              ? __ldg(static_cast<const T*>(prm.w) + (k0 + m) * prm.w_sk + c * prm.w_sc + fr * prm.w_sr + fs * prm.w_ss)
+              : from_float<T>(0.0f);
+    }
 #pragma unroll
-      for (int b = 0; b < kBatch; ++b) *reinterpret_cast<T*>(smem + (m0 + b) * prm.filter_pitch + 2 * j) = v[b];
+    for (int b = 0; b < kBatch; ++b) {
+      const int e = e0 + b * kFewChannelThreads, m = e / prm.columns, j = e - m * prm.columns;
+      if (e < filter_elems) *reinterpret_cast<T*>(smem + m * prm.filter_pitch + 2 * j) = v[b];
     }
   }
-  detail::cp_async_wait<0>();
-  __syncthreads();
 
-  const uint32_t window_s = static_cast<uint32_t>(__cvta_generic_to_shared(window));
   const uint32_t offsets_s = static_cast<uint32_t>(__cvta_generic_to_shared(offsets)) + t * 16;
   // ldmatrix: lanes 8i..8i+7 address matrix i's rows: filters (i/2)*8 + 0..7 of a 16-filter pair of
   // tiles, columns (i%2)*8 + 0..7 of the step.
@@ -146,92 +173,134 @@ __global__ void __launch_bounds__(kFewChannelThreads, 2) few_channel_kernel(cons
   const uint32_t keep_lo = (last < prm.crs ? 0xffffu : 0u) | (last + 1 < prm.crs ? 0xffff0000u : 0u);
   const uint32_t keep_hi = (last + 8 < prm.crs ? 0xffffu : 0u) | (last + 9 < prm.crs ? 0xffff0000u : 0u);
 
-  for (int pair = warp; 2 * pair < steps; pair += kFewChannelWarps) {
-    // The warp's two row steps (the second may be past the block's last: computed on the first's
-    // pixels and not stored); each thread's A rows are pixels g and g + 8 of each.
-    uint32_t start[2][2];
-    int step_pp[2], step_qq[2];
-#pragma unroll
-    for (int f = 0; f < 2; ++f) {
-      const int step = min(2 * pair + f, steps - 1);
-      step_pp[f] = step / steps_per_row;
-      step_qq[f] = step % steps_per_row * 16;
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        start[f][h] = window_s + 2u * static_cast<uint32_t>(shift + step_pp[f] * row_elems +
-                                                            (step_qq[f] + g + 8 * h) * pixel_elems);
-    }
-    float acc[2][8][4];
-#pragma unroll
-    for (int f = 0; f < 2; ++f)
-#pragma unroll
-      for (int j = 0; j < 8; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[f][j][e] = 0.0f;
+  // The block's tiles, each window loaded while the tile before it is multiplied.
+  for (int round = 0; tile < prm.tiles; tile += static_cast<int>(gridDim.x), ++round) {
+    const int buf = round & 1, next = tile + static_cast<int>(gridDim.x);
+    const int next_shift = next < prm.tiles ? load_window(next, buf ^ 1) : 0;
+    detail::cp_async_commit();
+    detail::cp_async_wait<1>();
+    __syncthreads();  // the tile's window (and, the first time, the filter rows and offsets) in place
 
-    for (int ks = 0; ks < ksteps; ++ks) {
-      const int4 off = detail::lds_v4(offsets_s + ks * 64);
-      uint32_t a[2][4];
+    const Origin o = origin(tile);
+    const uint32_t window_s = static_cast<uint32_t>(__cvta_generic_to_shared(windows + buf * prm.window_bytes));
+    for (int pair = warp; 2 * pair < steps; pair += kFewChannelWarps) {
+      // The warp's two row steps (the second may be past the tile's last: computed on the first's
+      // pixels and not stored); each thread's A rows are pixels g and g + 8 of each.
+      uint32_t start[2][2];
+      int step_pp[2], step_qq[2];
 #pragma unroll
       for (int f = 0; f < 2; ++f) {
-        a[f][0] = detail::pair_at(start[f][0] + off.x, start[f][0] + off.y);
-        a[f][1] = detail::pair_at(start[f][1] + off.x, start[f][1] + off.y);
-        a[f][2] = detail::pair_at(start[f][0] + off.z, start[f][0] + off.w);
-        a[f][3] = detail::pair_at(start[f][1] + off.z, start[f][1] + off.w);
-      }
-      if (ks == ksteps - 1) {
+        const int step = min(2 * pair + f, steps - 1);
+        step_pp[f] = step / steps_per_row;
+        step_qq[f] = step % steps_per_row * 16;
 #pragma unroll
-        for (int f = 0; f < 2; ++f) {
-          a[f][0] &= keep_lo;
-          a[f][1] &= keep_lo;
-          a[f][2] &= keep_hi;
-          a[f][3] &= keep_hi;
-        }
+        for (int h = 0; h < 2; ++h)
+          start[f][h] = window_s + 2u * static_cast<uint32_t>(shift + step_pp[f] * row_elems +
+                                                              (step_qq[f] + g + 8 * h) * pixel_elems);
       }
+      float acc[2][8][4];
 #pragma unroll
-      for (int jp = 0; jp < 4; ++jp) {
-        uint32_t b[4];
-        detail::ldmatrix_x4(b, b_lane + jp * 16 * prm.filter_pitch + ks * 32);
+      for (int f = 0; f < 2; ++f)
 #pragma unroll
-        for (int f = 0; f < 2; ++f) {
-          Mma::mma(acc[f][2 * jp], a[f], b[0], b[1]);
-          Mma::mma(acc[f][2 * jp + 1], a[f], b[2], b[3]);
-        }
-      }
-    }
+        for (int j = 0; j < 8; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[f][j][e] = 0.0f;
 
-    // Thread (g, t) holds pixels g and g + 8 of each step, filters 8j + 2t and 8j + 2t + 1.
-    T* const y_n = static_cast<T*>(prm.y) + n * prm.y_sn;
+      for (int ks = 0; ks < ksteps; ++ks) {
+        const int4 off = detail::lds_v4(offsets_s + ks * 64);
+        uint32_t a[2][4];
 #pragma unroll
-    for (int f = 0; f < 2; ++f) {
-      if (2 * pair + f >= steps) continue;
-      const int p = p0 + step_pp[f];
+        for (int f = 0; f < 2; ++f) {
+          a[f][0] = detail::pair_at(start[f][0] + off.x, start[f][0] + off.y);
+          a[f][1] = detail::pair_at(start[f][1] + off.x, start[f][1] + off.y);
+          a[f][2] = detail::pair_at(start[f][0] + off.z, start[f][0] + off.w);
+          a[f][3] = detail::pair_at(start[f][1] + off.z, start[f][1] + off.w);
+        }
+        if (ks == ksteps - 1) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int q = q0 + step_qq[f] + g + 8 * h;
-        if (p >= prm.P || q >= prm.Q) continue;
-        T* const y_pixel = y_n + p * prm.y_sp + q * prm.y_sq;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const int k = k0 + 8 * j + 2 * t;
-          if (k >= prm.K) continue;
-          float v[2];
-#pragma unroll
-          for (int i = 0; i < 2; ++i) {
-            T* dst = y_pixel + (k + i) * prm.y_sk;
-            const float old = prm.beta != 0.0f && k + i < prm.K ? to_float(*dst) : 0.0f;
-            v[i] = epilogue_value(prm.alpha, acc[f][j][2 * h + i], prm.beta, &old,
-                                  prm.bias && k + i < prm.K ? prm.bias[k + i] : 0.0f, prm.relu);
+          for (int f = 0; f < 2; ++f) {
+            a[f][0] &= keep_lo;
+            a[f][1] &= keep_lo;
+            a[f][2] &= keep_hi;
+            a[f][3] &= keep_hi;
           }
-          if (prm.y_pairs) {
-            *reinterpret_cast<uint32_t*>(y_pixel + k) = detail::pack_pair(from_float<T>(v[0]), from_float<T>(v[1]));
-          } else {
-            y_pixel[k * prm.y_sk] = from_float<T>(v[0]);
-            if (k + 1 < prm.K) y_pixel[(k + 1) * prm.y_sk] = from_float<T>(v[1]);
+        }
+#pragma unroll
+        for (int jp = 0; jp < 4; ++jp) {
+          uint32_t b[4];
+          detail::ldmatrix_x4(b, b_lane + jp * 16 * prm.filter_pitch + ks * 32);
+#pragma unroll
+          for (int f = 0; f < 2; ++f) {
+            Mma::mma(acc[f][2 * jp], a[f], b[0], b[1]);
+            Mma::mma(acc[f][2 * jp + 1], a[f], b[2], b[3]);
+          }
+        }
+      }
+
+      // Thread (g, t) holds pixels g and g + 8 of each step, filters 8j + 2t and 8j + 2t + 1.
+      T* const y_n = static_cast<T*>(prm.y) + o.n * prm.y_sn;
+      if (prm.y_rows) {
+        // The warp's 32 pixels x 64 filters through its staging rows (144 bytes apart: a store of
+        // eight pixels' words meets 32 banks), then out as 16-byte runs, eight lanes a pixel row.
+#pragma unroll
+        for (int f = 0; f < 2; ++f)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+              const int k = k0 + 8 * j + 2 * t;
+              float v[2];
+#pragma unroll
+              for (int i = 0; i < 2; ++i)
+                v[i] = epilogue_value(prm.alpha, acc[f][j][2 * h + i], 0.0f, nullptr,
+                                      prm.bias && k + i < prm.K ? prm.bias[k + i] : 0.0f, prm.relu);
+              *reinterpret_cast<uint32_t*>(staging + (16 * f + 8 * h + g) * kFewChannelStagingPitch + 16 * j + 4 * t) =
+                  detail::pack_pair(from_float<T>(v[0]), from_float<T>(v[1]));
+            }
+        __syncwarp();
+#pragma unroll
+        for (int it = 0; it < 8; ++it) {
+          const int row = it * 4 + lane / 8, chunk = lane % 8, f = row / 16;
+          const int p = o.p0 + step_pp[f], q = o.q0 + step_qq[f] + row % 16;
+          const uint4 v = *reinterpret_cast<const uint4*>(staging + row * kFewChannelStagingPitch + 16 * chunk);
+          if (2 * pair + f < steps && p < prm.P && q < prm.Q && k0 + 8 * chunk < prm.K)
+            *reinterpret_cast<uint4*>(y_n + p * prm.y_sp + q * prm.y_sq + k0 + 8 * chunk) = v;
+        }
+        __syncwarp();  // the staging rows are read before the warp's next pair writes them
+        continue;
+      }
+#pragma unroll
+      for (int f = 0; f < 2; ++f) {
+        if (2 * pair + f >= steps) continue;
+        const int p = o.p0 + step_pp[f];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int q = o.q0 + step_qq[f] + g + 8 * h;
+          if (p >= prm.P || q >= prm.Q) continue;
+          T* const y_pixel = y_n + p * prm.y_sp + q * prm.y_sq;
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            const int k = k0 + 8 * j + 2 * t;
+            if (k >= prm.K) continue;
+            float v[2];
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+              const float old = prm.beta != 0.0f && k + i < prm.K ? to_float(y_pixel[(k + i) * prm.y_sk]) : 0.0f;
+              v[i] = epilogue_value(prm.alpha, acc[f][j][2 * h + i], prm.beta, &old,
+                                    prm.bias && k + i < prm.K ? prm.bias[k + i] : 0.0f, prm.relu);
+            }
+            if (prm.y_pairs) {
+              *reinterpret_cast<uint32_t*>(y_pixel + k) = detail::pack_pair(from_float<T>(v[0]), from_float<T>(v[1]));
+            } else {
+              y_pixel[k * prm.y_sk] = from_float<T>(v[0]);
+              if (k + 1 < prm.K) y_pixel[(k + 1) * prm.y_sk] = from_float<T>(v[1]);
+            }
           }
         }
       }
     }
+    shift = next_shift;
+    __syncthreads();  // the window is read: the next round's copies may overwrite it
   }
 }
 

@@ -63,6 +63,8 @@ void few_channel_forward(const Plan& plan, const FewChannelDivision& d, const vo
       x_window_extent(d.tile_p, d.tile_q, p.c, p.r, p.s, p.stride_h, p.stride_w, p.dil_h, p.dil_w);
   prm.window = cuda::make_x_window(extent, p.c, p.h, p.w, xs[1], xs[2], xs[3]);
   prm.filter_pitch = static_cast<int>(few_channel_filter_pitch(d.columns));
+  prm.window_bytes = static_cast<int>(extent.bytes());
+  prm.tiles = static_cast<int>(p.n * ceil_div(p.p(), int64_t(d.tile_p)) * ceil_div(p.q(), int64_t(d.tile_q)));
   prm.tiles_q_div = cuda::FastDivmod(static_cast<unsigned>(ceil_div(p.q(), int64_t(d.tile_q))));
   prm.tiles_p_div = cuda::FastDivmod(static_cast<unsigned>(ceil_div(p.p(), int64_t(d.tile_p))));
   // A pixel's filters k and k + 1 (k even) are one 4-byte word where they are adjacent and every
@@ -70,6 +72,11 @@ void few_channel_forward(const Plan& plan, const FewChannelDivision& d, const vo
   bool pairs = ys[1] == 1 && p.k % 2 == 0 && reinterpret_cast<uintptr_t>(y) % 4 == 0;
   for (int64_t stride : {ys[0], ys[2], ys[3]}) pairs = pairs && stride % 2 == 0;
   prm.y_pairs = pairs ? 1 : 0;
+  // A pixel's 64 filters (fewer in the last block) leave as 16-byte runs where every run is
+  // aligned; beta reads y, and then each word goes its own way.
+  bool rows = ys[1] == 1 && p.k % 8 == 0 && reinterpret_cast<uintptr_t>(y) % 16 == 0 && e.beta == 0.0f;
+  for (int64_t stride : {ys[0], ys[2], ys[3]}) rows = rows && stride % 8 == 0;
+  prm.y_rows = rows ? 1 : 0;
   prm.alpha = e.alpha;
   prm.beta = e.beta;
   prm.relu = e.activation == Activation::ReLU ? 1 : 0;

@@ -27,7 +27,8 @@ int64_t shared_limit(const HardwareModel& hw) {
 int64_t few_channel_smem_bytes(const Problem& p, int64_t tile_p, int64_t tile_q) {
   const int64_t columns = columns_of(p);
   return kFewChannelFilters * few_channel_filter_pitch(columns) + columns * 4 +
-         x_window_extent(tile_p, tile_q, p.c, p.r, p.s, p.stride_h, p.stride_w, p.dil_h, p.dil_w).bytes();
+         2 * x_window_extent(tile_p, tile_q, p.c, p.r, p.s, p.stride_h, p.stride_w, p.dil_h, p.dil_w).bytes() +
+         kFewChannelThreads / 32 * 32 * kFewChannelStagingPitch;
 }
 
 std::string few_channel_unsupported(const Problem& p, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y) {
@@ -67,7 +68,10 @@ FewChannelDivision plan_few_channel(const Problem& p, const HardwareModel& hw, s
   d.tile_p = static_cast<int>(tile_p);
   d.tile_q = static_cast<int>(tile_q);
   d.smem_bytes = few_channel_smem_bytes(p, tile_p, tile_q);
-  d.launch.grid_x = p.n * ceil_div(pp, tile_p) * ceil_div(qq, tile_q);
+  // Persistent blocks, two an SM, each taking every grid_x-th tile: the filter rows load once a
+  // block, and a tile's window loads while the one before it is multiplied.
+  const int64_t tiles = p.n * ceil_div(pp, tile_p) * ceil_div(qq, tile_q);
+  d.launch.grid_x = std::min(tiles, std::max<int64_t>(1, ceil_div(fill, filter_blocks)));
   d.launch.grid_y = filter_blocks;
   d.launch.grid_z = 1;
   d.launch.threads = kFewChannelThreads;

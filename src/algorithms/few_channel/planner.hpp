@@ -29,8 +29,12 @@ constexpr int64_t few_channel_filter_pitch(int64_t columns) {
   return columns * 2 + 16;
 }
 
-/// A block's shared memory: the 64 filter rows, the column offset table (4 bytes a column) and the
-/// x window of tile_p x tile_q output pixels.
+/// Shared bytes from one of a warp's staging rows (a pixel's 64 filters) to the next: 16 past the
+/// row, so that eight pixels' 4-byte words of one filter pair fall in distinct banks.
+inline constexpr int kFewChannelStagingPitch = 144;
+
+/// A block's shared memory: the 64 filter rows, the column offset table (4 bytes a column), two x
+/// windows of tile_p x tile_q output pixels, and each warp's 32 staging rows.
 int64_t few_channel_smem_bytes(const Problem& p, int64_t tile_p, int64_t tile_q);
 
 /// Why few_channel cannot run this forward problem ("" when it can).
