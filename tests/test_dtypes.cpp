@@ -711,8 +711,9 @@ TEST(PlanDtypes, WaveFittedFilterTiles) {
 }
 
 // Note [few-channel forward]: fp16/bf16 forward layers of 2 to 4 input channels and one group run
-// few_channel in every layout; fp32 (exact or TF32), 8 channels and groups do not, and forcing it
-// there, on the CPU target, with a tile or a split, or onto a wgrad step, is a clear error.
+// few_channel in every layout, and fp32 ones in TF32 math; exact fp32, 8 channels and groups do
+// not, and forcing it there, on the CPU target, with a tile or a split, or onto a wgrad step, is a
+// clear error.
 TEST(PlanDtypes, FewChannelForwardLayers) {
   const Problem stem = make(32, 3, 224, 224, 64, 7, 7, 3, 2);  // resnet50's conv1
   for (DType t : {DType::Float16, DType::BFloat16})
@@ -740,7 +741,14 @@ TEST(PlanDtypes, FewChannelForwardLayers) {
   EXPECT_NE(plan_for(stem, Layout::NHWC, DType::Float32).algorithm(), Algorithm::FewChannel);
   PlanOptions tf32;
   tf32.math = MathMode::TF32;
-  EXPECT_EQ(plan_for(stem, Layout::NHWC, DType::Float32, tf32).algorithm(), Algorithm::ImplicitMma);
+  for (Layout l : {Layout::NCHW, Layout::NHWC}) {
+    const Plan t = plan_for(stem, l, DType::Float32, tf32);
+    ASSERT_EQ(t.algorithm(), Algorithm::FewChannel) << t.to_text(0);
+    EXPECT_EQ(t.math(), MathMode::TF32);
+    // 64 filter rows of 656 bytes, the offset table, two windows of 13 rows of 688 fp32 elements, no
+    // staging rows
+    EXPECT_EQ(std::get<FewChannelDivision>(t.division()).launch.smem_bytes, 64 * 656 + 160 * 4 + 2 * 13 * 688 * 4);
+  }
   EXPECT_EQ(plan_for(make(2, 8, 30, 30, 64, 3, 3, 1), Layout::NHWC, DType::BFloat16).algorithm(),
             Algorithm::ImplicitMma);
   EXPECT_EQ(plan_for(make(2, 4, 30, 30, 64, 3, 3, 1, 1, 1, 2), Layout::NHWC, DType::BFloat16).algorithm(),
@@ -762,7 +770,7 @@ TEST(PlanDtypes, FewChannelForwardLayers) {
   };
   PlanOptions forced;
   forced.algorithm = Algorithm::FewChannel;
-  expect_error(stem, DType::Float32, forced, Status::Unsupported, "fp32");
+  expect_error(stem, DType::Float32, forced, Status::Unsupported, "exact fp32");
   expect_error(make(2, 8, 30, 30, 64, 3, 3, 1), DType::BFloat16, forced, Status::Unsupported, "8 channels");
   PlanOptions cpu = forced;
   cpu.target = Target::Cpu;

@@ -518,7 +518,7 @@ TEST_F(TensorCores, DirectBlockInHalfPrecision) {
   }
 }
 
-// few_channel (Note [few-channel forward]), which Auto gives fp16/bf16 layers of 2 to 4 input
+// few_channel (Note [few-channel forward]), which Auto gives fp16/bf16/TF32 layers of 2 to 4 input
 // channels: a scaled-down ResNet stem (7x7 stride 2, a partial tile of columns), 1 to 4 channels,
 // dilation, 11x11 at stride 4 (363 columns: 23 MMA steps), a 1x1 layer (one step, mostly masked
 // columns), filters past one and two 64-filter blocks and an odd K (element stores), in every
@@ -531,8 +531,7 @@ TEST_F(TensorCores, FewChannelForwardMatchesTheReference) {
       make(2, 3, 40, 38, 64, 7, 7, 3, 2),  make(2, 1, 20, 21, 16, 3, 3, 1), make(1, 2, 17, 33, 72, 5, 5, 4, 1, 2),
       make(2, 4, 12, 12, 130, 3, 3, 1, 2), make(1, 3, 9, 9, 8, 1, 1),       make(2, 3, 47, 51, 24, 11, 11, 5, 4),
       make(2, 3, 15, 15, 5, 3, 3, 1)};
-  for (const Precision& pr : kPrecisions) {
-    if (pr.dtype == DType::Float32) continue;
+  for (const Precision& pr : kPrecisions)  // fp16, bf16 and TF32
     for (size_t i = 0; i < shapes.size(); ++i)
       for (int l = 0; l < (few() ? 2 : 6); ++l) {
         Case c{shapes[i]};
@@ -548,7 +547,6 @@ TEST_F(TensorCores, FewChannelForwardMatchesTheReference) {
             << pr.name << " " << c.name();
         EXPECT_EQ(division.rfind("few_channel_", 0), 0u) << c.name() << ": " << division;
       }
-  }
 }
 
 // single_channel's strip kernel in fp16/bf16 (x and filters widened to fp32 in shared memory):

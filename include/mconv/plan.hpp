@@ -45,7 +45,7 @@ enum class Algorithm : int {
   /// tensor cores, each item's x window read once into shared memory; fp16, bf16
   FewChannelWgrad = 8,
   /// CUDA: a forward layer with at most 4 input channels and one group (an RGB stem) on tensor
-  /// cores, each block's x window read once into shared memory; fp16, bf16
+  /// cores, each block's x window read once into shared memory; fp16, bf16, fp32 in TF32 math
   FewChannel = 9,
 };
 const char* algorithm_name(Algorithm a);

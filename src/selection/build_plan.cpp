@@ -133,7 +133,7 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
     if (forced_few) throw Error(Status::Unsupported, "algorithm: few_channel_wgrad cannot run this problem: " + no);
     plan.decisions_.push_back("refused few_channel_wgrad: " + no);
   }
-  // A forward layer with a few input channels (an RGB stem) in fp16/bf16: each block reads its x
+  // A forward layer with a few input channels (an RGB stem) in fp16/bf16 or TF32: each block reads its x
   // window once into shared memory and multiplies it with the columns padded only to the MMA's 16,
   // where implicit_mma pads each pixel's channels to an 8-element vector and gathers every element
   // from global memory (Note [few-channel forward]). Single-channel layers (C = 1) keep
@@ -141,8 +141,8 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
   const bool forced_fc = options.algorithm == Algorithm::FewChannel;
   if (forced_fc ||
       (!step.filter_gradient && !step.group_strides && target == Target::Cuda && options.algorithm == Algorithm::Auto &&
-       options.tile.empty() && options.split_k <= 1 && x.dtype != DType::Float32 && pr.groups == 1 && pr.c > 1 &&
-       pr.c <= detail::kFewChannelMaxChannels)) {
+       options.tile.empty() && options.split_k <= 1 && (x.dtype != DType::Float32 || options.math == MathMode::TF32) &&
+       pr.groups == 1 && pr.c > 1 && pr.c <= detail::kFewChannelMaxChannels)) {
     if (target != Target::Cuda) throw Error(Status::Unsupported, "algorithm: few_channel runs on the cuda target only");
     if (step.filter_gradient || step.group_strides)
       throw Error(Status::Unsupported,
@@ -151,14 +151,17 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
       throw Error(Status::BadParam,
                   "tile: tiles and split_k apply to the implicit GEMMs (few_channel plans its own "
                   "blocks)");
-    const std::string no = detail::few_channel_unsupported(pr, x, w, y);
+    std::string no = detail::few_channel_unsupported(pr, x, w, y);
+    if (no.empty() && x.dtype == DType::Float32 && options.math != MathMode::TF32)
+      no = "fp32 runs on it in TF32 math only (math tf32)";
     if (no.empty()) {
       plan.algorithm_ = Algorithm::FewChannel;
+      plan.math_ = x.dtype == DType::Float32 ? MathMode::TF32 : MathMode::Exact;
       plan.decisions_.push_back(forced_fc ? "algorithm few_channel: forced"
                                           : "algorithm few_channel: a layer of at most " +
                                                 std::to_string(detail::kFewChannelMaxChannels) +
                                                 " input channels, each block's x window read once");
-      plan.division_ = detail::plan_few_channel(pr, hw, plan.decisions_);
+      plan.division_ = detail::plan_few_channel(pr, dtype_size(x.dtype), hw, plan.decisions_);
       return plan;
     }
     if (forced_fc) throw Error(Status::Unsupported, "algorithm: few_channel cannot run this problem: " + no);

@@ -27,8 +27,9 @@ struct XWindow {
 };
 
 /// x_sc, x_sh, x_sw: x's channel, row and column strides in elements.
+/// element_bytes: x's dtype (the 4-byte-word copies are for 16-bit elements).
 inline XWindow make_x_window(const mconv::detail::XWindowExtent& e, int64_t c, int64_t h_end, int64_t w_end,
-                             int64_t x_sc, int64_t x_sh, int64_t x_sw) {
+                             int64_t x_sc, int64_t x_sh, int64_t x_sw, int element_bytes = 2) {
   XWindow w{};
   w.x_sc = x_sc;
   w.x_sh = x_sh;
@@ -40,10 +41,10 @@ inline XWindow make_x_window(const mconv::detail::XWindowExtent& e, int64_t c, i
   w.row_elems = static_cast<int>(e.row_elems);
   w.elems = static_cast<int>(e.rows * e.row_elems);
   w.pitch = static_cast<int>(e.pitch);
-  // A window row is one run of x where its channels and columns are adjacent; every row's run has
-  // the same parity (so one shift copies all of them as 4-byte words) where rows are an even number
+  // A window row of 16-bit elements is one run of x where its channels and columns are adjacent;
+  // every row's run has the same parity (so one shift copies all of them as 4-byte words) where rows are an even number
   // of elements apart.
-  w.words = x_sc == 1 && x_sw == c && x_sh % 2 == 0 ? 1 : 0;
+  w.words = element_bytes == 2 && x_sc == 1 && x_sw == c && x_sh % 2 == 0 ? 1 : 0;
   w.row_elems_div = FastDivmod(static_cast<unsigned>(e.row_elems));
   w.pitch_words_div = FastDivmod(static_cast<unsigned>(e.pitch / 2));
   w.channels_div = FastDivmod(static_cast<unsigned>(c));

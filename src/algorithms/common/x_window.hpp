@@ -21,8 +21,8 @@ struct XWindowExtent {
   int64_t columns = 0;    ///< x columns
   int64_t row_elems = 0;  ///< columns * C: one window row
   int64_t pitch = 0;      ///< window_pitch(row_elems)
-  /// Shared bytes of the window in a 16-bit dtype, 16-byte aligned.
-  int64_t bytes() const { return round_up(rows * pitch * 2, int64_t(16)); }
+  /// Shared bytes of the window for elements of `element_bytes`, 16-byte aligned.
+  int64_t bytes(int64_t element_bytes = 2) const { return round_up(rows * pitch * element_bytes, int64_t(16)); }
 };
 
 constexpr XWindowExtent x_window_extent(int64_t tile_p, int64_t tile_q, int64_t c, int64_t r, int64_t s,

@@ -12,14 +12,18 @@
 // = pp*sh*pitch + qq*sw*C. A 7x7 window at stride 2 reads each x element about 12 times; it comes
 // from shared memory each time after one trip from global.
 //
-// The MMA is mma.sync m16n8k16 with fp32 accumulators: A = the window's elements (pixels x
-// columns) as 16-bit shared loads packed in pairs, the offsets of a thread's four columns of a step
-// one 16-byte read of the offset table; B = the filter rows by ldmatrix, from rows padded by 16
-// bytes. Columns past C*R*S hold zero filters, and their A values are masked to zero too: a 0 * Inf
-// in x would otherwise make a NaN the sum does not have. A warp takes two 16-pixel row steps at a
-// time against all 64 filters and stores them from its accumulators through the fused epilogue.
-// Blocks are independent (one tile each, no workspace, no atomics); two share an SM, so one loads its
-// window while the other multiplies.
+// The MMA is mma.sync m16n8k16 with fp32 accumulators: A = the window's elements (pixels x columns)
+// as 16-bit shared loads packed in pairs, the offsets of a thread's four columns of a step one
+// 16-byte read of the offset table; B = the filter rows by ldmatrix, from rows padded by 16 bytes.
+// fp32 tensors in TF32 math take m16n8k8, two a 16-column step, their elements 32-bit loads rounded
+// to TF32 as they are loaded. Columns past C*R*S hold zero filters, and their A values are masked to
+// zero too: a 0 * Inf in x would otherwise make a NaN the sum does not have. A warp takes two
+// 16-pixel row steps at a time against all 64 filters and stores them through the fused epilogue.
+// 16-bit channels-last y with beta 0 goes through the warp's staging rows in shared memory and
+// leaves as 16-byte runs, a pixel's 128 bytes from eight lanes (from the accumulators each store
+// would write 4 bytes of 8 pixels' rows). Blocks are persistent, two an SM, over the tiles: the
+// filter rows load once a block, and a tile's window is copied while the one before it is
+// multiplied. No workspace, no atomics.
 #pragma once
 
 #include <cstdint>
@@ -62,12 +66,18 @@ struct FewChannelParams {
   int window_bytes;        // one of the two window buffers
   int tiles;               // N * ceil(P / tile_p) * ceil(Q / tile_q); a block takes every gridDim.x-th
   int y_rows;              // beta 0, channels-last y of 16-byte pixel rows, K a multiple of 8: staged stores
-  int y_pairs;             // y's filters adjacent, K even and every pair 4-byte aligned: pairs stored as words
+  int y_pairs;             // y's filters adjacent, K even, every pair aligned: a pair is one 4-byte (8 with fp32) store
   float alpha, beta;
   int relu;
 };
 
 namespace detail {
+
+__device__ __forceinline__ uint32_t lds_u32(uint32_t addr) {
+  uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(addr));
+  return v;
+}
 
 __device__ __forceinline__ int4 lds_v4(uint32_t addr) {
   int4 v;
@@ -91,10 +101,12 @@ __device__ __forceinline__ uint32_t pack_pair(T lo, T hi) {
 
 }  // namespace detail
 
-/// Mma: MmaFp16 or MmaBf16.
+/// Mma: MmaFp16, MmaBf16 or MmaTf32 (fp32 tensors).
 template <class Mma>
 __global__ void __launch_bounds__(kFewChannelThreads, 2) few_channel_kernel(const FewChannelParams prm) {
   using T = typename Mma::Storage;
+  constexpr bool kTf32 = sizeof(T) == 4;
+  constexpr int kBytes = static_cast<int>(sizeof(T));
   extern __shared__ __align__(16) unsigned char smem[];
   detail::wait_then_allow_dependent_grids();
 
@@ -136,9 +148,11 @@ __global__ void __launch_bounds__(kFewChannelThreads, 2) few_channel_kernel(cons
   // and K), once for all of the block's tiles.
   for (int j = tid; j < prm.columns; j += kFewChannelThreads) {
     const int c = j % prm.C, rs = j / prm.C, s = rs % prm.S, r = rs / prm.S;
-    const int within = j % 16, tt = within % 8 / 2, slot = within / 8 * 2 + within % 2;
+    // (TF32: columns t, t+4, t+8, t+12 of a step, two m16n8k8 steps)
+    const int within = j % 16, tt = kTf32 ? within % 4 : within % 8 / 2,
+              slot = kTf32 ? within / 4 : within / 8 * 2 + within % 2;
     offsets[j / 16 * 16 + tt * 4 + slot] =
-        j < prm.crs ? 2 * (r * prm.dil_h * prm.window.pitch + s * prm.dil_w * prm.C + c) : 0;
+        j < prm.crs ? kBytes * (r * prm.dil_h * prm.window.pitch + s * prm.dil_w * prm.C + c) : 0;
   }
   constexpr int kBatch = 8;  // loads in flight a thread before their stores
   const int filter_elems = kFewChannelFilters * prm.columns;
@@ -157,21 +171,36 @@ __global__ void __launch_bounds__(kFewChannelThreads, 2) few_channel_kernel(cons
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
       const int e = e0 + b * kFewChannelThreads, m = e / prm.columns, j = e - m * prm.columns;
-      if (e < filter_elems) *reinterpret_cast<T*>(smem + m * prm.filter_pitch + 2 * j) = v[b];
+      if constexpr (kTf32) {  // rounded once here, as the MMA's operand
+        uint32_t bits = __float_as_uint(v[b]);
+        Mma::convert_fragment(bits);
+        v[b] = __uint_as_float(bits);
+      }
+      if (e < filter_elems) *reinterpret_cast<T*>(smem + m * prm.filter_pitch + kBytes * j) = v[b];
     }
   }
 
   const uint32_t offsets_s = static_cast<uint32_t>(__cvta_generic_to_shared(offsets)) + t * 16;
   // ldmatrix: lanes 8i..8i+7 address matrix i's rows: filters (i/2)*8 + 0..7 of a 16-filter pair of
   // tiles, columns (i%2)*8 + 0..7 of the step.
+  // TF32: matrix i is one filter tile's columns 4i..4i+3 (b0, b1 of the step's two m16n8k8).
   const uint32_t b_lane = static_cast<uint32_t>(__cvta_generic_to_shared(smem)) +
-                          (lane / 16 * 8 + lane % 8) * prm.filter_pitch + lane / 8 % 2 * 16;
+                          (kTf32 ? lane % 8 * prm.filter_pitch + lane / 8 * 16
+                                 : (lane / 16 * 8 + lane % 8) * prm.filter_pitch + lane / 8 % 2 * 16);
   const int steps_per_row = prm.tile_q / 16, steps = prm.tile_p * steps_per_row, ksteps = prm.columns / 16;
   const int pixel_elems = prm.stride_w * prm.C, row_elems = prm.stride_h * prm.window.pitch;
   // The last step's columns past C*R*S: the thread's elements there are masked to zero.
-  const int last = (ksteps - 1) * 16 + 2 * t;
-  const uint32_t keep_lo = (last < prm.crs ? 0xffffu : 0u) | (last + 1 < prm.crs ? 0xffff0000u : 0u);
-  const uint32_t keep_hi = (last + 8 < prm.crs ? 0xffffu : 0u) | (last + 9 < prm.crs ? 0xffff0000u : 0u);
+  // (16-bit: halves of the words of columns 2t, 2t+1 and 2t+8, 2t+9; TF32: words of columns t,
+  // t+4, t+8, t+12.)
+  uint32_t keep[4];
+  if constexpr (kTf32) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) keep[i] = (ksteps - 1) * 16 + t + 4 * i < prm.crs ? 0xffffffffu : 0u;
+  } else {
+    const int last = (ksteps - 1) * 16 + 2 * t;
+    keep[0] = keep[1] = (last < prm.crs ? 0xffffu : 0u) | (last + 1 < prm.crs ? 0xffff0000u : 0u);
+    keep[2] = keep[3] = (last + 8 < prm.crs ? 0xffffu : 0u) | (last + 9 < prm.crs ? 0xffff0000u : 0u);
+  }
 
   // The block's tiles, each window loaded while the tile before it is multiplied.
   for (int round = 0; tile < prm.tiles; tile += static_cast<int>(gridDim.x), ++round) {
@@ -195,8 +224,8 @@ __global__ void __launch_bounds__(kFewChannelThreads, 2) few_channel_kernel(cons
         step_qq[f] = step % steps_per_row * 16;
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-          start[f][h] = window_s + 2u * static_cast<uint32_t>(shift + step_pp[f] * row_elems +
-                                                              (step_qq[f] + g + 8 * h) * pixel_elems);
+          start[f][h] = window_s + kBytes * static_cast<uint32_t>(shift + step_pp[f] * row_elems +
+                                                                  (step_qq[f] + g + 8 * h) * pixel_elems);
       }
       float acc[2][8][4];
 #pragma unroll
@@ -208,66 +237,94 @@ __global__ void __launch_bounds__(kFewChannelThreads, 2) few_channel_kernel(cons
 
       for (int ks = 0; ks < ksteps; ++ks) {
         const int4 off = detail::lds_v4(offsets_s + ks * 64);
-        uint32_t a[2][4];
+        if constexpr (kTf32) {
+          // Two m16n8k8 steps: a[f][0..1] rows g, g+8 at column t (then t+4: a[f][2..3]); the
+          // second step's columns are t+8 and t+12.
 #pragma unroll
-        for (int f = 0; f < 2; ++f) {
-          a[f][0] = detail::pair_at(start[f][0] + off.x, start[f][0] + off.y);
-          a[f][1] = detail::pair_at(start[f][1] + off.x, start[f][1] + off.y);
-          a[f][2] = detail::pair_at(start[f][0] + off.z, start[f][0] + off.w);
-          a[f][3] = detail::pair_at(start[f][1] + off.z, start[f][1] + off.w);
-        }
-        if (ks == ksteps - 1) {
+          for (int half = 0; half < 2; ++half) {
+            const int o0 = half ? off.z : off.x, o1 = half ? off.w : off.y;
+            uint32_t a[2][4];
 #pragma unroll
-          for (int f = 0; f < 2; ++f) {
-            a[f][0] &= keep_lo;
-            a[f][1] &= keep_lo;
-            a[f][2] &= keep_hi;
-            a[f][3] &= keep_hi;
+            for (int f = 0; f < 2; ++f) {
+              a[f][0] = detail::lds_u32(start[f][0] + o0);
+              a[f][1] = detail::lds_u32(start[f][1] + o0);
+              a[f][2] = detail::lds_u32(start[f][0] + o1);
+              a[f][3] = detail::lds_u32(start[f][1] + o1);
+#pragma unroll
+              for (int i = 0; i < 4; ++i) {
+                if (ks == ksteps - 1) a[f][i] &= keep[2 * half + i / 2];
+                Mma::convert_fragment(a[f][i]);
+              }
+            }
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+              uint32_t b[4];
+              detail::ldmatrix_x4(b, b_lane + j * 8 * prm.filter_pitch + ks * 64);
+#pragma unroll
+              for (int f = 0; f < 2; ++f) Mma::mma(acc[f][j], a[f], b[2 * half], b[2 * half + 1]);
+            }
           }
-        }
-#pragma unroll
-        for (int jp = 0; jp < 4; ++jp) {
-          uint32_t b[4];
-          detail::ldmatrix_x4(b, b_lane + jp * 16 * prm.filter_pitch + ks * 32);
+        } else {
+          uint32_t a[2][4];
 #pragma unroll
           for (int f = 0; f < 2; ++f) {
-            Mma::mma(acc[f][2 * jp], a[f], b[0], b[1]);
-            Mma::mma(acc[f][2 * jp + 1], a[f], b[2], b[3]);
+            a[f][0] = detail::pair_at(start[f][0] + off.x, start[f][0] + off.y);
+            a[f][1] = detail::pair_at(start[f][1] + off.x, start[f][1] + off.y);
+            a[f][2] = detail::pair_at(start[f][0] + off.z, start[f][0] + off.w);
+            a[f][3] = detail::pair_at(start[f][1] + off.z, start[f][1] + off.w);
+          }
+          if (ks == ksteps - 1) {
+#pragma unroll
+            for (int f = 0; f < 2; ++f)
+#pragma unroll
+              for (int i = 0; i < 4; ++i) a[f][i] &= keep[i];
+          }
+#pragma unroll
+          for (int jp = 0; jp < 4; ++jp) {
+            uint32_t b[4];
+            detail::ldmatrix_x4(b, b_lane + jp * 16 * prm.filter_pitch + ks * 32);
+#pragma unroll
+            for (int f = 0; f < 2; ++f) {
+              Mma::mma(acc[f][2 * jp], a[f], b[0], b[1]);
+              Mma::mma(acc[f][2 * jp + 1], a[f], b[2], b[3]);
+            }
           }
         }
       }
 
       // Thread (g, t) holds pixels g and g + 8 of each step, filters 8j + 2t and 8j + 2t + 1.
       T* const y_n = static_cast<T*>(prm.y) + o.n * prm.y_sn;
-      if (prm.y_rows) {
-        // The warp's 32 pixels x 64 filters through its staging rows (144 bytes apart: a store of
-        // eight pixels' words meets 32 banks), then out as 16-byte runs, eight lanes a pixel row.
+      if constexpr (!kTf32) {
+        if (prm.y_rows) {
+          // The warp's 32 pixels x 64 filters through its staging rows (144 bytes apart: a store of
+          // eight pixels' words meets 32 banks), then out as 16-byte runs, eight lanes a pixel row.
 #pragma unroll
-        for (int f = 0; f < 2; ++f)
+          for (int f = 0; f < 2; ++f)
 #pragma unroll
-          for (int h = 0; h < 2; ++h)
+            for (int h = 0; h < 2; ++h)
 #pragma unroll
-            for (int j = 0; j < 8; ++j) {
-              const int k = k0 + 8 * j + 2 * t;
-              float v[2];
+              for (int j = 0; j < 8; ++j) {
+                const int k = k0 + 8 * j + 2 * t;
+                float v[2];
 #pragma unroll
-              for (int i = 0; i < 2; ++i)
-                v[i] = epilogue_value(prm.alpha, acc[f][j][2 * h + i], 0.0f, nullptr,
-                                      prm.bias && k + i < prm.K ? prm.bias[k + i] : 0.0f, prm.relu);
-              *reinterpret_cast<uint32_t*>(staging + (16 * f + 8 * h + g) * kFewChannelStagingPitch + 16 * j + 4 * t) =
-                  detail::pack_pair(from_float<T>(v[0]), from_float<T>(v[1]));
-            }
-        __syncwarp();
+                for (int i = 0; i < 2; ++i)
+                  v[i] = epilogue_value(prm.alpha, acc[f][j][2 * h + i], 0.0f, nullptr,
+                                        prm.bias && k + i < prm.K ? prm.bias[k + i] : 0.0f, prm.relu);
+                *reinterpret_cast<uint32_t*>(staging + (16 * f + 8 * h + g) * kFewChannelStagingPitch + 16 * j +
+                                             4 * t) = detail::pack_pair(from_float<T>(v[0]), from_float<T>(v[1]));
+              }
+          __syncwarp();
 #pragma unroll
-        for (int it = 0; it < 8; ++it) {
-          const int row = it * 4 + lane / 8, chunk = lane % 8, f = row / 16;
-          const int p = o.p0 + step_pp[f], q = o.q0 + step_qq[f] + row % 16;
-          const uint4 v = *reinterpret_cast<const uint4*>(staging + row * kFewChannelStagingPitch + 16 * chunk);
-          if (2 * pair + f < steps && p < prm.P && q < prm.Q && k0 + 8 * chunk < prm.K)
-            *reinterpret_cast<uint4*>(y_n + p * prm.y_sp + q * prm.y_sq + k0 + 8 * chunk) = v;
+          for (int it = 0; it < 8; ++it) {
+            const int row = it * 4 + lane / 8, chunk = lane % 8, f = row / 16;
+            const int p = o.p0 + step_pp[f], q = o.q0 + step_qq[f] + row % 16;
+            const uint4 v = *reinterpret_cast<const uint4*>(staging + row * kFewChannelStagingPitch + 16 * chunk);
+            if (2 * pair + f < steps && p < prm.P && q < prm.Q && k0 + 8 * chunk < prm.K)
+              *reinterpret_cast<uint4*>(y_n + p * prm.y_sp + q * prm.y_sq + k0 + 8 * chunk) = v;
+          }
+          __syncwarp();  // the staging rows are read before the warp's next pair writes them
+          continue;
         }
-        __syncwarp();  // the staging rows are read before the warp's next pair writes them
-        continue;
       }
 #pragma unroll
       for (int f = 0; f < 2; ++f) {
@@ -290,7 +347,10 @@ __global__ void __launch_bounds__(kFewChannelThreads, 2) few_channel_kernel(cons
                                     prm.bias && k + i < prm.K ? prm.bias[k + i] : 0.0f, prm.relu);
             }
             if (prm.y_pairs) {
-              *reinterpret_cast<uint32_t*>(y_pixel + k) = detail::pack_pair(from_float<T>(v[0]), from_float<T>(v[1]));
+              if constexpr (kTf32)
+                *reinterpret_cast<float2*>(y_pixel + k) = make_float2(v[0], v[1]);
+              else
+                *reinterpret_cast<uint32_t*>(y_pixel + k) = detail::pack_pair(from_float<T>(v[0]), from_float<T>(v[1]));
             } else {
               y_pixel[k * prm.y_sk] = from_float<T>(v[0]);
               if (k + 1 < prm.K) y_pixel[(k + 1) * prm.y_sk] = from_float<T>(v[1]);

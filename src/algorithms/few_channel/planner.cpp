@@ -24,29 +24,31 @@ int64_t shared_limit(const HardwareModel& hw) {
 
 }  // namespace
 
-int64_t few_channel_smem_bytes(const Problem& p, int64_t tile_p, int64_t tile_q) {
+int64_t few_channel_smem_bytes(const Problem& p, int64_t tile_p, int64_t tile_q, int64_t element_bytes) {
   const int64_t columns = columns_of(p);
-  return kFewChannelFilters * few_channel_filter_pitch(columns) + columns * 4 +
-         2 * x_window_extent(tile_p, tile_q, p.c, p.r, p.s, p.stride_h, p.stride_w, p.dil_h, p.dil_w).bytes() +
-         kFewChannelThreads / 32 * 32 * kFewChannelStagingPitch;
+  const XWindowExtent window = x_window_extent(tile_p, tile_q, p.c, p.r, p.s, p.stride_h, p.stride_w, p.dil_h, p.dil_w);
+  return kFewChannelFilters * few_channel_filter_pitch(columns, element_bytes) + columns * 4 +
+         2 * window.bytes(element_bytes) +
+         (element_bytes == 2 ? kFewChannelThreads / 32 * 32 * kFewChannelStagingPitch : 0);
 }
 
 std::string few_channel_unsupported(const Problem& p, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y) {
-  if (x.dtype != DType::Float16 && x.dtype != DType::BFloat16)
-    return "fp16 and bf16 only (its MMA is mma.sync's m16n8k16)";
+  if (x.dtype != DType::Float16 && x.dtype != DType::BFloat16 && x.dtype != DType::Float32)
+    return "fp16, bf16 and fp32 in TF32 math only (its MMA is mma.sync's)";
   if (w.dtype != x.dtype || y.dtype != x.dtype) return "x, w and y of one dtype";
   if (p.groups != 1) return "groups (one group only)";
   if (p.c > kFewChannelMaxChannels) return "more than " + std::to_string(kFewChannelMaxChannels) + " input channels";
   if (p.c * p.r * p.s > kFewChannelMaxColumns)
     return "C * R * S above " + std::to_string(kFewChannelMaxColumns) + " (the filter rows fill shared memory)";
-  if (few_channel_smem_bytes(p, 1, 16) > 227 * 1024)
+  if (few_channel_smem_bytes(p, 1, 16, dtype_size(x.dtype)) > 227 * 1024)
     return "the x window of 16 output pixels exceeds a block's shared memory (stride or dilation too large)";
   if (p.n * p.p() * ceil_div(p.q(), int64_t(16)) >= (int64_t(1) << 31))
     return "N * P * Q / 16 is 2^31 or more (32-bit block indices)";
   return "";
 }
 
-FewChannelDivision plan_few_channel(const Problem& p, const HardwareModel& hw, std::vector<std::string>& why) {
+FewChannelDivision plan_few_channel(const Problem& p, int64_t element_bytes, const HardwareModel& hw,
+                                    std::vector<std::string>& why) {
   FewChannelDivision d;
   const int64_t pp = p.p(), qq = p.q();
   d.columns = static_cast<int>(columns_of(p));
@@ -56,7 +58,7 @@ FewChannelDivision plan_few_channel(const Problem& p, const HardwareModel& hw, s
   int64_t tile_p = std::clamp(kBlockPixels / tile_q, int64_t(1), pp);
   const int64_t sm_share = hw.smem_per_sm > 0 ? hw.smem_per_sm / kBlocksPerSm - 1024 : 113 * 1024;
   const int64_t limit = std::min(shared_limit(hw), std::max<int64_t>(sm_share, 0));
-  while (few_channel_smem_bytes(p, tile_p, tile_q) > limit && (tile_p > 1 || tile_q > 16))
+  while (few_channel_smem_bytes(p, tile_p, tile_q, element_bytes) > limit && (tile_p > 1 || tile_q > 16))
     if (tile_p > 1)
       --tile_p;
     else
@@ -67,7 +69,7 @@ FewChannelDivision plan_few_channel(const Problem& p, const HardwareModel& hw, s
   while (tile_p > 1 && blocks(tile_p) < fill) tile_p = ceil_div(tile_p, 2);
   d.tile_p = static_cast<int>(tile_p);
   d.tile_q = static_cast<int>(tile_q);
-  d.smem_bytes = few_channel_smem_bytes(p, tile_p, tile_q);
+  d.smem_bytes = few_channel_smem_bytes(p, tile_p, tile_q, element_bytes);
   // Persistent blocks, two an SM, each taking every grid_x-th tile: the filter rows load once a
   // block, and a tile's window loads while the one before it is multiplied.
   const int64_t tiles = p.n * ceil_div(pp, tile_p) * ceil_div(qq, tile_q);
