@@ -772,6 +772,7 @@ TEST(PlanDtypes, FewChannelForwardLayers) {
   forced.algorithm = Algorithm::FewChannel;
   expect_error(stem, DType::Float32, forced, Status::Unsupported, "exact fp32");
   expect_error(make(2, 8, 30, 30, 64, 3, 3, 1), DType::BFloat16, forced, Status::Unsupported, "8 channels");
+  expect_error(make(1, 3, 8, 8, 65536 * 64, 1, 1), DType::BFloat16, forced, Status::Unsupported, "2^22 filters");
   PlanOptions cpu = forced;
   cpu.target = Target::Cpu;
   expect_error(stem, DType::BFloat16, cpu, Status::Unsupported, "the cpu target");

@@ -42,6 +42,7 @@ std::string few_channel_unsupported(const Problem& p, const TensorDesc& x, const
     return "C * R * S above " + std::to_string(kFewChannelMaxColumns) + " (the filter rows fill shared memory)";
   if (few_channel_smem_bytes(p, 1, 16, dtype_size(x.dtype)) > 227 * 1024)
     return "the x window of 16 output pixels exceeds a block's shared memory (stride or dilation too large)";
+  if (ceil_div(p.k, int64_t(kFewChannelFilters)) > 65535) return "more than 65535 blocks of 64 filters (the grid's y)";
   if (p.n * p.p() * ceil_div(p.q(), int64_t(16)) >= (int64_t(1) << 31))
     return "N * P * Q / 16 is 2^31 or more (32-bit block indices)";
   return "";
