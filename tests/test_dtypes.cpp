@@ -730,8 +730,8 @@ TEST(PlanDtypes, FewChannelForwardLayers) {
       EXPECT_TRUE(plan.deterministic());
     }
   // Few blocks: the rows of a block halve until every SM has two.
-  const auto& small =
-      std::get<FewChannelDivision>(plan_for(make(1, 3, 64, 64, 64, 3, 3, 1), Layout::NHWC, DType::BFloat16).division());
+  const Plan small_plan = plan_for(make(1, 3, 64, 64, 64, 3, 3, 1), Layout::NHWC, DType::BFloat16);
+  const auto& small = std::get<FewChannelDivision>(small_plan.division());
   EXPECT_EQ(small.tile_q, 64);
   EXPECT_EQ(small.tile_p, 1);  // 64 blocks of one row: fewer than 264 either way
   EXPECT_EQ(
