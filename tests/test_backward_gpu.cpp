@@ -106,7 +106,8 @@ TEST_F(BackwardGpu, DgradLongReductionSplitsTheLargestTile) {
 // dgrad of first layers (C = 3, 7x7 and 5x5 at stride 2; Auto: direct_block for few filters): every
 // phase step (4x4, 4x3, 3x4 and 3x3 taps of a 7x7; 3x3, 3x2, 2x3, 2x2 of a 5x5) takes the 4-filter
 // shape on phases wider than 16 (Note [filter vectors], [bounded taps]): fp32 in every layout, and
-// TF32 (exact FFMA), fp16 and bf16 in plane order (Note [few filters off the tensor cores]).
+// TF32 (exact FFMA) in plane order (Note [few filters off the tensor cores]); fp16 and bf16 in
+// plane order run few_filter (Note [few-filter forward]).
 // Alpha/beta on one, against the double reference.
 TEST_F(BackwardGpu, FirstLayerDgradPhasesOnDirectBlock) {
   Engine engine(Target::Cuda);
@@ -128,8 +129,10 @@ TEST_F(BackwardGpu, FirstLayerDgradPhasesOnDirectBlock) {
         o.math = pr.math;
         auto plan = engine.plan_backward_data(c.p, bt.ad, bt.bd, bt.outd, o);
         EXPECT_EQ(plan->plans.size(), 4u) << c.name();
+        // (fp16/bf16 steps run few_filter: Note [few-filter forward])
+        const std::string want = pr.dtype == DType::Float32 ? "direct_32x8_r2x2_f4" : "few_filter_";
         for (const auto& step : plan->plans)
-          EXPECT_EQ(division_name(step->division()), "direct_32x8_r2x2_f4") << c.name() << ": " << step->to_text(0);
+          EXPECT_EQ(division_name(step->division()).rfind(want, 0), 0u) << c.name() << ": " << step->to_text(0);
         EXPECT_LT(run_gpu(engine, c, Pass::BackwardData, pr, g, o), pr.tolerance)
             << dtype_name(pr.dtype) << " " << math_mode_name(pr.math) << " " << c.name();
       }
@@ -250,24 +253,21 @@ TEST_F(BackwardGpu, ChannelsLastHalfStepsTransposedGathersAndClusterSplits) {
             BackwardTensors bt(c, pass, pr.dtype, g);
             auto plan = plan_pass(engine, c, pass, bt, o);
             // Three channels: dgrad's filters (dx's channels) and wgrad's images (x's) are no vector;
-            // the planner's wgrad is few_channel_wgrad (Note [few-channel wgrad]), the forced
-            // splits below implicit_mma's element forms.
+            // the planner's wgrad is few_channel_wgrad (Note [few-channel wgrad]) and its dgrad
+            // few_filter (Note [few-filter forward]), the forced splits below implicit_mma's element
+            // forms.
             const bool three = c0.p.c == 3;
-            if (three && pass == Pass::BackwardFilter) {
-              EXPECT_EQ(plan->plans.at(0)->algorithm(), Algorithm::FewChannelWgrad) << c.name();
+            if (three) {
+              EXPECT_EQ(plan->plans.at(0)->algorithm(),
+                        pass == Pass::BackwardFilter ? Algorithm::FewChannelWgrad : Algorithm::FewFilter)
+                  << c.name();
               EXPECT_LT(run_gpu(engine, c, pass, pr, g, o), pr.tolerance) << dtype_name(pr.dtype) << " " << c.name();
               continue;
             }
             const auto& d = std::get<ImplicitMmaDivision>(plan->plans.at(0)->division());
-            const GatherForm want_a = pass == Pass::BackwardData ? GatherForm::Vector
-                                      : three                    ? GatherForm::Element
-                                                                 : GatherForm::Transposed;
-            const GatherForm want_b =
-                three && pass == Pass::BackwardData ? GatherForm::Element : GatherForm::Transposed;
+            const GatherForm want_a = pass == Pass::BackwardData ? GatherForm::Vector : GatherForm::Transposed;
             EXPECT_EQ(d.a_gather, want_a) << pass_name(pass) << " " << c.name();
-            EXPECT_EQ(d.b_gather, want_b) << pass_name(pass) << " " << c.name();
-            // Note [mma narrow filter tiles]: dx's 3 channels fill a 16-wide tile.
-            if (three && pass == Pass::BackwardData) EXPECT_EQ(d.tile_name, "mma128x16_4w_128B");
+            EXPECT_EQ(d.b_gather, GatherForm::Transposed) << pass_name(pass) << " " << c.name();
           }
           EXPECT_LT(run_gpu(engine, c, pass, pr, g, o), pr.tolerance)
               << pass_name(pass) << " " << dtype_name(pr.dtype) << " split " << split
@@ -701,6 +701,13 @@ TEST_F(BackwardGpu, DepthwiseWgradEveryPrecisionAndLayout) {
     }
 }
 
+// A case with x, w and y channels-last.
+Case channels_last(Problem p) {
+  Case c{p};
+  c.xl = c.wl = c.yl = Layout::NHWC;
+  return c;
+}
+
 // Note [few-channel wgrad]: the wgrad of layers of at most 4 input channels in fp16 and bf16 with
 // channels-last dy. A scaled-down ResNet stem (7x7, stride 2: atomic slices by default), 2 channels
 // and 72 filters (a partial second block of filters; Q = 37 leaves masked columns in an item), 4
@@ -711,11 +718,6 @@ TEST_F(BackwardGpu, DepthwiseWgradEveryPrecisionAndLayout) {
 TEST_F(BackwardGpu, FewChannelWgradEveryShape) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 977);
-  auto channels_last = [](Problem p) {
-    Case c{p};
-    c.xl = c.wl = c.yl = Layout::NHWC;
-    return c;
-  };
   std::vector<Case> cases{
       channels_last(make(4, 3, 64, 64, 64, 7, 7, 3, 2)), channels_last(make(2, 2, 20, 37, 72, 3, 3, 1)),
       channels_last(make(1, 4, 30, 30, 16, 5, 5, 4, 1, 2)), channels_last(make(3, 3, 17, 19, 32, 1, 1, 0, 2)),
@@ -753,6 +755,35 @@ TEST_F(BackwardGpu, FewChannelWgradEveryShape) {
   for (const Precision& pr : {kPrecisions[2], kPrecisions[3]})
     EXPECT_LT(run_gpu(engine, single, Pass::BackwardFilter, pr, g, forced), pr.tolerance)
         << dtype_name(pr.dtype) << " forced " << single.name();
+}
+
+// Note [few-filter forward]: the dgrad of layers of at most 8 input channels (an RGB stem) in fp16
+// and bf16 with channels-last dy runs its phase steps on few_filter: a scaled-down ResNet stem (7x7
+// stride 2: four phase steps of 3x3 to 4x4 taps), 8 channels and 3x3 stride 1 (one step), 2
+// channels with dilation 2, 5x5 stride 2 with alpha and beta, and dx and w in plane order under
+// channels-last dy.
+TEST_F(BackwardGpu, FewFilterDgradSteps) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 978);
+  std::vector<Case> cases{channels_last(make(2, 3, 40, 38, 64, 7, 7, 3, 2)),
+                          channels_last(make(2, 8, 21, 19, 32, 3, 3, 1)),
+                          channels_last(make(1, 2, 30, 30, 16, 5, 5, 4, 1, 2))};
+  Case scaled = channels_last(make(2, 3, 33, 35, 64, 5, 5, 2, 2));
+  scaled.alpha = 0.5f;
+  scaled.beta = 0.75f;
+  cases.push_back(scaled);
+  Case mixed = channels_last(make(2, 3, 30, 30, 64, 7, 7, 3, 2));
+  mixed.xl = mixed.wl = Layout::NCHW;  // dx and w in plane order; dy (the y layout) channels-last
+  cases.push_back(mixed);
+  for (const Precision& pr : {kPrecisions[2], kPrecisions[3]})
+    for (const Case& c : cases) {
+      BackwardTensors bt(c, Pass::BackwardData, pr.dtype, g);
+      auto plan = engine.plan_backward_data(c.p, bt.ad, bt.bd, bt.outd, PlanOptions{});
+      ASSERT_FALSE(plan->plans.empty()) << c.name();
+      for (const auto& step : plan->plans)
+        EXPECT_EQ(step->algorithm(), Algorithm::FewFilter) << c.name() << step->to_text(0);
+      EXPECT_LT(run_gpu(engine, c, Pass::BackwardData, pr, g), pr.tolerance) << dtype_name(pr.dtype) << " " << c.name();
+    }
 }
 
 }  // namespace

@@ -710,6 +710,16 @@ TEST(PlanDtypes, WaveFittedFilterTiles) {
   }
 }
 
+// Planning `p` channels-last in `t` with `o` fails with `status`.
+void expect_error(const Problem& p, DType t, PlanOptions o, Status status, const char* what) {
+  try {
+    (void)plan_for(p, Layout::NHWC, t, o);
+    ADD_FAILURE() << what << " was planned";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), status) << what << ": " << e.what();
+  }
+}
+
 // Note [few-channel forward]: fp16/bf16 forward layers of 2 to 4 input channels and one group run
 // few_channel in every layout, and fp32 ones in TF32 math; exact fp32, 8 channels and groups do
 // not, and forcing it there, on the CPU target, with a tile or a split, or onto a wgrad step, is a
@@ -760,14 +770,6 @@ TEST(PlanDtypes, FewChannelForwardLayers) {
   EXPECT_NE(refused.to_text(0).find("refused few_channel: C * R * S above 640"), std::string::npos)
       << refused.to_text(0);
 
-  auto expect_error = [](const Problem& p, DType t, PlanOptions o, Status status, const char* what) {
-    try {
-      (void)plan_for(p, Layout::NHWC, t, o);
-      ADD_FAILURE() << what << " was planned";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.status(), status) << what << ": " << e.what();
-    }
-  };
   PlanOptions forced;
   forced.algorithm = Algorithm::FewChannel;
   expect_error(stem, DType::Float32, forced, Status::Unsupported, "exact fp32");
@@ -793,6 +795,89 @@ TEST(PlanDtypes, FewChannelForwardLayers) {
   }
 }
 
+// Note [few-filter forward]: fp16/bf16 layers of at most 8 filters, one group and at least 8
+// channels run few_filter (few_filter_preferred): an RGB output head channels-last and in plane
+// order, every phase step of ResNet conv1's dgrad, many channels (two chunk buffers), few channels
+// (a 16-channel chunk), a 1x1 layer of one chunk channels-last. TF32, 9 filters, groups, 6
+// channels and other 1x1 layers do not under Auto; forcing it onto what it cannot run, on the CPU
+// target, with a tile or a split, or onto a wgrad step, is a clear error.
+TEST(PlanDtypes, FewFilterLayers) {
+  auto division = [](const Plan& plan) { return std::get<FewFilterDivision>(plan.division()); };
+  const Problem head = make(8, 64, 256, 256, 3, 3, 3, 1);
+  for (DType t : {DType::Float16, DType::BFloat16}) {
+    const Plan plan = plan_for(head, Layout::NHWC, t);
+    ASSERT_EQ(plan.algorithm(), Algorithm::FewFilter) << plan.to_text(0);
+    const FewFilterDivision d = division(plan);
+    EXPECT_EQ(d.chunk_c, 64);
+    EXPECT_EQ(d.buffers, 1);
+    EXPECT_EQ(d.tile_q % 16, 0);
+    EXPECT_LE(d.tile_p * d.tile_q / 16, 32);  // 8 warps of at most 4 row steps
+    // the window of the tile's pixels (144 bytes each: 64 channels and 16) and 8 filter rows of 9 taps
+    EXPECT_EQ(d.smem_bytes, (d.tile_p + 2) * (d.tile_q + 2) * 144 + 8 * (9 * 128 + 16));
+    EXPECT_LE(d.smem_bytes, 113 * 1024);  // two blocks an SM
+    EXPECT_EQ(d.launch.grid_x, 8 * ((256 + d.tile_p - 1) / d.tile_p) * ((256 + d.tile_q - 1) / d.tile_q));
+    EXPECT_TRUE(plan.deterministic());
+  }
+  const Problem conv1 = make(32, 3, 224, 224, 64, 7, 7, 3, 2);
+  const DType bf16 = DType::BFloat16;
+  const BackwardDecomposition dg = decompose_backward_data(
+      conv1, conv1.y_desc(Layout::NHWC, bf16), conv1.w_desc(Layout::NHWC, bf16), conv1.x_desc(Layout::NHWC, bf16));
+  ASSERT_EQ(dg.steps.size(), 4u);
+  PlanOptions cuda;
+  cuda.target = Target::Cuda;
+  for (const ForwardStep& s : dg.steps) {
+    const Plan step = Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), cuda);
+    ASSERT_EQ(step.algorithm(), Algorithm::FewFilter) << step.to_text(0);
+    EXPECT_EQ(division(step).chunk_c, 64);
+    EXPECT_EQ(division(step).buffers, 1);
+  }
+  const FewFilterDivision many = division(plan_for(make(2, 200, 30, 30, 4, 3, 3, 1), Layout::NHWC, bf16));
+  EXPECT_EQ(many.chunk_c, 64);
+  EXPECT_EQ(many.buffers, 2);
+  EXPECT_EQ(division(plan_for(make(2, 8, 30, 30, 4, 3, 3, 1), Layout::NHWC, bf16)).chunk_c, 16);
+  // Few blocks: the rows of a block halve until every SM has two.
+  const FewFilterDivision small = division(plan_for(make(1, 64, 32, 32, 3, 3, 3, 1), Layout::NHWC, bf16));
+  EXPECT_EQ(small.tile_p, 1);
+
+  PlanOptions tf32;
+  tf32.math = MathMode::TF32;
+  EXPECT_NE(plan_for(head, Layout::NHWC, DType::Float32, tf32).algorithm(), Algorithm::FewFilter);
+  EXPECT_EQ(plan_for(head, Layout::NCHW, bf16).algorithm(), Algorithm::FewFilter);  // element copies
+  EXPECT_NE(plan_for(make(8, 64, 64, 64, 9, 3, 3, 1), Layout::NHWC, bf16).algorithm(), Algorithm::FewFilter);
+  EXPECT_NE(plan_for(make(8, 64, 64, 64, 4, 3, 3, 1, 1, 1, 2), Layout::NHWC, bf16).algorithm(), Algorithm::FewFilter);
+  EXPECT_NE(plan_for(make(8, 6, 64, 64, 3, 3, 3, 1), Layout::NHWC, bf16).algorithm(), Algorithm::FewFilter);
+  // 1x1 layers: channels-last over one chunk only
+  EXPECT_EQ(plan_for(make(8, 64, 64, 64, 3, 1, 1), Layout::NHWC, bf16).algorithm(), Algorithm::FewFilter);
+  EXPECT_NE(plan_for(make(8, 256, 64, 64, 3, 1, 1), Layout::NHWC, bf16).algorithm(), Algorithm::FewFilter);
+  EXPECT_NE(plan_for(make(8, 64, 64, 64, 3, 1, 1), Layout::NCHW, bf16).algorithm(), Algorithm::FewFilter);
+
+  PlanOptions forced;
+  forced.algorithm = Algorithm::FewFilter;
+  EXPECT_EQ(plan_for(make(8, 256, 64, 64, 3, 1, 1), Layout::NHWC, bf16, forced).algorithm(), Algorithm::FewFilter);
+  expect_error(head, DType::Float32, forced, Status::Unsupported, "fp32");
+  expect_error(make(8, 64, 64, 64, 9, 3, 3, 1), bf16, forced, Status::Unsupported, "9 filters");
+  expect_error(make(8, 64, 64, 64, 4, 3, 3, 1, 1, 1, 2), bf16, forced, Status::Unsupported, "groups");
+  expect_error(make(1, 64, 300, 300, 3, 61, 61, 30), bf16, forced, Status::Unsupported, "a 61x61 filter");
+  PlanOptions cpu = forced;
+  cpu.target = Target::Cpu;
+  expect_error(head, bf16, cpu, Status::Unsupported, "the cpu target");
+  PlanOptions tiled = forced;
+  tiled.tile = "mma128x16_4w_128B";
+  expect_error(head, bf16, tiled, Status::BadParam, "a tile");
+  PlanOptions split = forced;
+  split.split_k = 2;
+  expect_error(head, bf16, split, Status::BadParam, "a split");
+  StepContext wgrad;
+  wgrad.filter_gradient = true;
+  try {
+    (void)Plan::build(head, head.x_desc(Layout::NHWC, bf16), head.w_desc(Layout::NHWC, bf16),
+                      head.y_desc(Layout::NHWC, bf16), HardwareModel::reference_h100(), forced, wgrad);
+    ADD_FAILURE() << "a wgrad step ran few_filter";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::Unsupported) << e.what();
+  }
+}
+
 // Note [mma narrow filter tiles]: forward layers and dgrad steps of at most 16 filters a group take the
 // 128x16 tile, in every precision and layout: an RGB output layer, a one-channel head, 16 filters,
 // groups of 8 (on sm_90 and on an sm_80 model) and every phase of a first layer's dgrad (its filters
@@ -810,8 +895,12 @@ TEST(PlanDtypes, NarrowFilterTilesOnLayersOfFewFilters) {
                            make(32, 256, 28, 28, 16, 3, 3, 1), make(4, 64, 28, 28, 64, 3, 3, 1, 1, 1, 8)})
     for (Layout l : {Layout::NHWC, Layout::NCHW}) {
       if (l == Layout::NCHW && p.k_per_group() <= 4) continue;
-      EXPECT_EQ(division(p, l, DType::BFloat16).tile_name, narrow) << p.to_string();
-      EXPECT_EQ(division(p, l, DType::Float16).tile_name, narrow) << p.to_string();
+      // (16-bit channels-last layers of at most 8 filters and one group run few_filter: below.)
+      const bool few_filter = l == Layout::NHWC && p.k <= 8 && p.groups == 1;
+      if (!few_filter) {
+        EXPECT_EQ(division(p, l, DType::BFloat16).tile_name, narrow) << p.to_string();
+        EXPECT_EQ(division(p, l, DType::Float16).tile_name, narrow) << p.to_string();
+      }
       EXPECT_EQ(division(p, l, DType::Float32, tf32).tile_name, narrow) << p.to_string();
     }
   HardwareModel ampere = HardwareModel::reference_h100();
@@ -819,29 +908,32 @@ TEST(PlanDtypes, NarrowFilterTilesOnLayersOfFewFilters) {
   const Problem rgb = make(8, 64, 64, 64, 3, 3, 3, 1);
   PlanOptions cuda;
   cuda.target = Target::Cuda;
+  PlanOptions mma = cuda;
+  mma.algorithm = Algorithm::ImplicitMma;
   const Plan on_ampere =
       Plan::build(rgb, rgb.x_desc(Layout::NHWC, DType::BFloat16), rgb.w_desc(Layout::NHWC, DType::BFloat16),
-                  rgb.y_desc(Layout::NHWC, DType::BFloat16), ampere, cuda);
+                  rgb.y_desc(Layout::NHWC, DType::BFloat16), ampere, mma);
   EXPECT_EQ(std::get<ImplicitMmaDivision>(on_ampere.division()).tile_name, narrow);
   EXPECT_NE(division(make(8, 64, 64, 64, 17, 3, 3, 1), Layout::NHWC, DType::BFloat16).tile_name, narrow);
   // 1x1 heads, of many tiles or few, take the persistent wgmma tile's rule channels-last (its plain
   // form where K is no whole 16-byte run of filters), the narrow tile in plane order (and in TF32,
   // which has no tensor maps).
+  // (A 1x1 head over at most 64 channels runs few_filter channels-last: FewFilterLayers.)
   for (const Problem& head : {make(8, 64, 256, 256, 1, 1, 1), make(16, 256, 64, 64, 8, 1, 1)}) {
-    EXPECT_EQ(division_name(division(head, Layout::NHWC, DType::BFloat16)),
-              head.k == 8 ? "wgmma128x64_s3_tma_persistent" : "wgmma128x64_s3_tma")
-        << head.to_string();
+    if (head.c > 64)
+      EXPECT_EQ(division_name(division(head, Layout::NHWC, DType::BFloat16)), "wgmma128x64_s3_tma_persistent")
+          << head.to_string();
     EXPECT_EQ(division(head, Layout::NCHW, DType::BFloat16).tile_name, narrow) << head.to_string();
     EXPECT_EQ(division(head, Layout::NHWC, DType::Float32, tf32).tile_name, narrow) << head.to_string();
   }
-  EXPECT_EQ(division(make(8, 64, 256, 256, 3, 3, 3, 1), Layout::NHWC, DType::BFloat16).tile_name, narrow);
+  EXPECT_EQ(division(make(8, 64, 256, 256, 3, 3, 3, 1), Layout::NHWC, DType::Float32, tf32).tile_name, narrow);
   const Problem conv1 = make(32, 3, 224, 224, 64, 7, 7, 3, 2);
   const DType t = DType::BFloat16;
   const BackwardDecomposition dg = decompose_backward_data(
       conv1, conv1.y_desc(Layout::NHWC, t), conv1.w_desc(Layout::NHWC, t), conv1.x_desc(Layout::NHWC, t));
   ASSERT_EQ(dg.steps.size(), 4u);
-  for (const ForwardStep& s : dg.steps) {
-    const Plan step = Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), cuda);
+  for (const ForwardStep& s : dg.steps) {  // (Auto gives them to few_filter: FewFilterLayers)
+    const Plan step = Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), mma);
     EXPECT_EQ(std::get<ImplicitMmaDivision>(step.division()).tile_name, narrow) << s.problem.to_string();
   }
   const BackwardDecomposition wg = decompose_backward_filter(
@@ -853,9 +945,10 @@ TEST(PlanDtypes, NarrowFilterTilesOnLayersOfFewFilters) {
 }
 
 // Note [few filters off the tensor cores]: layers of at most 4 filters over 16 or more channels,
-// larger than 1x1, with x in plane order run direct_block in TF32 math (exact) and in fp16/bf16:
-// output heads and an RGB first layer's dgrad phase steps. Channels-last ones, 1x1 ones and those of
-// more filters or fewer channels stay on the tensor cores.
+// larger than 1x1, with x in plane order run direct_block in TF32 math (exact): output heads and an
+// RGB first layer's dgrad phase steps; in fp16/bf16 those of one group run few_filter. Channels-last
+// ones (few_filter in fp16/bf16), 1x1 ones and those of more filters or fewer channels stay on the
+// tensor cores.
 TEST(PlanDtypes, FewFiltersInPlaneOrderLeaveTheTensorCores) {
   PlanOptions tf32;
   tf32.math = MathMode::TF32;
@@ -863,14 +956,20 @@ TEST(PlanDtypes, FewFiltersInPlaneOrderLeaveTheTensorCores) {
     return plan_for(p, l, t, t == DType::Float32 ? tf32 : PlanOptions{}).algorithm();
   };
   for (DType t : {DType::Float32, DType::BFloat16, DType::Float16}) {
+    // (fp16/bf16 layers of one group run few_filter first: Note [few-filter forward])
+    const bool half = t != DType::Float32;
     for (const Problem& p : {make(8, 64, 256, 256, 3, 3, 3, 1), make(8, 128, 128, 128, 1, 3, 3, 1),
                              make(2, 32, 40, 40, 4, 5, 3, 2, 2), make(2, 64, 40, 40, 6, 3, 3, 1, 1, 1, 2)}) {
-      EXPECT_EQ(algorithm(p, Layout::NCHW, t), Algorithm::DirectBlock) << p.to_string() << " " << dtype_name(t);
-      EXPECT_EQ(algorithm(p, Layout::NHWC, t), Algorithm::ImplicitMma) << p.to_string() << " " << dtype_name(t);
+      EXPECT_EQ(algorithm(p, Layout::NCHW, t), half && p.groups == 1 ? Algorithm::FewFilter : Algorithm::DirectBlock)
+          << p.to_string() << " " << dtype_name(t);
+      // (channels-last in fp16/bf16 with one group: few_filter, Note [few-filter forward])
+      const Algorithm nhwc = t != DType::Float32 && p.groups == 1 ? Algorithm::FewFilter : Algorithm::ImplicitMma;
+      EXPECT_EQ(algorithm(p, Layout::NHWC, t), nhwc) << p.to_string() << " " << dtype_name(t);
     }
     for (const Problem& p :
          {make(8, 64, 256, 256, 1, 1, 1), make(8, 64, 64, 64, 5, 3, 3, 1), make(8, 8, 64, 64, 3, 3, 3, 1)})
-      EXPECT_EQ(algorithm(p, Layout::NCHW, t), Algorithm::ImplicitMma) << p.to_string() << " " << dtype_name(t);
+      EXPECT_EQ(algorithm(p, Layout::NCHW, t), half && p.r * p.s > 1 ? Algorithm::FewFilter : Algorithm::ImplicitMma)
+          << p.to_string() << " " << dtype_name(t);
     const Problem conv1 = make(32, 3, 224, 224, 64, 7, 7, 3, 2);
     const BackwardDecomposition dg = decompose_backward_data(
         conv1, conv1.y_desc(Layout::NCHW, t), conv1.w_desc(Layout::NCHW, t), conv1.x_desc(Layout::NCHW, t));
@@ -879,8 +978,12 @@ TEST(PlanDtypes, FewFiltersInPlaneOrderLeaveTheTensorCores) {
     o.target = Target::Cuda;
     for (const ForwardStep& s : dg.steps) {
       const Plan step = Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o);
-      EXPECT_EQ(step.algorithm(), Algorithm::DirectBlock) << s.problem.to_string() << " " << dtype_name(t);
       EXPECT_EQ(step.math(), MathMode::Exact) << s.problem.to_string();
+      if (half) {
+        EXPECT_EQ(step.algorithm(), Algorithm::FewFilter) << s.problem.to_string() << " " << dtype_name(t);
+        continue;
+      }
+      EXPECT_EQ(step.algorithm(), Algorithm::DirectBlock) << s.problem.to_string() << " " << dtype_name(t);
       EXPECT_EQ(division_name(step.division()), "direct_32x8_r2x2_f4") << s.problem.to_string();
     }
     // Not wgrad steps: their filter is dy's planes.

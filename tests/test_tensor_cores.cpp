@@ -549,6 +549,39 @@ TEST_F(TensorCores, FewChannelForwardMatchesTheReference) {
       }
 }
 
+// few_filter (Note [few-filter forward]), which Auto gives fp16/bf16 layers of at most 8 filters
+// (few_filter_preferred): an RGB output head (3x3, K = 3), one filter (1x1, forced), 8 filters at
+// 5x5 with dilation 2, C = 8 (half a 16-channel step), C = 200 (four chunks, the last partial: both buffers), stride 2
+// at 7x7 (a window at twice the pitch), K = 5 on a partial column tile; each in NHWC, x one element off (element
+// copies), plane-order y with the whole epilogue, x in plane order (forced: element copies from strided channels) and a
+// true convolution under channels-last x.
+TEST_F(TensorCores, FewFilterMatchesTheReference) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 109);
+  const std::vector<Problem> shapes{make(2, 64, 33, 35, 3, 3, 3, 1),       make(1, 32, 20, 21, 1, 1, 1),
+                                    make(2, 16, 19, 23, 8, 5, 5, 4, 1, 2), make(2, 8, 12, 40, 3, 3, 3, 1),
+                                    make(1, 200, 14, 15, 4, 3, 3, 1),      make(2, 24, 30, 31, 6, 7, 7, 3, 2),
+                                    make(3, 48, 9, 70, 5, 3, 3, 1)};
+  for (const Precision& pr : kPrecisions) {
+    if (pr.dtype == DType::Float32) continue;
+    for (size_t i = 0; i < shapes.size(); ++i)
+      for (int v = 0; v < (few() ? 2 : 5); ++v) {
+        Case c{shapes[i]};
+        c.xl = c.wl = c.yl = Layout::NHWC;
+        if (v == 1) c.x_offset = 1;
+        if (v == 2) c = with_whole_epilogue(c), c.yl = Layout::NCHW, c.y_offset = 1;
+        if (v == 3) c.xl = Layout::NCHW;
+        if (v == 4) c.p.mode = Mode::Convolution, c.wl = Layout::NCHW;
+        std::string division;
+        // (Auto keeps 1x1 layers in plane order on implicit_mma's GEMM tiles)
+        const Algorithm a = v == 3 || c.p.r * c.p.s == 1 ? Algorithm::FewFilter : Algorithm::Auto;
+        EXPECT_LT(run_mma(engine, c, g, pr, "", &division, a), tolerance(pr.dtype, pr.math))
+            << pr.name << " " << c.name() << " variant " << v;
+        EXPECT_EQ(division.rfind("few_filter_", 0), 0u) << c.name() << ": " << division;
+      }
+  }
+}
+
 // single_channel's strip kernel in fp16/bf16 (x and filters widened to fp32 in shared memory):
 // single-channel layers (C = 1) and channel multipliers of 8 in plane order, 1x1 to 7x7 with the
 // window in registers and the generic path (rectangular, dilated), strides 1 and 2, column pairs

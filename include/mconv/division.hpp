@@ -244,10 +244,22 @@ struct FewChannelDivision {
   LaunchShape launch;      ///< grid (N * pixel tiles, 64-filter blocks)
 };
 
-using Division =
-    std::variant<std::monostate, ImplicitPrecompDivision, DirectBlockDivision, SingleChannelDivision,
-                 PlaneStreamDivision, PlaneBulkDivision, StrideFixedDivision, ImplicitMmaDivision,
-                 ChannelsLastDepthwiseDivision, DepthwiseWgradDivision, FewChannelWgradDivision, FewChannelDivision>;
+/// few_filter (src/algorithms/few_filter): a layer of at most 8 filters (an output head; the dgrad
+/// steps of an RGB stem) on tensor cores, each block's output pixels multiplied out of the window
+/// of x they read, a chunk of channels at a time (Note [few-filter forward]).
+struct FewFilterDivision {
+  int tile_p = 1;          ///< output rows of a block
+  int tile_q = 16;         ///< output columns of a block (a multiple of 16: one MMA row step)
+  int chunk_c = 64;        ///< channels of one window chunk (a multiple of 16)
+  int buffers = 1;         ///< chunk buffers: 2 where the channels take more than one chunk
+  int64_t smem_bytes = 0;  ///< a block's window and filter chunks
+  LaunchShape launch;      ///< grid (N * pixel tiles)
+};
+
+using Division = std::variant<std::monostate, ImplicitPrecompDivision, DirectBlockDivision, SingleChannelDivision,
+                              PlaneStreamDivision, PlaneBulkDivision, StrideFixedDivision, ImplicitMmaDivision,
+                              ChannelsLastDepthwiseDivision, DepthwiseWgradDivision, FewChannelWgradDivision,
+                              FewChannelDivision, FewFilterDivision>;
 
 /// "vector", "transposed" or "element".
 const char* gather_form_name(GatherForm f);

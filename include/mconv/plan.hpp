@@ -47,6 +47,9 @@ enum class Algorithm : int {
   /// CUDA: a forward layer with at most 4 input channels and one group (an RGB stem) on tensor
   /// cores, each block's x window read once into shared memory; fp16, bf16, fp32 in TF32 math
   FewChannel = 9,
+  /// CUDA: a layer of at most 8 filters and one group (an output head; the dgrad steps of an RGB
+  /// stem) on tensor cores, each block's x window read once into shared memory; fp16, bf16
+  FewFilter = 10,
 };
 const char* algorithm_name(Algorithm a);
 Algorithm parse_algorithm(const std::string& s);

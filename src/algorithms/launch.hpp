@@ -51,6 +51,10 @@ void few_channel_wgrad_forward(const Plan& plan, const FewChannelWgradDivision& 
 void few_channel_forward(const Plan& plan, const FewChannelDivision& d, const void* x, const void* w, void* y,
                          const Epilogue& e, void* stream, bool dependent_launch);
 
+/// A layer of at most 8 filters (Note [few-filter forward]); a dgrad step's x is its view of dy.
+void few_filter_forward(const Plan& plan, const FewFilterDivision& d, const void* x, const void* w, void* y,
+                        const Epilogue& e, void* stream, bool dependent_launch);
+
 /// out = beta * out over a strided view of any dtype (beta = 0 never reads it): a backward pass's fill
 /// step.
 void fill_view(const TensorDesc& view, void* base, float beta, void* stream, bool dependent_launch);

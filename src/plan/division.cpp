@@ -47,6 +47,10 @@ struct NameOf {
     return "few_channel_" + std::to_string(d.tile_p) + "x" + std::to_string(d.tile_q) + "_c" +
            std::to_string(d.columns);
   }
+  std::string operator()(const FewFilterDivision& d) const {
+    return "few_filter_" + std::to_string(d.tile_p) + "x" + std::to_string(d.tile_q) + "_c" +
+           std::to_string(d.chunk_c) + (d.buffers > 1 ? "_db" : "");
+  }
   std::string operator()(const StrideFixedDivision& d) const {
     return "stride_fixed_" + std::to_string(d.tile_cols) + "x" + std::to_string(d.tile_rows) + "_s" +
            std::to_string(d.segment_channels * 4) + (d.thread_pixels == 4 ? "_p4" : "");
@@ -139,6 +143,13 @@ struct TextOf {
     std::ostringstream os;
     os << "division  blocks of " << d.tile_p << " x " << d.tile_q << " output pixels x 64 filters with their x window, "
        << d.columns << " columns (C*R*S padded to 16), " << d.smem_bytes << " bytes of shared memory a block\n";
+    return os.str() + launch_text(d.launch);
+  }
+  std::string operator()(const FewFilterDivision& d) const {
+    std::ostringstream os;
+    os << "division  blocks of " << d.tile_p << " x " << d.tile_q << " output pixels x 8 filters with their x window, "
+       << d.chunk_c << " channels a chunk in " << d.buffers << " buffer(s), " << d.smem_bytes
+       << " bytes of shared memory a block\n";
     return os.str() + launch_text(d.launch);
   }
   std::string operator()(const StrideFixedDivision& d) const {

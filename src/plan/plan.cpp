@@ -50,19 +50,22 @@ const char* algorithm_name(Algorithm a) {
       return "few_channel_wgrad";
     case Algorithm::FewChannel:
       return "few_channel";
+    case Algorithm::FewFilter:
+      return "few_filter";
   }
   return "?";
 }
 
 Algorithm parse_algorithm(const std::string& s) {
-  for (Algorithm a : {Algorithm::Auto, Algorithm::Reference, Algorithm::ImplicitPrecomp, Algorithm::DirectBlock,
-                      Algorithm::SingleChannel, Algorithm::StrideFixed, Algorithm::ImplicitMma,
-                      Algorithm::DepthwiseWgrad, Algorithm::FewChannelWgrad, Algorithm::FewChannel})
+  for (Algorithm a :
+       {Algorithm::Auto, Algorithm::Reference, Algorithm::ImplicitPrecomp, Algorithm::DirectBlock,
+        Algorithm::SingleChannel, Algorithm::StrideFixed, Algorithm::ImplicitMma, Algorithm::DepthwiseWgrad,
+        Algorithm::FewChannelWgrad, Algorithm::FewChannel, Algorithm::FewFilter})
     if (s == algorithm_name(a)) return a;
   throw Error(Status::BadParam, "algorithm: unknown name '" + s +
                                     "' (expected auto, reference, implicit_precomp, direct_block, "
                                     "single_channel, stride_fixed, implicit_mma, depthwise_wgrad, "
-                                    "few_channel_wgrad or few_channel)");
+                                    "few_channel_wgrad, few_channel or few_filter)");
 }
 
 const char* math_mode_name(MathMode m) {

@@ -8,6 +8,12 @@
 namespace mconv {
 namespace {
 
+// The families whose fp16/bf16 kernels multiply on the tensor cores (the others widen to fp32 FFMA).
+bool on_tensor_cores(Algorithm a) {
+  return a == Algorithm::ImplicitMma || a == Algorithm::FewChannel || a == Algorithm::FewChannelWgrad ||
+         a == Algorithm::FewFilter;
+}
+
 const char* row_order_name(RowOrder o) {
   return o == RowOrder::CRS ? "CRS" : "RSC";
 }
@@ -28,7 +34,7 @@ std::string Plan::to_text(int64_t max_rows) const {
   os << "problem   " << p.to_string() << "  ->  P=" << p.p() << " Q=" << p.q() << "  FLOPs=" << std::setprecision(4)
      << p.flops() << "\n";
   os << "dtype     " << dtype_name(x_.dtype) << " x, w, y; "
-     << (x_.dtype != DType::Float32 && algorithm_ == Algorithm::ImplicitMma ? "tensor cores, fp32 accumulation"
+     << (x_.dtype != DType::Float32 && on_tensor_cores(algorithm_) ? "tensor cores, fp32 accumulation"
          : x_.dtype != DType::Float32 ? "fp32 arithmetic on the stored values (FFMA), rounded once into y"
          : math_ == MathMode::TF32    ? "math tf32 (tensor cores round x and w to tf32, fp32 accumulation)"
                                       : "math exact (fp32 products and sums)")

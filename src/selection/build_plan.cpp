@@ -6,6 +6,7 @@
 #include "../algorithms/direct_block/planner.hpp"
 #include "../algorithms/few_channel/planner.hpp"
 #include "../algorithms/few_channel_wgrad/planner.hpp"
+#include "../algorithms/few_filter/planner.hpp"
 #include "../algorithms/implicit_mma/planner.hpp"
 #include "../algorithms/implicit_precomp/planner.hpp"
 #include "../algorithms/single_channel/planner.hpp"
@@ -166,6 +167,37 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
     }
     if (forced_fc) throw Error(Status::Unsupported, "algorithm: few_channel cannot run this problem: " + no);
     plan.decisions_.push_back("refused few_channel: " + no);
+  }
+  // A layer of at most 8 filters (an output head; the dgrad phase steps of an RGB stem) in fp16/bf16:
+  // each block reads its x window once into shared memory, a chunk of channels at a time, against
+  // one MMA tile of 8 filters, where implicit_mma's narrowest tile holds 16 and gathers each (pixel,
+  // tap) row from global memory (Note [few-filter forward]); which layers, as measured:
+  // few_filter_preferred.
+  const bool forced_ff = options.algorithm == Algorithm::FewFilter;
+  if (forced_ff ||
+      (!step.filter_gradient && !step.group_strides && target == Target::Cuda && options.algorithm == Algorithm::Auto &&
+       options.tile.empty() && options.split_k <= 1 && x.dtype != DType::Float32 && pr.groups == 1 &&
+       pr.k <= detail::kFewFilterMaxFilters && detail::few_filter_preferred(pr, x))) {
+    if (target != Target::Cuda) throw Error(Status::Unsupported, "algorithm: few_filter runs on the cuda target only");
+    if (step.filter_gradient || step.group_strides)
+      throw Error(Status::Unsupported,
+                  "algorithm: few_filter runs forward layers and dgrad steps of one group (not wgrad steps)");
+    if (!options.tile.empty() || options.split_k > 1)
+      throw Error(Status::BadParam,
+                  "tile: tiles and split_k apply to the implicit GEMMs (few_filter plans its own blocks)");
+    const std::string no = detail::few_filter_unsupported(pr, x, w, y);
+    if (no.empty()) {
+      plan.algorithm_ = Algorithm::FewFilter;
+      plan.math_ = MathMode::Exact;
+      plan.decisions_.push_back(forced_ff ? "algorithm few_filter: forced"
+                                          : "algorithm few_filter: a layer of at most " +
+                                                std::to_string(detail::kFewFilterMaxFilters) +
+                                                " filters, each block's x window read once");
+      plan.division_ = detail::plan_few_filter(pr, hw, plan.decisions_);
+      return plan;
+    }
+    if (forced_ff) throw Error(Status::Unsupported, "algorithm: few_filter cannot run this problem: " + no);
+    plan.decisions_.push_back("refused few_filter: " + no);
   }
   // Only the implicit GEMMs read the Plan's group strides; the direct families address groups
   // through the descriptors' channel strides.

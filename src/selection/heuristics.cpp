@@ -118,7 +118,8 @@ bool few_filters(const Problem& p) {
   return p.k_per_group() <= 4 && p.c_per_group() >= 16;
 }
 
-// Note [few filters off the tensor cores]: the tensor-core tile for at most 16 filters (Note [mma
+// Note [few filters off the tensor cores] (TF32 now; fp16/bf16 layers of one group go to
+// few_filter first, Note [few-filter forward]): the tensor-core tile for at most 16 filters (Note [mma
 // narrow filter tiles]) still idles 13 of its 16 filter lanes on 3 filters, and in plane order its
 // x is gathered an element at a time, while direct_block reads x's rows as 16-byte vectors once per
 // tile for all of a block's filters. Measured on the H100 (one call, mconv only; every layer of

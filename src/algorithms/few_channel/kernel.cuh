@@ -28,6 +28,7 @@
 
 #include <cstdint>
 
+#include "../common/conv_geometry.cuh"
 #include "../common/cp_async.cuh"
 #include "../common/dependent_launch.cuh"
 #include "../common/epilogue.cuh"
@@ -46,18 +47,9 @@ inline constexpr int kFewChannelStagingPitch = mconv::detail::kFewChannelStaging
 inline constexpr int kFewChannelStagingBytes = 32 * kFewChannelStagingPitch;  // a warp's 32 pixel rows
 static_assert(kFewChannelFilters == 64, "a warp's 8 filter tiles of 8");
 
-struct FewChannelParams {
-  const void* x;
-  const void* w;
-  void* y;
-  const float* bias;                 // K values or null
-  long long x_sn;                    // x: image (the window has the rest)
-  long long w_sk, w_sc, w_sr, w_ss;  // w: filter, channel, tap row, tap column
-  long long y_sn, y_sk, y_sp, y_sq;  // y: image, filter, row, column
-  int K, C, R, S, P, Q, crs;
-  int columns;  // crs rounded up to 16: the MMA steps' columns
-  int stride_h, stride_w, dil_h, dil_w, pad_h, pad_w;
-  int flip;                // true convolution: the taps rotated as the filter rows are loaded
+struct FewChannelParams : ConvGeometry, StoragePointers {
+  int crs;                 // C * R * S
+  int columns;             // crs rounded up to 16: the MMA steps' columns
   int tile_p, tile_q;      // a tile's output pixels (tile_q a multiple of 16)
   XWindow window;          // the x window of a tile
   int filter_pitch;        // shared bytes from one filter row to the next
@@ -67,8 +59,6 @@ struct FewChannelParams {
   int tiles;               // N * ceil(P / tile_p) * ceil(Q / tile_q); a block takes every gridDim.x-th
   int y_rows;              // beta 0, channels-last y of 16-byte pixel rows, K a multiple of 8: staged stores
   int y_pairs;             // y's filters adjacent, K even, every pair aligned: a pair is one 4-byte (8 with fp32) store
-  float alpha, beta;
-  int relu;
 };
 
 namespace detail {
@@ -116,7 +106,7 @@ __global__ void __launch_bounds__(kFewChannelThreads, 2) few_channel_kernel(cons
   int* offsets = reinterpret_cast<int*>(smem + filters_bytes);
   unsigned char* windows = smem + filters_bytes + prm.columns * 4;
   unsigned char* staging = windows + 2 * prm.window_bytes + warp * kFewChannelStagingBytes;
-  const T* x = static_cast<const T*>(prm.x);
+  const T* x = prm.x_as<T>();
 
   // Tile `tile`'s image and first output pixel; its window's copies into buffer `buf` (returns the
   // window's shift, x_window.cuh).
@@ -147,12 +137,12 @@ __global__ void __launch_bounds__(kFewChannelThreads, 2) few_channel_kernel(cons
   // are thread t's four, adjacent. Its filter values go to byte 2j of the 64 rows (zeros past C*R*S
   // and K), once for all of the block's tiles.
   for (int j = tid; j < prm.columns; j += kFewChannelThreads) {
-    const int c = j % prm.C, rs = j / prm.C, s = rs % prm.S, r = rs / prm.S;
+    const int c = j % prm.cg, rs = j / prm.cg, s = rs % prm.S, r = rs / prm.S;
     // (TF32: columns t, t+4, t+8, t+12 of a step, two m16n8k8 steps)
     const int within = j % 16, tt = kTf32 ? within % 4 : within % 8 / 2,
               slot = kTf32 ? within / 4 : within / 8 * 2 + within % 2;
     offsets[j / 16 * 16 + tt * 4 + slot] =
-        j < prm.crs ? kBytes * (r * prm.dil_h * prm.window.pitch + s * prm.dil_w * prm.C + c) : 0;
+        j < prm.crs ? kBytes * (r * prm.dil_h * prm.window.pitch + s * prm.dil_w * prm.cg + c) : 0;
   }
   constexpr int kBatch = 8;  // loads in flight a thread before their stores
   const int filter_elems = kFewChannelFilters * prm.columns;
@@ -161,12 +151,11 @@ __global__ void __launch_bounds__(kFewChannelThreads, 2) few_channel_kernel(cons
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
       const int e = e0 + b * kFewChannelThreads, m = e / prm.columns, j = e - m * prm.columns;
-      const int c = j % prm.C, rs = j / prm.C, s = rs % prm.S, r = rs / prm.S;
+      const int c = j % prm.cg, rs = j / prm.cg, s = rs % prm.S, r = rs / prm.S;
       const int fr = prm.flip ? prm.R - 1 - r : r, fs = prm.flip ? prm.S - 1 - s : s;
-      v[b] =
-          e < filter_elems && j < prm.crs && k0 + m < prm.K
-              ? __ldg(static_cast<const T*>(prm.w) + (k0 + m) * prm.w_sk + c * prm.w_sc + fr * prm.w_sr + fs * prm.w_ss)
-              : from_float<T>(0.0f);
+      v[b] = e < filter_elems && j < prm.crs && k0 + m < prm.kg
+                 ? __ldg(prm.w_as<T>() + (k0 + m) * prm.w_sk + c * prm.w_sc + fr * prm.w_sr + fs * prm.w_ss)
+                 : from_float<T>(0.0f);
     }
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
@@ -188,7 +177,7 @@ __global__ void __launch_bounds__(kFewChannelThreads, 2) few_channel_kernel(cons
                           (kTf32 ? lane % 8 * prm.filter_pitch + lane / 8 * 16
                                  : (lane / 16 * 8 + lane % 8) * prm.filter_pitch + lane / 8 % 2 * 16);
   const int steps_per_row = prm.tile_q / 16, steps = prm.tile_p * steps_per_row, ksteps = prm.columns / 16;
-  const int pixel_elems = prm.stride_w * prm.C, row_elems = prm.stride_h * prm.window.pitch;
+  const int pixel_elems = prm.stride_w * prm.cg, row_elems = prm.stride_h * prm.window.pitch;
   // The last step's columns past C*R*S: the thread's elements there are masked to zero.
   // (16-bit: halves of the words of columns 2t, 2t+1 and 2t+8, 2t+9; TF32: words of columns t,
   // t+4, t+8, t+12.)
@@ -293,7 +282,7 @@ __global__ void __launch_bounds__(kFewChannelThreads, 2) few_channel_kernel(cons
       }
 
       // Thread (g, t) holds pixels g and g + 8 of each step, filters 8j + 2t and 8j + 2t + 1.
-      T* const y_n = static_cast<T*>(prm.y) + o.n * prm.y_sn;
+      T* const y_n = prm.y_as<T>() + o.n * prm.y_sn;
       if constexpr (!kTf32) {
         if (prm.y_rows) {
           // The warp's 32 pixels x 64 filters through its staging rows (144 bytes apart: a store of
@@ -309,7 +298,7 @@ __global__ void __launch_bounds__(kFewChannelThreads, 2) few_channel_kernel(cons
 #pragma unroll
                 for (int i = 0; i < 2; ++i)
                   v[i] = epilogue_value(prm.alpha, acc[f][j][2 * h + i], 0.0f, nullptr,
-                                        prm.bias && k + i < prm.K ? prm.bias[k + i] : 0.0f, prm.relu);
+                                        prm.bias && k + i < prm.kg ? prm.bias[k + i] : 0.0f, prm.relu);
                 *reinterpret_cast<uint32_t*>(staging + (16 * f + 8 * h + g) * kFewChannelStagingPitch + 16 * j +
                                              4 * t) = detail::pack_pair(from_float<T>(v[0]), from_float<T>(v[1]));
               }
@@ -319,7 +308,7 @@ __global__ void __launch_bounds__(kFewChannelThreads, 2) few_channel_kernel(cons
             const int row = it * 4 + lane / 8, chunk = lane % 8, f = row / 16;
             const int p = o.p0 + step_pp[f], q = o.q0 + step_qq[f] + row % 16;
             const uint4 v = *reinterpret_cast<const uint4*>(staging + row * kFewChannelStagingPitch + 16 * chunk);
-            if (2 * pair + f < steps && p < prm.P && q < prm.Q && k0 + 8 * chunk < prm.K)
+            if (2 * pair + f < steps && p < prm.P && q < prm.Q && k0 + 8 * chunk < prm.kg)
               *reinterpret_cast<uint4*>(y_n + p * prm.y_sp + q * prm.y_sq + k0 + 8 * chunk) = v;
           }
           __syncwarp();  // the staging rows are read before the warp's next pair writes them
@@ -338,13 +327,13 @@ __global__ void __launch_bounds__(kFewChannelThreads, 2) few_channel_kernel(cons
 #pragma unroll
           for (int j = 0; j < 8; ++j) {
             const int k = k0 + 8 * j + 2 * t;
-            if (k >= prm.K) continue;
+            if (k >= prm.kg) continue;
             float v[2];
 #pragma unroll
             for (int i = 0; i < 2; ++i) {
-              const float old = prm.beta != 0.0f && k + i < prm.K ? to_float(y_pixel[(k + i) * prm.y_sk]) : 0.0f;
+              const float old = prm.beta != 0.0f && k + i < prm.kg ? to_float(y_pixel[(k + i) * prm.y_sk]) : 0.0f;
               v[i] = epilogue_value(prm.alpha, acc[f][j][2 * h + i], prm.beta, &old,
-                                    prm.bias && k + i < prm.K ? prm.bias[k + i] : 0.0f, prm.relu);
+                                    prm.bias && k + i < prm.kg ? prm.bias[k + i] : 0.0f, prm.relu);
             }
             if (prm.y_pairs) {
               if constexpr (kTf32)
@@ -353,7 +342,7 @@ __global__ void __launch_bounds__(kFewChannelThreads, 2) few_channel_kernel(cons
                 *reinterpret_cast<uint32_t*>(y_pixel + k) = detail::pack_pair(from_float<T>(v[0]), from_float<T>(v[1]));
             } else {
               y_pixel[k * prm.y_sk] = from_float<T>(v[0]);
-              if (k + 1 < prm.K) y_pixel[(k + 1) * prm.y_sk] = from_float<T>(v[1]);
+              if (k + 1 < prm.kg) y_pixel[(k + 1) * prm.y_sk] = from_float<T>(v[1]);
             }
           }
         }
