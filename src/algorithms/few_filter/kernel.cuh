@@ -62,7 +62,7 @@ struct FewFilterParams : ConvGeometry, StoragePointers {
 
 /// Mma: MmaFp16 or MmaBf16.
 template <class Mma>
-__global__ void __launch_bounds__(kFewFilterThreads, 2) few_filter_kernel(const FewFilterParams prm) {
+__global__ void __launch_bounds__(kFewFilterThreads, mconv::detail::kFewFilterBlocksPerSm) few_filter_kernel(const FewFilterParams prm) {
   using T = typename Mma::Storage;
   static_assert(sizeof(T) == 2, "16-bit elements");
   extern __shared__ __align__(16) unsigned char smem[];

@@ -11,7 +11,7 @@
 namespace mconv::detail {
 namespace {
 
-constexpr int64_t kBlocksPerSm = 2;  // resident blocks an SM: one loads while the other multiplies
+constexpr int64_t kBlocksPerSm = kFewFilterBlocksPerSm;
 
 int64_t chunk_of(const Problem& p) {
   return std::min(round_up(p.c, int64_t(16)), kFewFilterMaxChunk);
@@ -69,8 +69,8 @@ FewFilterDivision plan_few_filter(const Problem& p, const HardwareModel& hw, std
   const int64_t pp = p.p(), qq = p.q();
   int64_t chunk = chunk_of(p);
   const auto buffers_of = [&](int64_t c) { return p.c > c ? int64_t(2) : int64_t(1); };
-  // Two blocks an SM where their shared memory allows, else one.
-  const int64_t sm_share = hw.smem_per_sm > 0 ? hw.smem_per_sm / kBlocksPerSm - 1024 : 113 * 1024;
+  // kBlocksPerSm blocks an SM where their shared memory allows, else one.
+  const int64_t sm_share = (hw.smem_per_sm > 0 ? hw.smem_per_sm : 228 * 1024) / kBlocksPerSm - 1024;
   const int64_t fits[] = {std::min(shared_limit(hw), std::max<int64_t>(sm_share, 0)), shared_limit(hw)};
   // The tile whose work and window loads cost least: a block's time is its busiest warp's row
   // steps (ceil(steps / 8) a warp), plus half a unit a window pixel copied (a copy is one pass over

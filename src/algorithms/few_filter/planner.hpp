@@ -16,6 +16,10 @@ namespace mconv::detail {
 inline constexpr int kFewFilterThreads = 256;
 inline constexpr int kFewFilterStepsPerWarp = 4;
 inline constexpr int kFewFilterMaxSteps = kFewFilterThreads / 32 * kFewFilterStepsPerWarp;
+/// Resident blocks an SM: one copies its window while the other multiplies (the kernel's register
+/// cap and the planner's shared memory follow it). Three ran conv1's dgrad 11% slower, their
+/// smaller windows costing more than the warps gained (docs/PERFORMANCE.md, "Few-filter layers").
+inline constexpr int kFewFilterBlocksPerSm = 2;
 
 /// The most filters few_filter takes: one MMA tile of 8 (m16n8k16's n).
 inline constexpr int64_t kFewFilterMaxFilters = 8;
