@@ -43,26 +43,27 @@ inline constexpr int kFewFilterStepsPerWarp = mconv::detail::kFewFilterStepsPerW
 static_assert(mconv::detail::kFewFilterMaxFilters == 8, "one m16n8k16 filter tile");
 
 struct FewFilterParams : ConvGeometry, StoragePointers {
-  int tile_p, tile_q;        // a block's output pixels (tile_q a multiple of 16)
-  int chunk_c, chunks;       // channels of a window chunk; chunks of C
-  int win_rows, win_cols;    // the window's pixels
-  int pixel_pitch;           // shared bytes from one window pixel's chunk to the next
-  int filter_pitch;          // shared bytes from one filter row to the next
-  int window_bytes;          // a chunk's window; its filter rows follow
-  int buffer_bytes;          // a chunk's window and filter rows (one of `buffers`)
-  int buffers;               // 2 where chunks > 1
-  int vector_x;              // x's channels contiguous in 16-byte vectors: window rows copied as such
-  FastDivmod tiles_q_div;    // block -> (image row of tiles, column tile)
-  FastDivmod tiles_p_div;    // image row of tiles -> (n, row tile)
-  FastDivmod win_cols_div;   // window pixel -> (row, column)
-  FastDivmod vectors_div;    // window vector -> (pixel, vector of the chunk)
-  FastDivmod pixels_div;     // window vector -> (vector of the chunk, pixel)
-  FastDivmod taps_div;       // filter row x tap -> (row, tap)
+  int tile_p, tile_q;       // a block's output pixels (tile_q a multiple of 16)
+  int chunk_c, chunks;      // channels of a window chunk; chunks of C
+  int win_rows, win_cols;   // the window's pixels
+  int pixel_pitch;          // shared bytes from one window pixel's chunk to the next
+  int filter_pitch;         // shared bytes from one filter row to the next
+  int window_bytes;         // a chunk's window; its filter rows follow
+  int buffer_bytes;         // a chunk's window and filter rows (one of `buffers`)
+  int buffers;              // 2 where chunks > 1
+  int vector_x;             // x's channels contiguous in 16-byte vectors: window rows copied as such
+  FastDivmod tiles_q_div;   // block -> (image row of tiles, column tile)
+  FastDivmod tiles_p_div;   // image row of tiles -> (n, row tile)
+  FastDivmod win_cols_div;  // window pixel -> (row, column)
+  FastDivmod vectors_div;   // window vector -> (pixel, vector of the chunk)
+  FastDivmod pixels_div;    // window vector -> (vector of the chunk, pixel)
+  FastDivmod taps_div;      // filter row x tap -> (row, tap)
 };
 
 /// Mma: MmaFp16 or MmaBf16.
 template <class Mma>
-__global__ void __launch_bounds__(kFewFilterThreads, mconv::detail::kFewFilterBlocksPerSm) few_filter_kernel(const FewFilterParams prm) {
+__global__ void __launch_bounds__(kFewFilterThreads, mconv::detail::kFewFilterBlocksPerSm)
+    few_filter_kernel(const FewFilterParams prm) {
   using T = typename Mma::Storage;
   static_assert(sizeof(T) == 2, "16-bit elements");
   extern __shared__ __align__(16) unsigned char smem[];

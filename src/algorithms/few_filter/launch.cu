@@ -20,7 +20,8 @@ void few_filter_forward(const Plan& plan, const FewFilterDivision& d, const void
   prm.chunk_c = d.chunk_c;
   prm.chunks = static_cast<int>(ceil_div(p.c, int64_t(d.chunk_c)));
   prm.buffers = d.buffers;
-  const XWindowExtent extent = x_window_extent(d.tile_p, d.tile_q, 1, p.r, p.s, p.stride_h, p.stride_w, p.dil_h, p.dil_w);
+  const XWindowExtent extent =
+      x_window_extent(d.tile_p, d.tile_q, 1, p.r, p.s, p.stride_h, p.stride_w, p.dil_h, p.dil_w);
   prm.win_rows = static_cast<int>(extent.rows);
   prm.win_cols = static_cast<int>(extent.columns);
   prm.pixel_pitch = static_cast<int>(few_filter_pitch(2 * d.chunk_c));

@@ -72,9 +72,9 @@ FewFilterDivision plan_few_filter(const Problem& p, const HardwareModel& hw, std
   // kBlocksPerSm blocks an SM where their shared memory allows, else one.
   const int64_t sm_share = (hw.smem_per_sm > 0 ? hw.smem_per_sm : 228 * 1024) / kBlocksPerSm - 1024;
   const int64_t fits[] = {std::min(shared_limit(hw), std::max<int64_t>(sm_share, 0)), shared_limit(hw)};
-  // The tile whose work and window loads cost least: a block's time is its busiest warp's row
-  // steps (ceil(steps / 8) a warp), plus half a unit a window pixel copied (a copy is one pass over
-  // the pixel's channels, a row step reads them for every tap).
+  // The tile whose work and window copies cost least: a block's time is its busiest warp's row
+  // steps (ceil(steps / 8) of 16 pixels, each pixel 2), plus 1 a window pixel copied (a copy is
+  // one pass over the pixel's channels, where a row step reads them for every tap).
   int64_t best_cost = std::numeric_limits<int64_t>::max();
   for (int64_t limit : fits) {
     for (int64_t c = chunk; c >= 16 && best_cost == std::numeric_limits<int64_t>::max(); c -= 16) {
@@ -98,8 +98,9 @@ FewFilterDivision plan_few_filter(const Problem& p, const HardwareModel& hw, std
     if (best_cost != std::numeric_limits<int64_t>::max()) break;
   }
   if (best_cost == std::numeric_limits<int64_t>::max())
-    throw Error(Status::Unsupported, "algorithm: few_filter: no window of 16 output pixels fits this device's shared memory");
-  // Fewer rows a block while the grid would not give every SM two blocks.
+    throw Error(Status::Unsupported,
+                "algorithm: few_filter: no window of 16 output pixels fits this device's shared memory");
+  // Fewer rows a block while the grid would not give every SM its resident blocks.
   const int64_t fill = kBlocksPerSm * std::max(hw.sm_count, 1);
   const auto blocks = [&](int64_t tp) { return p.n * ceil_div(pp, tp) * ceil_div(qq, int64_t(d.tile_q)); };
   while (d.tile_p > 1 && blocks(d.tile_p) < fill) d.tile_p = static_cast<int>(ceil_div(int64_t(d.tile_p), int64_t(2)));
