@@ -85,120 +85,107 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
     plan.decisions_.push_back("algorithm reference: fp64 tensors run the double reference loops");
     return plan;
   }
+  // The shared-memory families below (depthwise_wgrad, few_channel_wgrad, few_channel, few_filter)
+  // run when forced or by Auto's rule for them, on the cuda target only and without a tile or split.
+  // `wrong_step` (null where any step fits) refuses the step when forced; `unsupported` says why
+  // the family cannot run the problem ("" when it can): a clear error when forced, a recorded
+  // refusal under Auto. `accept` fills the taken plan's math and division. Returns whether the
+  // plan took the family.
+  const auto offer = [&](Algorithm a, const char* wrong_step, const char* divides, const std::string& auto_reason,
+                         auto&& unsupported, auto&& accept) {
+    const bool forced = options.algorithm == a;
+    const std::string name = algorithm_name(a);
+    if (target != Target::Cuda)
+      throw Error(Status::Unsupported, "algorithm: " + name + " runs on the cuda target only");
+    if (wrong_step) throw Error(Status::Unsupported, "algorithm: " + name + " runs " + wrong_step);
+    if (!options.tile.empty() || options.split_k > 1)
+      throw Error(Status::BadParam,
+                  "tile: tiles and split_k apply to the implicit GEMMs (" + name + " plans its own " + divides + ")");
+    const std::string no = unsupported();
+    if (!no.empty()) {
+      if (forced) throw Error(Status::Unsupported, "algorithm: " + name + " cannot run this problem: " + no);
+      plan.decisions_.push_back("refused " + name + ": " + no);
+      return false;
+    }
+    plan.algorithm_ = a;
+    plan.decisions_.push_back("algorithm " + name + ": " + (forced ? std::string("forced") : auto_reason));
+    accept();
+    return true;
+  };
+  const bool auto_direct =
+      target == Target::Cuda && options.algorithm == Algorithm::Auto && options.tile.empty() && options.split_k <= 1;
+  const bool forward_step = !step.filter_gradient && !step.group_strides;
   // A wgrad step of a layer with one input channel per group: depthwise_wgrad reduces it directly in
   // every dtype (exact fp32, which TF32 permits), where a GEMM tile would hold one filter (Note
   // [depthwise wgrad]). split_k 1 ("off, bitwise reproducible") plans it without atomic slices.
-  const bool forced_wgrad = options.algorithm == Algorithm::DepthwiseWgrad;
-  if (forced_wgrad || (step.filter_gradient && target == Target::Cuda && options.algorithm == Algorithm::Auto &&
-                       options.tile.empty() && options.split_k <= 1)) {
-    if (target != Target::Cuda)
-      throw Error(Status::Unsupported, "algorithm: depthwise_wgrad runs on the cuda target only");
-    if (!options.tile.empty() || options.split_k > 1)
-      throw Error(Status::BadParam,
-                  "tile: tiles and split_k apply to the implicit GEMMs (depthwise_wgrad plans its own split)");
-    const std::string no = detail::depthwise_wgrad_unsupported(pr, x, w, y);
-    if (no.empty()) {
-      plan.algorithm_ = Algorithm::DepthwiseWgrad;
-      plan.decisions_.push_back(forced_wgrad ? "algorithm depthwise_wgrad: forced"
-                                             : "algorithm depthwise_wgrad: the wgrad step of a layer with one input "
-                                               "channel per group, reduced directly");
-      plan.division_ = detail::plan_depthwise_wgrad(pr, x, w, plan.group_, hw,
-                                                    options.deterministic || options.split_k == 1, plan.decisions_);
-      return plan;
-    }
-    if (forced_wgrad) throw Error(Status::Unsupported, "algorithm: depthwise_wgrad cannot run this problem: " + no);
-    plan.decisions_.push_back("refused depthwise_wgrad: " + no);
-  }
+  if ((options.algorithm == Algorithm::DepthwiseWgrad || (step.filter_gradient && auto_direct)) &&
+      offer(
+          Algorithm::DepthwiseWgrad, nullptr, "split",
+          "the wgrad step of a layer with one input channel per group, reduced directly",
+          [&] { return detail::depthwise_wgrad_unsupported(pr, x, w, y); },
+          [&] {
+            plan.division_ = detail::plan_depthwise_wgrad(
+                pr, x, w, plan.group_, hw, options.deterministic || options.split_k == 1, plan.decisions_);
+          }))
+    return plan;
   // A wgrad step of a layer with a few input channels (an RGB stem) in fp16/bf16: each item's x
   // window is read once into shared memory, where implicit_mma would gather every element from
   // global memory (Note [few-channel wgrad]).
-  const bool forced_few = options.algorithm == Algorithm::FewChannelWgrad;
-  if (forced_few || (step.filter_gradient && target == Target::Cuda && options.algorithm == Algorithm::Auto &&
-                     options.tile.empty() && options.split_k <= 1 && pr.n <= detail::kFewChannelWgradMaxChannels)) {
-    if (target != Target::Cuda)
-      throw Error(Status::Unsupported, "algorithm: few_channel_wgrad runs on the cuda target only");
-    if (!options.tile.empty() || options.split_k > 1)
-      throw Error(Status::BadParam,
-                  "tile: tiles and split_k apply to the implicit GEMMs (few_channel_wgrad plans its own split)");
-    const std::string no = detail::few_channel_wgrad_unsupported(pr, x, w, y, step.group_strides.has_value());
-    if (no.empty()) {
-      plan.algorithm_ = Algorithm::FewChannelWgrad;
-      plan.decisions_.push_back(forced_few ? "algorithm few_channel_wgrad: forced"
-                                           : "algorithm few_channel_wgrad: the wgrad step of a layer with at most " +
-                                                 std::to_string(detail::kFewChannelWgradMaxChannels) +
-                                                 " input channels, each item's x window read once");
-      plan.division_ =
-          detail::plan_few_channel_wgrad(pr, hw, options.deterministic || options.split_k == 1, plan.decisions_);
-      return plan;
-    }
-    if (forced_few) throw Error(Status::Unsupported, "algorithm: few_channel_wgrad cannot run this problem: " + no);
-    plan.decisions_.push_back("refused few_channel_wgrad: " + no);
-  }
+  if ((options.algorithm == Algorithm::FewChannelWgrad ||
+       (step.filter_gradient && auto_direct && pr.n <= detail::kFewChannelWgradMaxChannels)) &&
+      offer(
+          Algorithm::FewChannelWgrad, nullptr, "split",
+          "the wgrad step of a layer with at most " + std::to_string(detail::kFewChannelWgradMaxChannels) +
+              " input channels, each item's x window read once",
+          [&] { return detail::few_channel_wgrad_unsupported(pr, x, w, y, step.group_strides.has_value()); },
+          [&] {
+            plan.division_ =
+                detail::plan_few_channel_wgrad(pr, hw, options.deterministic || options.split_k == 1, plan.decisions_);
+          }))
+    return plan;
   // A forward layer with a few input channels (an RGB stem) in fp16/bf16 or TF32: each block reads its x
   // window once into shared memory and multiplies it with the columns padded only to the MMA's 16,
   // where implicit_mma pads each pixel's channels to an 8-element vector and gathers every element
   // from global memory (Note [few-channel forward]). Single-channel layers (C = 1) keep
   // single_channel's kernels, which are made for them.
-  const bool forced_fc = options.algorithm == Algorithm::FewChannel;
-  if (forced_fc ||
-      (!step.filter_gradient && !step.group_strides && target == Target::Cuda && options.algorithm == Algorithm::Auto &&
-       options.tile.empty() && options.split_k <= 1 && (x.dtype != DType::Float32 || options.math == MathMode::TF32) &&
-       pr.groups == 1 && pr.c > 1 && pr.c <= detail::kFewChannelMaxChannels)) {
-    if (target != Target::Cuda) throw Error(Status::Unsupported, "algorithm: few_channel runs on the cuda target only");
-    if (step.filter_gradient || step.group_strides)
-      throw Error(Status::Unsupported,
-                  "algorithm: few_channel runs forward layers (a wgrad step of few channels runs few_channel_wgrad)");
-    if (!options.tile.empty() || options.split_k > 1)
-      throw Error(Status::BadParam,
-                  "tile: tiles and split_k apply to the implicit GEMMs (few_channel plans its own "
-                  "blocks)");
-    std::string no = detail::few_channel_unsupported(pr, x, w, y);
-    if (no.empty() && x.dtype == DType::Float32 && options.math != MathMode::TF32)
-      no = "fp32 runs on it in TF32 math only (math tf32)";
-    if (no.empty()) {
-      plan.algorithm_ = Algorithm::FewChannel;
-      plan.math_ = x.dtype == DType::Float32 ? MathMode::TF32 : MathMode::Exact;
-      plan.decisions_.push_back(forced_fc ? "algorithm few_channel: forced"
-                                          : "algorithm few_channel: a layer of at most " +
-                                                std::to_string(detail::kFewChannelMaxChannels) +
-                                                " input channels, each block's x window read once");
-      plan.division_ = detail::plan_few_channel(pr, dtype_size(x.dtype), hw, plan.decisions_);
-      return plan;
-    }
-    if (forced_fc) throw Error(Status::Unsupported, "algorithm: few_channel cannot run this problem: " + no);
-    plan.decisions_.push_back("refused few_channel: " + no);
-  }
+  if ((options.algorithm == Algorithm::FewChannel ||
+       (forward_step && auto_direct && (x.dtype != DType::Float32 || options.math == MathMode::TF32) &&
+        pr.groups == 1 && pr.c > 1 && pr.c <= detail::kFewChannelMaxChannels)) &&
+      offer(
+          Algorithm::FewChannel,
+          forward_step ? nullptr : "forward layers (a wgrad step of few channels runs few_channel_wgrad)", "blocks",
+          "a layer of at most " + std::to_string(detail::kFewChannelMaxChannels) +
+              " input channels, each block's x window read once",
+          [&] {
+            const std::string no = detail::few_channel_unsupported(pr, x, w, y);
+            return no.empty() && x.dtype == DType::Float32 && options.math != MathMode::TF32
+                       ? std::string("fp32 runs on it in TF32 math only (math tf32)")
+                       : no;
+          },
+          [&] {
+            plan.math_ = x.dtype == DType::Float32 ? MathMode::TF32 : MathMode::Exact;
+            plan.division_ = detail::plan_few_channel(pr, dtype_size(x.dtype), hw, plan.decisions_);
+          }))
+    return plan;
   // A layer of at most 8 filters (an output head; the dgrad phase steps of an RGB stem) in fp16/bf16:
   // each block reads its x window once into shared memory, a chunk of channels at a time, against
   // one MMA tile of 8 filters, where implicit_mma's narrowest tile holds 16 and gathers each (pixel,
   // tap) row from global memory (Note [few-filter forward]); which layers, as measured:
   // few_filter_preferred.
-  const bool forced_ff = options.algorithm == Algorithm::FewFilter;
-  if (forced_ff ||
-      (!step.filter_gradient && !step.group_strides && target == Target::Cuda && options.algorithm == Algorithm::Auto &&
-       options.tile.empty() && options.split_k <= 1 && x.dtype != DType::Float32 && pr.groups == 1 &&
-       pr.k <= detail::kFewFilterMaxFilters && detail::few_filter_preferred(pr, x))) {
-    if (target != Target::Cuda) throw Error(Status::Unsupported, "algorithm: few_filter runs on the cuda target only");
-    if (step.filter_gradient || step.group_strides)
-      throw Error(Status::Unsupported,
-                  "algorithm: few_filter runs forward layers and dgrad steps of one group (not wgrad steps)");
-    if (!options.tile.empty() || options.split_k > 1)
-      throw Error(Status::BadParam,
-                  "tile: tiles and split_k apply to the implicit GEMMs (few_filter plans its own blocks)");
-    const std::string no = detail::few_filter_unsupported(pr, x, w, y);
-    if (no.empty()) {
-      plan.algorithm_ = Algorithm::FewFilter;
-      plan.math_ = MathMode::Exact;
-      plan.decisions_.push_back(forced_ff ? "algorithm few_filter: forced"
-                                          : "algorithm few_filter: a layer of at most " +
-                                                std::to_string(detail::kFewFilterMaxFilters) +
-                                                " filters, each block's x window read once");
-      plan.division_ = detail::plan_few_filter(pr, hw, plan.decisions_);
-      return plan;
-    }
-    if (forced_ff) throw Error(Status::Unsupported, "algorithm: few_filter cannot run this problem: " + no);
-    plan.decisions_.push_back("refused few_filter: " + no);
-  }
+  if ((options.algorithm == Algorithm::FewFilter ||
+       (forward_step && auto_direct && x.dtype != DType::Float32 && pr.groups == 1 &&
+        pr.k <= detail::kFewFilterMaxFilters && detail::few_filter_preferred(pr, x))) &&
+      offer(
+          Algorithm::FewFilter,
+          forward_step ? nullptr : "forward layers and dgrad steps of one group (not wgrad steps)", "blocks",
+          "a layer of at most " + std::to_string(detail::kFewFilterMaxFilters) +
+              " filters, each block's x window read once",
+          [&] { return detail::few_filter_unsupported(pr, x, w, y); },
+          [&] {
+            plan.math_ = MathMode::Exact;
+            plan.division_ = detail::plan_few_filter(pr, hw, plan.decisions_);
+          }))
+    return plan;
   // Only the implicit GEMMs read the Plan's group strides; the direct families address groups
   // through the descriptors' channel strides.
   if (step.group_strides) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "../common/host_math.hpp"
+#include "../common/smem_budget.hpp"
 #include "../common/x_window.hpp"
 
 namespace mconv::detail {
@@ -16,10 +17,6 @@ constexpr int64_t kBlocksPerSm = 2;       // resident blocks an SM: one loads wh
 
 int64_t columns_of(const Problem& p) {
   return round_up(p.c * p.r * p.s, int64_t(16));
-}
-
-int64_t shared_limit(const HardwareModel& hw) {
-  return hw.smem_per_block_optin > 0 ? hw.smem_per_block_optin : 227 * 1024;
 }
 
 }  // namespace
@@ -57,8 +54,7 @@ FewChannelDivision plan_few_channel(const Problem& p, int64_t element_bytes, con
   // shared memory exceeds an SM's, or while the grid would not give every SM two blocks.
   int64_t tile_q = std::min(round_up(qq, int64_t(16)), kMaxTileColumns);
   int64_t tile_p = std::clamp(kBlockPixels / tile_q, int64_t(1), pp);
-  const int64_t sm_share = hw.smem_per_sm > 0 ? hw.smem_per_sm / kBlocksPerSm - 1024 : 113 * 1024;
-  const int64_t limit = std::min(shared_limit(hw), std::max<int64_t>(sm_share, 0));
+  const int64_t limit = smem_per_resident_block(hw, kBlocksPerSm);
   while (few_channel_smem_bytes(p, tile_p, tile_q, element_bytes) > limit && (tile_p > 1 || tile_q > 16))
     if (tile_p > 1)
       --tile_p;

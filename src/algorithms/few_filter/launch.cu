@@ -26,7 +26,7 @@ void few_filter_forward(const Plan& plan, const FewFilterDivision& d, const void
   prm.win_cols = static_cast<int>(extent.columns);
   prm.pixel_pitch = static_cast<int>(few_filter_pitch(2 * d.chunk_c));
   prm.filter_pitch = static_cast<int>(few_filter_pitch(2 * d.chunk_c * p.r * p.s));
-  prm.window_bytes = prm.win_rows * prm.win_cols * prm.pixel_pitch;
+  prm.window_bytes = static_cast<int>(few_filter_window_bytes(p, d.tile_p, d.tile_q, d.chunk_c));
   prm.buffer_bytes = static_cast<int>(d.smem_bytes / d.buffers);
   prm.vector_x = few_filter_vector_x(p, plan.x_desc()) && reinterpret_cast<uintptr_t>(x) % 16 == 0 ? 1 : 0;
   prm.tiles_q_div = cuda::FastDivmod(static_cast<unsigned>(ceil_div(p.q(), int64_t(d.tile_q))));

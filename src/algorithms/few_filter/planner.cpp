@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "../common/host_math.hpp"
+#include "../common/smem_budget.hpp"
 #include "../common/x_window.hpp"
 
 namespace mconv::detail {
@@ -17,15 +18,15 @@ int64_t chunk_of(const Problem& p) {
   return std::min(round_up(p.c, int64_t(16)), kFewFilterMaxChunk);
 }
 
-int64_t shared_limit(const HardwareModel& hw) {
-  return hw.smem_per_block_optin > 0 ? hw.smem_per_block_optin : 227 * 1024;
-}
-
 }  // namespace
 
-int64_t few_filter_smem_bytes(const Problem& p, int64_t tile_p, int64_t tile_q, int64_t chunk_c, int64_t buffers) {
+int64_t few_filter_window_bytes(const Problem& p, int64_t tile_p, int64_t tile_q, int64_t chunk_c) {
   const XWindowExtent e = x_window_extent(tile_p, tile_q, 1, p.r, p.s, p.stride_h, p.stride_w, p.dil_h, p.dil_w);
-  const int64_t window = e.rows * e.columns * few_filter_pitch(2 * chunk_c);
+  return e.rows * e.columns * few_filter_pitch(2 * chunk_c);
+}
+
+int64_t few_filter_smem_bytes(const Problem& p, int64_t tile_p, int64_t tile_q, int64_t chunk_c, int64_t buffers) {
+  const int64_t window = few_filter_window_bytes(p, tile_p, tile_q, chunk_c);
   const int64_t filters = kFewFilterMaxFilters * few_filter_pitch(2 * chunk_c * p.r * p.s);
   return buffers * round_up(window + filters, int64_t(16));
 }
@@ -70,8 +71,7 @@ FewFilterDivision plan_few_filter(const Problem& p, const HardwareModel& hw, std
   int64_t chunk = chunk_of(p);
   const auto buffers_of = [&](int64_t c) { return p.c > c ? int64_t(2) : int64_t(1); };
   // kBlocksPerSm blocks an SM where their shared memory allows, else one.
-  const int64_t sm_share = (hw.smem_per_sm > 0 ? hw.smem_per_sm : 228 * 1024) / kBlocksPerSm - 1024;
-  const int64_t fits[] = {std::min(shared_limit(hw), std::max<int64_t>(sm_share, 0)), shared_limit(hw)};
+  const int64_t fits[] = {smem_per_resident_block(hw, kBlocksPerSm), smem_block_limit(hw)};
   // The tile whose work and window copies cost least: a block's time is its busiest warp's row
   // steps (ceil(steps / 8) of 16 pixels, each pixel 2), plus 1 a window pixel copied (a copy is
   // one pass over the pixel's channels, where a row step reads them for every tap).

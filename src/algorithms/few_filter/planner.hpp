@@ -34,6 +34,10 @@ constexpr int64_t few_filter_pitch(int64_t bytes) {
   return bytes + 16;
 }
 
+/// Shared bytes of a chunk's window for tile_p x tile_q output pixels: its pixels, each
+/// few_filter_pitch(2 * chunk_c) apart (16-bit elements).
+int64_t few_filter_window_bytes(const Problem& p, int64_t tile_p, int64_t tile_q, int64_t chunk_c);
+
 /// A block's shared bytes: `buffers` x (the window chunk of tile_p x tile_q output pixels and the
 /// 8 filter rows of that chunk), 16-bit elements.
 int64_t few_filter_smem_bytes(const Problem& p, int64_t tile_p, int64_t tile_q, int64_t chunk_c, int64_t buffers);
