@@ -42,8 +42,8 @@ inline XWindow make_x_window(const mconv::detail::XWindowExtent& e, int64_t c, i
   w.elems = static_cast<int>(e.rows * e.row_elems);
   w.pitch = static_cast<int>(e.pitch);
   // A window row of 16-bit elements is one run of x where its channels and columns are adjacent;
-  // every row's run has the same parity (so one shift copies all of them as 4-byte words) where rows are an even number
-  // of elements apart.
+  // every row's run has the same parity (so one shift copies all of them as 4-byte words) where
+  // rows are an even number of elements apart.
   w.words = element_bytes == 2 && x_sc == 1 && x_sw == c && x_sh % 2 == 0 ? 1 : 0;
   w.row_elems_div = FastDivmod(static_cast<unsigned>(e.row_elems));
   w.pitch_words_div = FastDivmod(static_cast<unsigned>(e.pitch / 2));
