@@ -91,7 +91,7 @@
 //
 // Note [wgmma mainloop]: warpgroup tiles (sm_90a) keep the gather (the same threads, the same
 // offset-table reads, cp.async of 16-byte vectors) but store the stages in wgmma's swizzled K-major
-// layout (Note [wgmma shared layout], wgmma.cuh; transposed stages M- or N-major) and multiply
+// layout (Note [wgmma shared layout], common/wgmma.cuh; transposed stages M- or N-major) and multiply
 // with wgmma: each warpgroup issues the
 // stage's four asynchronous k-steps of its 64 pixels x BN filters straight from shared memory, then
 // issues the copies of a later stage while they run, and waits only for the previous stage's group.
@@ -164,9 +164,9 @@
 #include "../common/mma_sync.cuh"
 #include "../common/storage.cuh"
 #include "../common/tensor_copy.cuh"
+#include "../common/wgmma.cuh"
 #include "mconv/division.hpp"
 #include "mconv/plan.hpp"
-#include "wgmma.cuh"
 
 namespace mconv::cuda {
 
@@ -874,7 +874,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
       wgmma::wait<0>();
       wgmma::pin(d);
 #else
-      __trap();  // the planner picks warpgroup tiles only on sm_90 (wgmma.cuh)
+      __trap();  // the planner picks warpgroup tiles only on sm_90 (common/wgmma.cuh)
 #endif
     } else {
       for (int kt = 0; kt < k_tiles; ++kt) {

@@ -38,7 +38,7 @@ struct ImplicitMmaTile {
   static constexpr int kRowVectors = RowBytes / 16;                  // 16-byte vectors in a row
   // Shared rows padded by 16 bytes: ldmatrix's eight 16-byte rows then fall in distinct bank groups
   // (Note [mma shared layout]).
-  // Warpgroup tiles: Note [wgmma shared layout] (wgmma.cuh) swizzles instead.
+  // Warpgroup tiles: Note [wgmma shared layout] (common/wgmma.cuh) swizzles instead.
   static constexpr int kRowPitch = kWarpgroup ? kStageRowBytes : kStageRowBytes + 16;
   // Note [mma gather forms]: a transposed stage holds the rows of BlockM (or BlockN) 16-bit elements,
   // padded by 16 bytes. It fits the reduction-fastest bytes of the image operand; a narrow filter

@@ -1,6 +1,7 @@
-// Hopper's warpgroup MMA (wgmma, sm_90a) for the tensor-core implicit GEMM: shared-memory matrix
-// descriptors, the fences and group waits, and one asynchronous m64nNk16 (k8 for TF32) step per
-// element type. Note [wgmma mainloop] (kernel.cuh) says how the kernel uses them.
+// Hopper's warpgroup MMA (wgmma, sm_90a) for the tensor-core families (implicit_mma, window_mma):
+// shared-memory matrix descriptors, the fences and group waits, and one asynchronous m64nNk16 (k8
+// for TF32) step per element type. Note [wgmma mainloop] (implicit_mma/kernel.cuh) says how the
+// implicit GEMM uses them, Note [window mma] (window_mma/kernel.cuh) how the window kernel does.
 //
 // Note [wgmma shared layout]: both operands sit K-major (reduction-fastest) in shared memory, rows of
 // 128 bytes (64 fp16/bf16 or 32 fp32 reduction rows) in the 128-byte swizzle: within each 1024-byte
