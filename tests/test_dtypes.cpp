@@ -7,6 +7,7 @@
 #include "../src/algorithms/few_filter/planner.hpp"
 #include "../src/algorithms/implicit_mma/tiles.hpp"
 #include "../src/algorithms/single_channel/planner.hpp"
+#include "../src/algorithms/window_mma/planner.hpp"
 #include "dtype_tensors.hpp"
 #include "mconv/backward.hpp"
 #include "mconv/npy.hpp"
@@ -874,6 +875,103 @@ TEST(PlanDtypes, FewFilterLayers) {
     (void)Plan::build(head, head.x_desc(Layout::NHWC, bf16), head.w_desc(Layout::NHWC, bf16),
                       head.y_desc(Layout::NHWC, bf16), HardwareModel::reference_h100(), forced, wgrad);
     ADD_FAILURE() << "a wgrad step ran few_filter";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::Unsupported) << e.what();
+  }
+}
+
+// Note [window mma]: window_mma runs fp32 layers in TF32 math when forced (Auto keeps implicit_mma,
+// which measured faster): ResNet's 3x3 stages (256 x 64 blocks for 64 filters, 128 x 128 otherwise;
+// the late stages split over clusters), their window rows against every block's own count, the
+// stages one block an SM holds, and every refusal.
+TEST(PlanDtypes, WindowMmaLayers) {
+  PlanOptions tf32;
+  tf32.math = MathMode::TF32;
+  const DType f32 = DType::Float32;
+  auto division = [](const Plan& plan) { return std::get<WindowMmaDivision>(plan.division()); };
+  // The most rows any block's window spans, block by block.
+  auto rows_of_blocks = [](const Problem& p, int64_t block) {
+    const int64_t q = p.q(), pq = p.p() * q, hv = (p.p() - 1) * p.stride_h + (p.r - 1) * p.dil_h + 1;
+    auto row = [&](int64_t m) { return m / pq * hv + m % pq / q * p.stride_h; };
+    int64_t most = 0, npq = p.n * pq;
+    for (int64_t m0 = 0; m0 < npq; m0 += block)
+      most = std::max(most, row(std::min(m0 + block, npq) - 1) - row(m0) + (p.r - 1) * p.dil_h + 1);
+    return most;
+  };
+  struct Want {
+    Problem p;
+    int pixels, filters, split;
+  };
+  const Want stages[] = {{make(32, 64, 56, 56, 64, 3, 3, 1), 256, 64, 1},
+                         {make(32, 128, 28, 28, 128, 3, 3, 1), 128, 128, 1},
+                         {make(32, 256, 14, 14, 256, 3, 3, 1), 128, 128, 1},
+                         {make(32, 512, 7, 7, 512, 3, 3, 1), 128, 128, 2},
+                         {make(32, 256, 28, 28, 256, 3, 3, 1, 2), 128, 128, 1}};
+  PlanOptions forced = tf32;
+  forced.algorithm = Algorithm::WindowMma;
+  for (const Want& want : stages) {
+    EXPECT_EQ(plan_for(want.p, Layout::NCHW, f32, tf32).algorithm(), Algorithm::ImplicitMma) << want.p.to_string();
+    const Plan plan = plan_for(want.p, Layout::NCHW, f32, forced);
+    ASSERT_EQ(plan.algorithm(), Algorithm::WindowMma) << plan.to_text(0);
+    EXPECT_EQ(plan.math(), MathMode::TF32);
+    const WindowMmaDivision d = division(plan);
+    EXPECT_EQ(d.block_pixels, want.pixels) << want.p.to_string();
+    EXPECT_EQ(d.block_filters, want.filters) << want.p.to_string();
+    EXPECT_EQ(d.cluster_split, want.split) << want.p.to_string();
+    EXPECT_EQ(d.chunk_c, 8);
+    EXPECT_GE(d.window_rows, rows_of_blocks(want.p, d.block_pixels)) << want.p.to_string();
+    EXPECT_LE(d.window_rows, rows_of_blocks(want.p, d.block_pixels) + want.p.r * want.p.dil_h) << want.p.to_string();
+    EXPECT_EQ(d.window_columns, (want.p.q() - 1) * want.p.stride_w + want.p.s);
+    EXPECT_GE(d.stages, 2);
+    EXPECT_EQ(d.smem_bytes,
+              detail::window_mma_smem_bytes(want.p, d.block_pixels, d.block_filters, d.stages, d.cluster_split));
+    EXPECT_LE(d.smem_bytes, 227 * 1024);
+    const int64_t npq = want.p.n * want.p.p() * want.p.q();
+    EXPECT_EQ(d.launch.grid_x, (npq + d.block_pixels - 1) / d.block_pixels);
+    EXPECT_EQ(d.launch.grid_y, (want.p.k + d.block_filters - 1) / d.block_filters);
+    EXPECT_EQ(d.launch.grid_z, d.cluster_split);
+    EXPECT_TRUE(plan.deterministic());
+  }
+  // A channel's window plane starts 8 banks past the one before.
+  EXPECT_EQ(detail::window_mma_channel_pitch(15, 16) % 32, 8);
+  EXPECT_GE(detail::window_mma_channel_pitch(15, 16), 240);
+  // A 3x3 chunk: three row blocks of 128 filter rows of 128 bytes, then 8 window planes.
+  const Problem l3 = stages[2].p;
+  EXPECT_EQ(detail::window_mma_stage_bytes(l3, 128, 128) % 1024, 0);
+  EXPECT_GE(detail::window_mma_stage_bytes(l3, 128, 128),
+            3 * 128 * 128 + 8 * 4 * detail::window_mma_rows(l3, 128) * detail::window_mma_columns(l3));
+
+  const Problem l2 = stages[1].p;
+  EXPECT_EQ(plan_for(make(8, 256, 14, 14, 64, 1, 1), Layout::NHWC, f32, forced).algorithm(), Algorithm::WindowMma);
+  expect_error(l2, DType::BFloat16, forced, Status::Unsupported, "fp32");
+  PlanOptions exact = forced;
+  exact.math = MathMode::Exact;
+  expect_error(l2, f32, exact, Status::Unsupported, "TF32 math");
+  expect_error(make(8, 64, 28, 28, 64, 3, 3, 1, 1, 1, 2), f32, forced, Status::Unsupported, "groups");
+  expect_error(make(1, 64, 2000, 2000, 64, 3, 3, 1, 1, 40), f32, forced, Status::Unsupported, "a window too wide");
+  expect_error(make(2, 3, 224, 224, 64, 7, 7, 3, 2), f32, forced, Status::Unsupported, "49 taps of 64 filters");
+  PlanOptions cpu = forced;
+  cpu.target = Target::Cpu;
+  expect_error(l2, f32, cpu, Status::Unsupported, "the cpu target");
+  HardwareModel a100 = HardwareModel::reference_h100();
+  a100.cc_major = 8;
+  try {
+    (void)Plan::build(l2, l2.x_desc(Layout::NCHW, f32), l2.w_desc(Layout::NCHW, f32), l2.y_desc(Layout::NCHW, f32),
+                      a100, forced);
+    ADD_FAILURE() << "window_mma planned for sm_80";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::Unsupported) << e.what();
+  }
+
+  PlanOptions tiled = forced;
+  tiled.tile = "mma128x64_4w_64B";
+  expect_error(l2, f32, tiled, Status::BadParam, "a tile");
+  StepContext wgrad;
+  wgrad.filter_gradient = true;
+  try {
+    (void)Plan::build(l2, l2.x_desc(Layout::NCHW, f32), l2.w_desc(Layout::NCHW, f32), l2.y_desc(Layout::NCHW, f32),
+                      HardwareModel::reference_h100(), forced, wgrad);
+    ADD_FAILURE() << "a wgrad step ran window_mma";
   } catch (const Error& e) {
     EXPECT_EQ(e.status(), Status::Unsupported) << e.what();
   }

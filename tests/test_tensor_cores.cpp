@@ -582,6 +582,36 @@ TEST_F(TensorCores, FewFilterMatchesTheReference) {
   }
 }
 
+// window_mma (Note [window mma]), forced (Auto keeps implicit_mma): 3x3 over a 14x14 batch (the last
+// block partial, a cluster split of 2), 7x7 images that a block crosses (256 x 64 blocks, K off the
+// tile), stride 2 with C off the chunk, 5x5 at dilation 2, 1x1, a late stage's 256 channels (a split
+// of 4), a 3x5 filter, an RGB stem (5x5 stride 2, C = 3); each in NCHW (3x3 filters: 16-byte filter
+// loads), x one element off, channels-last y with the whole epilogue, a true convolution (element
+// copies of rotated filters), KRSC w and channels-last x (copies from strided planes).
+TEST_F(TensorCores, WindowMmaMatchesTheReference) {
+  Engine engine(Target::Cuda);
+  std::mt19937_64 g(test_seed() + 110);
+  const Precision tf32{DType::Float32, MathMode::TF32, "tf32"};
+  const std::vector<Problem> shapes{make(2, 64, 14, 14, 128, 3, 3, 1),   make(3, 16, 7, 7, 40, 3, 3, 1),
+                                    make(2, 12, 20, 23, 72, 3, 3, 1, 2), make(1, 40, 17, 19, 64, 5, 5, 4, 1, 2),
+                                    make(2, 32, 9, 10, 96, 1, 1),        make(2, 256, 7, 7, 256, 3, 3, 1),
+                                    make(1, 24, 11, 30, 48, 3, 5, 1),    make(2, 3, 30, 30, 64, 5, 5, 2, 2)};
+  for (size_t i = 0; i < shapes.size(); ++i)
+    for (int v = 0; v < (few() ? 2 : 6); ++v) {
+      Case c{shapes[i]};
+      c.xl = c.wl = c.yl = Layout::NCHW;
+      if (v == 1) c.x_offset = 1;
+      if (v == 2) c = with_whole_epilogue(c), c.yl = Layout::NHWC, c.y_offset = 1;
+      if (v == 3) c.p.mode = Mode::Convolution;
+      if (v == 4) c.wl = Layout::NHWC;
+      if (v == 5) c.xl = Layout::NHWC;
+      std::string division;
+      EXPECT_LT(run_mma(engine, c, g, tf32, "", &division, Algorithm::WindowMma), tolerance(tf32.dtype, tf32.math))
+          << c.name() << " variant " << v;
+      EXPECT_EQ(division.rfind("window_mma_", 0), 0u) << c.name() << " variant " << v << ": " << division;
+    }
+}
+
 // single_channel's strip kernel in fp16/bf16 (x and filters widened to fp32 in shared memory):
 // single-channel layers (C = 1) and channel multipliers of 8 in plane order, 1x1 to 7x7 with the
 // window in registers and the generic path (rectangular, dilated), strides 1 and 2, column pairs

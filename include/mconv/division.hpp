@@ -256,10 +256,25 @@ struct FewFilterDivision {
   LaunchShape launch;      ///< grid (N * pixel tiles)
 };
 
+/// window_mma (src/algorithms/window_mma): an fp32 layer in TF32 math with x in plane order on tensor
+/// cores, each block's run of consecutive output pixels multiplied out of the window of x's rows it
+/// reads, a chunk of channels at a time (Note [window mma]).
+struct WindowMmaDivision {
+  int block_pixels = 128;   ///< consecutive output pixels (n, p, q) of a block: 64 a warp
+  int block_filters = 128;  ///< filters of a block: 32 a warp
+  int chunk_c = 8;          ///< channels of one window chunk (8: one TF32 k-step a tap)
+  int stages = 2;           ///< chunk buffers (2 or 3): a chunk is copied while the ones before it multiply
+  int cluster_split = 1;    ///< blocks of one cluster over the chunks, summed in rank order (no atomics)
+  int window_rows = 0;      ///< the most rows of x a block's window spans (images stacked, padding kept)
+  int window_columns = 0;   ///< columns of a window row: the padded row the output row reads
+  int64_t smem_bytes = 0;   ///< a block's chunk buffers (they hold the split's partial sums at the end)
+  LaunchShape launch;       ///< grid (pixel blocks, filter blocks, cluster_split)
+};
+
 using Division = std::variant<std::monostate, ImplicitPrecompDivision, DirectBlockDivision, SingleChannelDivision,
                               PlaneStreamDivision, PlaneBulkDivision, StrideFixedDivision, ImplicitMmaDivision,
                               ChannelsLastDepthwiseDivision, DepthwiseWgradDivision, FewChannelWgradDivision,
-                              FewChannelDivision, FewFilterDivision>;
+                              FewChannelDivision, FewFilterDivision, WindowMmaDivision>;
 
 /// "vector", "transposed" or "element".
 const char* gather_form_name(GatherForm f);

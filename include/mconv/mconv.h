@@ -47,7 +47,8 @@ typedef enum {
   MCONV_ALGO_DEPTHWISE_WGRAD = 7,   /* wgrad of layers with one input channel per group (backward plans) */
   MCONV_ALGO_FEW_CHANNEL_WGRAD = 8, /* wgrad of layers of at most 4 input channels, fp16/bf16 (backward plans) */
   MCONV_ALGO_FEW_CHANNEL = 9,       /* forward of layers of at most 4 input channels, fp16/bf16/TF32 */
-  MCONV_ALGO_FEW_FILTER = 10        /* layers of at most 8 filters (output heads, an RGB stem's dgrad), fp16/bf16 */
+  MCONV_ALGO_FEW_FILTER = 10,       /* layers of at most 8 filters (output heads, an RGB stem's dgrad), fp16/bf16 */
+  MCONV_ALGO_WINDOW_MMA = 11 /* TF32 layers with x in plane order (NCHW) on shared-memory windows, sm_90; forced only */
 } mconv_algorithm_t;
 typedef enum { MCONV_MODE_CROSS_CORRELATION = 0, MCONV_MODE_CONVOLUTION = 1 } mconv_mode_t;
 typedef enum { MCONV_PASS_DGRAD = 1, MCONV_PASS_WGRAD = 2 } mconv_pass_t;

@@ -50,6 +50,10 @@ enum class Algorithm : int {
   /// CUDA: a layer of at most 8 filters and one group (an output head; the dgrad steps of an RGB
   /// stem) on tensor cores, each block's x window read once into shared memory; fp16, bf16
   FewFilter = 10,
+  /// CUDA (sm_90): a layer of fp32 tensors in TF32 math with x in plane order (NCHW) on tensor
+  /// cores, each block's run of output pixels multiplied out of the window of x's rows it reads, a
+  /// chunk of channels at a time; one group. Forced only: slower than ImplicitMma as measured
+  WindowMma = 11,
 };
 const char* algorithm_name(Algorithm a);
 Algorithm parse_algorithm(const std::string& s);

@@ -40,6 +40,8 @@ void launch_forward(const Plan& plan, const void* x, const void* w, void* y, con
           few_channel_forward(plan, d, x, w, y, e, stream, dependent_launch);
         else if constexpr (std::is_same_v<D, FewFilterDivision>)
           few_filter_forward(plan, d, x, w, y, e, stream, dependent_launch);
+        else if constexpr (std::is_same_v<D, WindowMmaDivision>)
+          window_mma_forward(plan, d, x, w, y, e, stream, dependent_launch);
         else
           stride_fixed_forward(plan, d, xf, wf, yf, e, stream, dependent_launch);
       },

@@ -55,6 +55,11 @@ void few_channel_forward(const Plan& plan, const FewChannelDivision& d, const vo
 void few_filter_forward(const Plan& plan, const FewFilterDivision& d, const void* x, const void* w, void* y,
                         const Epilogue& e, void* stream, bool dependent_launch);
 
+/// An fp32 layer in TF32 math with x in plane order (Note [window mma]); a dgrad step's x is its view
+/// of dy.
+void window_mma_forward(const Plan& plan, const WindowMmaDivision& d, const void* x, const void* w, void* y,
+                        const Epilogue& e, void* stream, bool dependent_launch);
+
 /// out = beta * out over a strided view of any dtype (beta = 0 never reads it): a backward pass's fill
 /// step.
 void fill_view(const TensorDesc& view, void* base, float beta, void* stream, bool dependent_launch);

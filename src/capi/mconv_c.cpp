@@ -151,7 +151,7 @@ mconv_status_t mconv_plan_create(mconv_engine_t engine, const mconv_problem_t* p
     require(w, "w");
     require(y, "y");
     require(out, "out");
-    if (algorithm < MCONV_ALGO_AUTO || algorithm > MCONV_ALGO_FEW_FILTER)
+    if (algorithm < MCONV_ALGO_AUTO || algorithm > MCONV_ALGO_WINDOW_MMA)
       throw mconv::Error(mconv::Status::BadParam, "algorithm: unknown value " + std::to_string(algorithm));
     if (math != MCONV_MATH_EXACT && math != MCONV_MATH_TF32)
       throw mconv::Error(mconv::Status::BadParam, "math: unknown value " + std::to_string(math));

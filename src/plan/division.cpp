@@ -51,6 +51,11 @@ struct NameOf {
     return "few_filter_" + std::to_string(d.tile_p) + "x" + std::to_string(d.tile_q) + "_c" +
            std::to_string(d.chunk_c) + (d.buffers > 1 ? "_db" : "");
   }
+  std::string operator()(const WindowMmaDivision& d) const {
+    return "window_mma_" + std::to_string(d.block_pixels) + "x" + std::to_string(d.block_filters) + "_c" +
+           std::to_string(d.chunk_c) + "_s" + std::to_string(d.stages) +
+           (d.cluster_split > 1 ? "_cs" + std::to_string(d.cluster_split) : "");
+  }
   std::string operator()(const StrideFixedDivision& d) const {
     return "stride_fixed_" + std::to_string(d.tile_cols) + "x" + std::to_string(d.tile_rows) + "_s" +
            std::to_string(d.segment_channels * 4) + (d.thread_pixels == 4 ? "_p4" : "");
@@ -150,6 +155,14 @@ struct TextOf {
     os << "division  blocks of " << d.tile_p << " x " << d.tile_q << " output pixels x 8 filters with their x window, "
        << d.chunk_c << " channels a chunk in " << d.buffers << " buffer(s), " << d.smem_bytes
        << " bytes of shared memory a block\n";
+    return os.str() + launch_text(d.launch);
+  }
+  std::string operator()(const WindowMmaDivision& d) const {
+    std::ostringstream os;
+    os << "division  blocks of " << d.block_pixels << " consecutive output pixels x " << d.block_filters
+       << " filters with their window of x (at most " << d.window_rows << " rows of " << d.window_columns << "), "
+       << d.chunk_c << " channels a chunk in " << d.stages << " buffers, cluster split " << d.cluster_split
+       << " (summed in rank order), " << d.smem_bytes << " bytes of shared memory a block\n";
     return os.str() + launch_text(d.launch);
   }
   std::string operator()(const StrideFixedDivision& d) const {

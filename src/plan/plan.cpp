@@ -52,6 +52,8 @@ const char* algorithm_name(Algorithm a) {
       return "few_channel";
     case Algorithm::FewFilter:
       return "few_filter";
+    case Algorithm::WindowMma:
+      return "window_mma";
   }
   return "?";
 }
@@ -60,12 +62,12 @@ Algorithm parse_algorithm(const std::string& s) {
   for (Algorithm a :
        {Algorithm::Auto, Algorithm::Reference, Algorithm::ImplicitPrecomp, Algorithm::DirectBlock,
         Algorithm::SingleChannel, Algorithm::StrideFixed, Algorithm::ImplicitMma, Algorithm::DepthwiseWgrad,
-        Algorithm::FewChannelWgrad, Algorithm::FewChannel, Algorithm::FewFilter})
+        Algorithm::FewChannelWgrad, Algorithm::FewChannel, Algorithm::FewFilter, Algorithm::WindowMma})
     if (s == algorithm_name(a)) return a;
   throw Error(Status::BadParam, "algorithm: unknown name '" + s +
                                     "' (expected auto, reference, implicit_precomp, direct_block, "
                                     "single_channel, stride_fixed, implicit_mma, depthwise_wgrad, "
-                                    "few_channel_wgrad, few_channel or few_filter)");
+                                    "few_channel_wgrad, few_channel, few_filter or window_mma)");
 }
 
 const char* math_mode_name(MathMode m) {

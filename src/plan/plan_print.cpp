@@ -11,7 +11,7 @@ namespace {
 // The families whose fp16/bf16 kernels multiply on the tensor cores (the others widen to fp32 FFMA).
 bool on_tensor_cores(Algorithm a) {
   return a == Algorithm::ImplicitMma || a == Algorithm::FewChannel || a == Algorithm::FewChannelWgrad ||
-         a == Algorithm::FewFilter;
+         a == Algorithm::FewFilter || a == Algorithm::WindowMma;
 }
 
 const char* row_order_name(RowOrder o) {

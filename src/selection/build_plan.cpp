@@ -11,6 +11,7 @@
 #include "../algorithms/implicit_precomp/planner.hpp"
 #include "../algorithms/single_channel/planner.hpp"
 #include "../algorithms/stride_fixed/planner.hpp"
+#include "../algorithms/window_mma/planner.hpp"
 #include "heuristics.hpp"
 #include "mconv/plan.hpp"
 
@@ -184,6 +185,25 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
           [&] {
             plan.math_ = MathMode::Exact;
             plan.division_ = detail::plan_few_filter(pr, hw, plan.decisions_);
+          }))
+    return plan;
+  // window_mma (Note [window mma]): an fp32 layer in TF32 math with x in plane order, each block's
+  // window of x's rows read once into shared memory. It runs only when forced: on the H100 it ran
+  // resnet50's 3x3 layers 1.0-2.0x slower than implicit_mma (docs/PERFORMANCE.md, "Window MMA").
+  if (options.algorithm == Algorithm::WindowMma &&
+      offer(
+          Algorithm::WindowMma,
+          forward_step ? nullptr : "forward layers and dgrad steps of one group (not wgrad steps)", "blocks", "",
+          [&] {
+            const std::string no = detail::window_mma_unsupported(pr, x, w, y);
+            if (!no.empty()) return no;
+            if (options.math != MathMode::TF32) return std::string("fp32 runs on it in TF32 math only (math tf32)");
+            if (hw.cc_major != 9 || hw.cc_minor != 0) return std::string("its wgmma kernel runs on sm_90 only");
+            return no;
+          },
+          [&] {
+            plan.math_ = MathMode::TF32;
+            plan.division_ = detail::plan_window_mma(pr, hw, plan.decisions_);
           }))
     return plan;
   // Only the implicit GEMMs read the Plan's group strides; the direct families address groups

@@ -40,7 +40,8 @@ void LayerArgs::add_to(CLI::App& app) {
   app.add_option("--algo", algorithm,
                  "auto, reference, implicit_precomp, direct_block, single_channel, stride_fixed, implicit_mma, "
                  "depthwise_wgrad (wgrad of C/G = 1 layers), few_channel_wgrad (wgrad of C <= 4 layers, fp16/bf16), "
-                 "few_channel (forward of C <= 4 layers, fp16/bf16/TF32), few_filter (layers of K <= 8, fp16/bf16)")
+                 "few_channel (forward of C <= 4 layers, fp16/bf16/TF32), few_filter (layers of K <= 8, fp16/bf16), "
+                 "window_mma (TF32 with x in plane order)")
       ->capture_default_str();
   app.add_option("--tile", tile, "force a CUDA tile (e.g. 128x128x8)");
   app.add_option("--split-k", split_k, "CUDA row slices: 0 = planner, 1 = off (bitwise reproducible), n = force")

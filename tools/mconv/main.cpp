@@ -375,7 +375,8 @@ int run_main(int argc, char** argv) {
       ->add_option("--algo", algo,
                    "auto, reference, implicit_precomp, direct_block, single_channel, stride_fixed, implicit_mma, "
                    "depthwise_wgrad (wgrad of C/G = 1 layers), few_channel_wgrad (wgrad of C <= 4 layers, fp16/bf16), "
-                   "few_channel (forward of C <= 4 layers, fp16/bf16/TF32), few_filter (layers of K <= 8, fp16/bf16)")
+                   "few_channel (forward of C <= 4 layers, fp16/bf16/TF32), few_filter (layers of K <= 8, fp16/bf16), "
+                   "window_mma (TF32 with x in plane order)")
       ->capture_default_str();
   bench->add_option("--tile", tile, "force a CUDA tile, shape or variant (see `mconv plan`)");
   bench->add_option("--split-k", bopt.plan.split_k, "CUDA row slices: 0 = planner, 1 = off, n = force")
