@@ -55,23 +55,23 @@ static_assert(kWindowMmaThreads == 256, "two warpgroups");
 static_assert(kWindowMmaChunk == 8, "one TF32 k-step a tap");
 
 struct WindowMmaParams : ConvGeometry {
-  int npq;                 // N * P * Q
-  int image_rows;          // Hv: window rows of one image
-  int win_rows;            // the most rows of a block's window (its buffers' capacity)
-  int win_cols;            // columns of a window row
-  int channel_pitch;       // floats from one channel's window plane to the next
-  int filter_bytes;        // one row block of filter rows: block_filters x 128 bytes
-  int stage_bytes;         // a chunk's filter row blocks, then its window (one of `stages`)
-  int chunks;              // chunks of 8 channels of C
-  int chunks_per_split;    // chunks of one cluster rank
-  int stages;              // 2 or 3 buffers
-  int vector_w;            // 3x3 KCRS filters, C a multiple of 8: each thread's 4 channels x 9 taps as 9 float4
-  FastDivmod pq_div;       // pixel -> (n, p*Q + q)
-  FastDivmod q_div;        // p*Q + q -> (p, q)
-  FastDivmod cols_div;     // window element -> (channel x row, column)
-  FastDivmod rows_div;     // channel x window row -> (channel, row)
-  FastDivmod hv_div;       // window row v0 + row -> (n, padded input row)
-  FastDivmod s_div;        // tap -> (r, s)
+  int npq;               // N * P * Q
+  int image_rows;        // Hv: window rows of one image
+  int win_rows;          // the most rows of a block's window (its buffers' capacity)
+  int win_cols;          // columns of a window row
+  int channel_pitch;     // floats from one channel's window plane to the next
+  int filter_bytes;      // one row block of filter rows: block_filters x 128 bytes
+  int stage_bytes;       // a chunk's filter row blocks, then its window (one of `stages`)
+  int chunks;            // chunks of 8 channels of C
+  int chunks_per_split;  // chunks of one cluster rank
+  int stages;            // 2 or 3 buffers
+  int vector_w;          // 3x3 KCRS filters, C a multiple of 8: each thread's 4 channels x 9 taps as 9 float4
+  FastDivmod pq_div;     // pixel -> (n, p*Q + q)
+  FastDivmod q_div;      // p*Q + q -> (p, q)
+  FastDivmod cols_div;   // window element -> (channel x row, column)
+  FastDivmod rows_div;   // channel x window row -> (channel, row)
+  FastDivmod hv_div;     // window row v0 + row -> (n, padded input row)
+  FastDivmod s_div;      // tap -> (r, s)
 };
 
 /// Element e (0..35) of 9 float4s held in registers (e known at compile time once unrolled).
@@ -225,7 +225,7 @@ __global__ void __launch_bounds__(kWindowMmaThreads, 1) window_mma_kernel(const 
     else
       detail::cp_async_wait<0>();
     wgmma::fence_shared_for_async();  // the copies are visible to the tensor cores' reads
-    __syncthreads();  // chunk i in place; every warpgroup is done with chunk i - 1's buffer
+    __syncthreads();                  // chunk i in place; every warpgroup is done with chunk i - 1's buffer
     const int next = i + prm.stages - 1;
     if (next < my_chunks) {
       load_chunk(first_chunk + next, next % prm.stages);
@@ -235,7 +235,8 @@ __global__ void __launch_bounds__(kWindowMmaThreads, 1) window_mma_kernel(const 
 
     const int buf = i % prm.stages;
     const uint32_t filters_s = smem_s + buf * prm.stage_bytes;
-    const float* const win = reinterpret_cast<const float*>(smem + buf * prm.stage_bytes + row_blocks * prm.filter_bytes);
+    const float* const win =
+        reinterpret_cast<const float*>(smem + buf * prm.stage_bytes + row_blocks * prm.filter_bytes);
     // Four taps at a time: their A fragments, then their wgmmas.
     for (int tap0 = 0; tap0 < taps; tap0 += kWindowMmaTapsPerRow) {
       uint32_t a[kWindowMmaTapsPerRow][MT][4];
@@ -245,7 +246,8 @@ __global__ void __launch_bounds__(kWindowMmaThreads, 1) window_mma_kernel(const 
         if (tap >= taps) break;
         unsigned r, s;
         prm.s_div.divmod(static_cast<unsigned>(tap), r, s);
-        const float* const a_tap = win + static_cast<int>(r) * prm.dil_h * prm.win_cols + static_cast<int>(s) * prm.dil_w;
+        const float* const a_tap =
+            win + static_cast<int>(r) * prm.dil_h * prm.win_cols + static_cast<int>(s) * prm.dil_w;
 #pragma unroll
         for (int m = 0; m < MT; ++m) {
           a[j][m][0] = __float_as_uint(a_tap[a_start[m][0]]);

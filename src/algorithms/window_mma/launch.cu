@@ -15,10 +15,10 @@ void window_mma_forward(const Plan& plan, const WindowMmaDivision& d, const void
                         const Epilogue& e, void* stream, bool dependent_launch) {
   if (plan.dtype() != DType::Float32) throw Error(Status::Internal, "window_mma: fp32 tensors only");
   const Problem& p = plan.problem();
-  cuda::WindowMmaParams prm{cuda::conv_geometry(plan, static_cast<const float*>(x), static_cast<const float*>(w),
-                                                 static_cast<float*>(y), e)};
+  cuda::WindowMmaParams prm{
+      cuda::conv_geometry(plan, static_cast<const float*>(x), static_cast<const float*>(w), static_cast<float*>(y), e)};
   prm.npq = static_cast<int>(p.n * p.p() * p.q());
-  prm.image_rows = static_cast<int>((p.p() - 1) * p.stride_h + (p.r - 1) * p.dil_h + 1);
+  prm.image_rows = static_cast<int>(window_mma_image_rows(p));
   prm.win_rows = d.window_rows;
   prm.win_cols = d.window_columns;
   prm.channel_pitch = static_cast<int>(window_mma_channel_pitch(d.window_rows, d.window_columns));

@@ -11,13 +11,8 @@
 namespace mconv::detail {
 namespace {
 
-/// Rows of x a virtual image spans in the window: from its first padded row to the last one its last
-/// output row reads.
-int64_t image_rows(const Problem& p) {
-  return (p.p() - 1) * p.stride_h + (p.r - 1) * p.dil_h + 1;
-}
-
-/// Narrow layers take 256 pixels x 64 filters (warps 4 x 2), the others 128 x 128 (2 x 4).
+/// Layers of at most 64 filters take blocks of 256 pixels x 64 filters (two m64n64 tiles a
+/// warpgroup), the others 128 x 128 (one m64n128 tile a warpgroup).
 int64_t block_filters_of(const Problem& p) {
   return p.k <= 64 ? 64 : 128;
 }
@@ -27,12 +22,16 @@ int64_t block_pixels_of(int64_t block_filters) {
 
 }  // namespace
 
+int64_t window_mma_image_rows(const Problem& p) {
+  return (p.p() - 1) * p.stride_h + (p.r - 1) * p.dil_h + 1;
+}
+
 int64_t window_mma_channel_pitch(int64_t rows, int64_t columns) {
   return round_up(rows * columns + 24, int64_t(32)) - 24;
 }
 
 int64_t window_mma_rows(const Problem& p, int64_t block_pixels) {
-  const int64_t q = p.q(), pq = p.p() * q, hv = image_rows(p);
+  const int64_t q = p.q(), pq = p.p() * q, hv = window_mma_image_rows(p);
   // A block's rows depend only on where its first pixel falls in its image (the batch taken as
   // unbounded, an upper bound for the last block), which repeats every pq / gcd(block_pixels, pq).
   const auto virtual_row = [&](int64_t m) { return m / pq * hv + m % pq / q * p.stride_h; };
@@ -72,7 +71,8 @@ std::string window_mma_unsupported(const Problem& p, const TensorDesc& x, const 
   const int64_t filters = block_filters_of(p);
   if (window_mma_smem_bytes(p, block_pixels_of(filters), filters, 2, 1) > 227 * 1024)
     return "two chunks of 8 channels (the window and " + std::to_string(filters) + " filter rows of " +
-           std::to_string(p.r * p.s) + " taps) exceed a block's shared memory (filter too large, rows too wide, "
+           std::to_string(p.r * p.s) +
+           " taps) exceed a block's shared memory (filter too large, rows too wide, "
            "stride or dilation too large)";
   return "";
 }
@@ -87,8 +87,9 @@ WindowMmaDivision plan_window_mma(const Problem& p, const HardwareModel& hw, std
   for (int64_t s = 3; s >= 2 && stages == 0; --s)
     if (window_mma_smem_bytes(p, d.block_pixels, d.block_filters, s, 1) <= smem_block_limit(hw)) stages = s;
   if (stages == 0)
-    throw Error(Status::Unsupported, "algorithm: window_mma: no two chunks of the window fit this device's shared "
-                                     "memory");
+    throw Error(Status::Unsupported,
+                "algorithm: window_mma: no two chunks of the window fit this device's shared "
+                "memory");
   const int64_t chunk = kWindowMmaChunk;
   const int64_t chunks = ceil_div(p.c, chunk);
   const int64_t tiles = ceil_div(npq, int64_t(d.block_pixels)) * ceil_div(p.k, int64_t(d.block_filters));
@@ -113,8 +114,7 @@ WindowMmaDivision plan_window_mma(const Problem& p, const HardwareModel& hw, std
                 std::to_string(d.window_rows) + " rows of " + std::to_string(d.window_columns) + "), " +
                 std::to_string(chunk) + " channels a chunk in " + std::to_string(stages) + " buffers (" +
                 std::to_string(chunks) + " chunks), " + std::to_string(tiles) + " tiles" +
-                (split > 1 ? " split over clusters of " + std::to_string(split) : std::string()) +
-                ", one block an SM");
+                (split > 1 ? " split over clusters of " + std::to_string(split) : std::string()) + ", one block an SM");
   return d;
 }
 

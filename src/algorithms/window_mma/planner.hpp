@@ -21,12 +21,16 @@ inline constexpr int kWindowMmaTapsPerRow = 4;
 /// The most blocks of one cluster over a tile's chunks (summed in rank order through shared memory).
 inline constexpr int kWindowMmaMaxSplit = 4;
 
+/// Rows of x one image spans in a window, Hv = (P-1)*stride_h + (R-1)*dil_h + 1: from its first
+/// padded row to the last one its last output row reads.
+int64_t window_mma_image_rows(const Problem& p);
+
 /// Floats of one channel of a chunk's window: rows x columns, rounded up to 8 past a multiple of 32,
 /// so that the four channels an MMA fragment's lanes read start 8 banks apart.
 int64_t window_mma_channel_pitch(int64_t rows, int64_t columns);
 
-/// The most rows of x's window (images stacked, each Hv = (P-1)*stride_h + (R-1)*dil_h + 1 rows
-/// from its first padded row) over every block of `block_pixels` consecutive output pixels.
+/// The most rows of x's window (images stacked, window_mma_image_rows each) over every block of
+/// `block_pixels` consecutive output pixels.
 int64_t window_mma_rows(const Problem& p, int64_t block_pixels);
 /// Columns of a window row: (Q-1)*stride_w + (S-1)*dil_w + 1, from the first padded column.
 int64_t window_mma_columns(const Problem& p);
