@@ -29,7 +29,7 @@ OUT=${OUT:-$PWD/gpu-out}
 LOG=$OUT/logs
 mkdir -p "$LOG"
 B=$PWD/.gpu-bundle
-for packed in "$B"/*.gz; do [ -e "$packed" ] && gunzip -f "$packed"; done  # stage_gpu_bundle.sh packs the library
+bash scripts/unpack_gpu_bundle.sh "$B"  # stage_gpu_bundle.sh packs the library
 export LD_LIBRARY_PATH=$B:${LD_LIBRARY_PATH:-}
 S=$LOG/summary.txt
 say() { echo "$*" | tee -a "$S"; }

@@ -13,7 +13,7 @@ OUT=${OUT:-$PWD/gpu-out}
 suite=$1
 shift
 B=$PWD/.gpu-bundle
-for packed in "$B"/*.gz; do [ -e "$packed" ] && gunzip -f "$packed"; done  # stage_gpu_bundle.sh packs the library
+bash scripts/unpack_gpu_bundle.sh "$B"  # stage_gpu_bundle.sh packs the library
 export LD_LIBRARY_PATH=$B:${LD_LIBRARY_PATH:-}
 mkdir -p "$OUT/sweep"
 name=$(basename "$suite" .csv)

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 suite=$1 algo=$2 kernel=$3
 OUT=${OUT:-$PWD/gpu-out}
 B=$PWD/.gpu-bundle
-for packed in "$B"/*.gz; do [ -e "$packed" ] && gunzip -f "$packed"; done  # stage_gpu_bundle.sh packs the library
+bash scripts/unpack_gpu_bundle.sh "$B"  # stage_gpu_bundle.sh packs the library
 export LD_LIBRARY_PATH=$B:${LD_LIBRARY_PATH:-}
 mkdir -p "$OUT/ncu"
 one=$(mktemp)

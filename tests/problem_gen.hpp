@@ -179,7 +179,8 @@ inline Case random_case(std::mt19937_64& g, int64_t max_macs = 1500000) {
       c.alpha = float(u(1, 4)) * 0.5f;
       c.beta = float(u(0, 4)) * 0.25f;
     }
-    c.act = u(0, 3) == 0 ? Activation::ReLU : Activation::Identity;  // what every executor fuses
+    const int act = u(0, 3);  // what every executor fuses
+    c.act = act == 0 ? Activation::ReLU : act == 1 ? Activation::SiLU : Activation::Identity;
     c.bias = u(0, 3) == 0;
     try {
       p.validate();

@@ -817,24 +817,58 @@ TEST_F(TensorCores, GraphCaptureReplays) {
   cudaStreamDestroy(s);
 }
 
-TEST_F(TensorCores, SiluIsRefusedOnTheGpuAndYIsUntouched) {
+// Note [fused silu]: every forward family fuses SiLU in each dtype it runs: the implicit GEMMs with
+// their splits forced (an activation runs the atomic ones unsplit; the cluster split sums first),
+// direct_block, single_channel's strip, plane-stream, plane-bulk and channels-last kernels (whose
+// branch-free stores leave SiLU to their general path), stride_fixed where its planner splits, the
+// tensor-core families on their wgmma, mma.sync and window tiles. Each with SiLU alone (the kernels' common-case stores) and under
+// the whole epilogue (alpha, beta reading y, bias), against the double reference, y NaN-poisoned.
+TEST_F(TensorCores, SiluIsFusedByEveryFamily) {
   Engine engine(Target::Cuda);
-  const Problem p = make(1, 8, 6, 6, 8, 3, 3, 1);
-  const TensorDesc xd = p.x_desc(Layout::NHWC, DType::BFloat16), wd = p.w_desc(Layout::NHWC, DType::BFloat16),
-                   yd = p.y_desc(Layout::NHWC, DType::BFloat16);
-  auto plan = engine.plan(p, xd, wd, yd);
-  DeviceBytes dx(xd.span_elements() * 2), dw(wd.span_elements() * 2), dy(yd.span_elements() * 2);
-  ASSERT_TRUE(dx.ptr && dw.ptr && dy.ptr);
-  CUDA_OK(cudaMemset(dy.ptr, 0xff, yd.span_elements() * 2));
-  try {
-    engine.conv2d_forward(*plan, dx.ptr, dw.ptr, dy.ptr, Epilogue{1.0f, 0.0f, nullptr, Activation::SiLU});
-    FAIL() << "SiLU was accepted on the GPU";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.status(), Status::Unsupported);
-  }
-  std::vector<uint16_t> out(yd.span_elements());
-  CUDA_OK(cudaMemcpy(out.data(), dy.ptr, out.size() * 2, cudaMemcpyDeviceToHost));
-  for (uint16_t v : out) ASSERT_EQ(v, 0xffff);
+  std::mt19937_64 g(test_seed() + 111);
+  const Precision fp32{DType::Float32, MathMode::Exact, "fp32"}, tf32{DType::Float32, MathMode::TF32, "tf32"},
+      bf16{DType::BFloat16, MathMode::Exact, "bf16"}, fp16{DType::Float16, MathMode::Exact, "fp16"};
+  struct Entry {
+    Problem p;
+    Layout layout;
+    Precision precision;
+    Algorithm algorithm;
+    std::string tile;
+    int split_k;
+  };
+  std::vector<Entry> entries{
+      {make(2, 16, 9, 11, 24, 3, 3, 1), Layout::NCHW, fp32, Algorithm::ImplicitPrecomp, "", 3},
+      {make(2, 8, 20, 20, 8, 3, 3, 1, 1, 1, 8), Layout::NCHW, fp32, Algorithm::DirectBlock, "", 0},
+      {make(2, 8, 20, 20, 8, 3, 3, 1, 1, 1, 8), Layout::NCHW, bf16, Algorithm::DirectBlock, "", 0},
+      {make(2, 1, 30, 33, 8, 3, 3, 1), Layout::NCHW, fp32, Algorithm::SingleChannel, "", 0},
+      {make(2, 1, 30, 33, 8, 3, 3, 1), Layout::NCHW, fp16, Algorithm::SingleChannel, "", 0},
+      {make(2, 32, 40, 40, 32, 3, 3, 1, 1, 1, 32), Layout::NCHW, bf16, Algorithm::SingleChannel, "", 0},
+      {make(2, 32, 40, 40, 32, 3, 3, 1, 1, 1, 32), Layout::NCHW, fp16, Algorithm::SingleChannel,
+       "single_channel_planes", 0},
+      {make(2, 32, 40, 40, 32, 5, 5, 2, 2, 1, 32), Layout::NCHW, fp32, Algorithm::SingleChannel, "", 0},
+      {make(2, 64, 20, 20, 64, 3, 3, 1, 1, 1, 64), Layout::NHWC, bf16, Algorithm::SingleChannel, "", 0},
+      {make(1, 32, 14, 14, 64, 3, 3, 1), Layout::NCHW, fp32, Algorithm::StrideFixed, "", 0},  // 2 slices
+      {make(2, 64, 14, 14, 128, 3, 3, 1), Layout::NHWC, bf16, Algorithm::ImplicitMma, "", 0},
+      {make(2, 64, 14, 14, 128, 3, 3, 1), Layout::NHWC, fp16, Algorithm::ImplicitMma, "", 4},
+      {make(2, 24, 9, 11, 40, 3, 3, 1), Layout::NCHW, fp16, Algorithm::ImplicitMma, "mma64x64_4w_64B", 0},
+      {make(2, 24, 9, 11, 40, 3, 3, 1), Layout::NCHW, tf32, Algorithm::ImplicitMma, "", 0},
+      {make(2, 3, 40, 38, 64, 7, 7, 3, 2), Layout::NHWC, bf16, Algorithm::FewChannel, "", 0},
+      {make(2, 64, 33, 35, 3, 3, 3, 1), Layout::NHWC, bf16, Algorithm::FewFilter, "", 0},
+  };
+  if (wgmma_device(engine))
+    entries.push_back({make(2, 64, 14, 14, 128, 3, 3, 1), Layout::NCHW, tf32, Algorithm::WindowMma, "", 0});
+  for (const Entry& en : entries)
+    for (int v = 0; v < 2; ++v) {
+      Case c{en.p};
+      c.xl = c.wl = c.yl = en.layout;
+      if (v == 1) c = with_whole_epilogue(c);
+      c.act = Activation::SiLU;
+      std::string division;
+      EXPECT_LT(run_mma(engine, c, g, en.precision, en.tile, &division, en.algorithm, en.split_k),
+                tolerance(en.precision.dtype, en.precision.math))
+          << en.precision.name << " " << algorithm_name(en.algorithm) << " " << c.name() << "\n"
+          << division;
+    }
 }
 
 TEST_F(TensorCores, UnalignedHalfPointersAreRefused) {

@@ -96,7 +96,7 @@ mconv_status_t mconv_plan_table_bytes(mconv_plan_t plan, int64_t* bytes);
 /* Writes the plan's text form into buf (truncated to size, always NUL-terminated); *needed gets the full length + 1. */
 mconv_status_t mconv_plan_describe(mconv_plan_t plan, char* buf, int64_t size, int64_t* needed);
 
-/* y = act(alpha*conv(x, w) + beta*y + bias[k]), act an mconv_activation_t (SILU: CPU engines only), computed
+/* y = act(alpha*conv(x, w) + beta*y + bias[k]), act an mconv_activation_t, computed
  * in fp32 and rounded once to y's dtype. bias
  * (fp32, K values) may be NULL; beta = 0 never reads y. Asynchronous
  * on the engine's stream on the cuda target, with no allocation or synchronisation (graph-capturable). */

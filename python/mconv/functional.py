@@ -73,8 +73,8 @@ def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     input (N, C, H, W) or unbatched (C, H, W); weight (K, C/groups, kH, kW); float32, float16 or
     bfloat16 on the CPU or a CUDA device. Contiguous and channels_last tensors (and other positive
     strides) are read in place; y comes in input's memory format. float32 on CUDA runs in TF32 when
-    torch.backends.cudnn.allow_tf32 is set, as F.conv2d does. activation: None, "relu" or "silu"
-    (fused into the kernel, except silu on CUDA: applied in place after it).
+    torch.backends.cudnn.allow_tf32 is set, as F.conv2d does. activation: None, "relu" or "silu",
+    applied by mconv (fused into the kernel, or silu by a pass over y after mconv's GEMM kernels).
 
     Copies made: padding="same" with an odd total padding pads input first (as F.conv2d does), and an
     input with a zero stride (expand()) is made contiguous. Differentiable: input, weight and bias
@@ -117,11 +117,8 @@ def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     if 0 in input.stride() and input.numel() > 1:
         input = input.contiguous()
     act = _ACTIVATIONS[activation]
-    fused_act = "identity" if act == "silu" and input.is_cuda else act
     tf32 = input.is_cuda and input.dtype == torch.float32 and torch.backends.cudnn.allow_tf32
-    y = conv2d_call(input, weight, bias, stride_, padding_, dilation_, groups, fused_act, tf32)
-    if fused_act != act:
-        y = F.silu(y, inplace=True)
+    y = conv2d_call(input, weight, bias, stride_, padding_, dilation_, groups, act, tf32)
     return y.squeeze(0) if unbatched else y
 
 

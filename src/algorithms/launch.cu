@@ -1,4 +1,6 @@
-// launch_forward: the Plan's division picks its family's launcher.
+// launch_forward: the Plan's division picks its family's launcher; a SiLU call on a family that does not
+// fuse SiLU runs it with identity and then silu_view (Note [fused silu]).
+#include <type_traits>
 #include <variant>
 
 #include "common/cuda_check.cuh"
@@ -6,8 +8,41 @@
 
 namespace mconv::detail {
 
+namespace {
+
+// Note [fused silu]: the memory-bound families fuse SiLU; the others run identity, then silu_view.
+bool fuses_silu(const Plan& plan) {
+  return std::visit(
+      [](const auto& d) {
+        using D = std::decay_t<decltype(d)>;
+        return std::is_same_v<D, SingleChannelDivision> || std::is_same_v<D, PlaneStreamDivision> ||
+               std::is_same_v<D, PlaneBulkDivision> || std::is_same_v<D, ChannelsLastDepthwiseDivision> ||
+               std::is_same_v<D, DirectBlockDivision>;
+      },
+      plan.division());
+}
+
+void launch_division(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& e, void* stream,
+                     bool dependent_launch);
+
+}  // namespace
+
 void launch_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& e, void* stream,
                     bool dependent_launch) {
+  if (e.activation == Activation::SiLU && !fuses_silu(plan)) {
+    Epilogue identity = e;
+    identity.activation = Activation::Identity;
+    launch_division(plan, x, w, y, identity, stream, dependent_launch);
+    silu_view(plan.y_desc(), y, stream, dependent_launch);
+    return;
+  }
+  launch_division(plan, x, w, y, e, stream, dependent_launch);
+}
+
+namespace {
+
+void launch_division(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& e, void* stream,
+                     bool dependent_launch) {
   // implicit_mma and the direct families but stride_fixed take every dtype; implicit_precomp and
   // stride_fixed run fp32 only (Plan::build refuses other dtypes for them).
   const auto* xf = static_cast<const float*>(x);
@@ -47,6 +82,8 @@ void launch_forward(const Plan& plan, const void* x, const void* w, void* y, con
       },
       plan.division());
 }
+
+}  // namespace
 
 void prepare_launch(const Plan& plan) {
   if (const auto* d = std::get_if<ImplicitMmaDivision>(&plan.division())) implicit_mma_prepare(plan, *d);

@@ -64,6 +64,10 @@ void window_mma_forward(const Plan& plan, const WindowMmaDivision& d, const void
 /// step.
 void fill_view(const TensorDesc& view, void* base, float beta, void* stream, bool dependent_launch);
 
+/// out = silu(out) over a strided view of any dtype: a SiLU call's second step after the families
+/// that do not fuse SiLU (Note [fused silu], common/epilogue.cuh).
+void silu_view(const TensorDesc& view, void* base, void* stream, bool dependent_launch);
+
 /// Split-K's first pass, y = beta*y + bias, so that slices can add alpha * partial sums; `blocks`
 /// from the division (common/split_k.hpp).
 void output_prepass(const Plan& plan, int blocks, void* y, const Epilogue& e, void* stream, bool dependent_launch);

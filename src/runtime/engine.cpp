@@ -259,13 +259,6 @@ void Engine::conv2d_forward(const Plan& plan, const void* x, const void* w, void
     throw Error(Status::BadParam, "plan: made by an engine on device " + std::to_string(plan.device()) +
                                       " (or not by an Engine), given to an engine on device " +
                                       std::to_string(device_));
-  // The GPU kernels fuse identity and ReLU. SiLU in every kernel's epilogue, inlined for each output a
-  // thread stores, cost 2-27% per layer on the H100 even when not asked for; it waits for a form that
-  // costs nothing when unused (docs/PERFORMANCE.md).
-  if (e.activation == Activation::SiLU)
-    throw Error(Status::Unsupported,
-                "activation: silu is fused by the CPU executor only (the cuda kernels fuse "
-                "identity and relu)");
   detail::cuda_device::DeviceGuard guard(device_);
   if (options_.check_device_pointers) {
     const int64_t esz = dtype_size(plan.y_desc().dtype);

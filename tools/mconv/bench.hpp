@@ -20,6 +20,9 @@ struct BenchOptions {
   DType dtype = DType::Float32;  ///< of x, w and y (plan.math says whether fp32 may use TF32)
   Pass pass = Pass::Forward;     ///< fwd, or a backward pass (CUDA; its peer: cuDNN's Find of that pass)
   PlanOptions plan;              ///< algorithm / tile overrides
+  /// Fused into mconv's forward calls and applied by the check; the cuDNN peers time the convolution
+  /// alone (a framework runs the activation as a kernel of its own after it).
+  Activation activation = Activation::Identity;
   bool vs_cudnn = false;         ///< time the two cuDNN peers too (CUDA builds with cuDNN)
   /// cuDNN peers: how many of Find's candidates of each class (any workspace, within 64 KiB) are
   /// timed here; each peer is the fastest timed of its class (cudnn_peer.hpp). The default, 8, times

@@ -33,18 +33,19 @@ std::vector<LayerResult> bench_cpu(const std::vector<Layer>& layers, const Bench
     round_to_storage(w, opt.dtype);
     const auto sx = to_storage(x, opt.dtype), sw = to_storage(w, opt.dtype);
     auto sy = to_storage(y, opt.dtype);
-    engine.conv2d_forward(*plan, sx.data(), sw.data(), sy.data());  // warm-up, and the checked result
+    const Epilogue fused{1.0f, 0.0f, nullptr, opt.activation};
+    engine.conv2d_forward(*plan, sx.data(), sw.data(), sy.data(), fused);  // warm-up, and the checked result
     r.algorithm = algorithm_name(plan->algorithm());
     y = from_storage(sy, opt.dtype);
     r.rel_err = sampled_error(p, widened(xd), x.data(), widened(wd), w.data(), widened(yd), y.data(), opt.check_samples,
-                              opt.seed);
+                              opt.seed, opt.activation);
     r.correct = r.rel_err < sampled_tolerance(opt.dtype, MathMode::Exact);  // the CPU computes exactly
     // One call per timed repeat on the CPU: layers take milliseconds, far above timer resolution.
     std::vector<double> times;
     const int reps = std::max(3, opt.repeats);
     for (int rep = 0; rep < reps; ++rep) {
       auto t0 = std::chrono::steady_clock::now();
-      engine.conv2d_forward(*plan, sx.data(), sw.data(), sy.data());
+      engine.conv2d_forward(*plan, sx.data(), sw.data(), sy.data(), fused);
       times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());

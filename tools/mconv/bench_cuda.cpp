@@ -178,7 +178,11 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
   peaks.timing = (opt.pass == Pass::Forward ? std::string() : std::string(pass_name(opt.pass)) + " pass; ") +
                  "median of " + std::to_string(opt.repeats) + " loops of " + std::to_string(opt.launches) +
                  (opt.graph ? " launches replayed as one CUDA graph" : " launches enqueued from the host") +
-                 (opt.dependent_launch ? "" : ", no dependent launches");
+                 (opt.dependent_launch ? "" : ", no dependent launches") +
+                 (opt.activation == Activation::Identity
+                      ? ""
+                      : std::string("; mconv fuses ") + activation_name(opt.activation) +
+                            (opt.vs_cudnn ? " (the cuDNN peers time the convolution alone)" : ""));
   if (opt.vs_cudnn) {
     const bool graph = !(opt.dtype == DType::Float32 && opt.plan.math == MathMode::Exact);
     const std::string apis = graph ? "Find's and the graph API heuristics' " : "Find's ";
@@ -240,24 +244,25 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
       ys.push_back(by.back().ptr);
     }
     std::vector<unsigned char> hy(y_bytes);
-    auto error_of = [&](const float* dy) {
+    auto error_of = [&](const float* dy, Activation act) {
       cuda_ok(cudaMemcpy(hy.data(), dy, hy.size(), cudaMemcpyDeviceToHost), "copy y");
       const std::vector<float> y = from_storage(hy, opt.dtype);
       return sampled_error(p, widened(xd), hx.data(), widened(wd), hw.data(), widened(yd), y.data(), opt.check_samples,
-                           opt.seed + li);
+                           opt.seed + li, act);
     };
+    const Epilogue fused{1.0f, 0.0f, nullptr, opt.activation};
     const double tolerance = sampled_tolerance(opt.dtype, opt.plan.math);
 
     r.algorithm = algorithm_name(plan->algorithm());
     r.tile = division_name(plan->division()) + split_suffix(*plan);
     // The checked result: y poisoned with NaN first, so an unwritten element fails.
     cuda_ok(cudaMemset(ys[0], 0xff, hy.size()), "poison y");  // NaN in every dtype
-    engine.conv2d_forward(*plan, xs[0], ws[0], ys[0]);
+    engine.conv2d_forward(*plan, xs[0], ws[0], ys[0], fused);
     engine.synchronize();
-    r.rel_err = error_of(ys[0]);
+    r.rel_err = error_of(ys[0], opt.activation);
     r.correct = r.rel_err < tolerance;
     r.ms = median_ms_per_launch(
-        [&](int i) { engine.conv2d_forward(*plan, xs[i % copies], ws[i % copies], ys[i % copies]); }, timing);
+        [&](int i) { engine.conv2d_forward(*plan, xs[i % copies], ws[i % copies], ys[i % copies], fused); }, timing);
     r.extra_bytes = engine.plan_device_bytes(*plan);
     if (opt.all_algorithms) {
       for (Algorithm a : {Algorithm::ImplicitPrecomp, Algorithm::DirectBlock, Algorithm::SingleChannel,
@@ -272,11 +277,12 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
           continue;  // the algorithm does not support this layer
         }
         cuda_ok(cudaMemset(ys[0], 0xff, hy.size()), "poison y");
-        engine.conv2d_forward(*alt, xs[0], ws[0], ys[0]);
+        engine.conv2d_forward(*alt, xs[0], ws[0], ys[0], fused);
         engine.synchronize();
-        const bool ok = error_of(ys[0]) < tolerance;
+        const bool ok = error_of(ys[0], opt.activation) < tolerance;
         const double ms = median_ms_per_launch(
-            [&](int i) { engine.conv2d_forward(*alt, xs[i % copies], ws[i % copies], ys[i % copies]); }, timing);
+            [&](int i) { engine.conv2d_forward(*alt, xs[i % copies], ws[i % copies], ys[i % copies], fused); },
+            timing);
         r.alternatives.emplace_back(algorithm_name(a), ok ? ms : -1.0);
       }
     }
@@ -285,8 +291,8 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
 #ifdef MCONV_HAVE_CUDNN
     if (opt.vs_cudnn) {
       try {
-        time_cudnn_peers(Pass::Forward, p, opt.layout, opt.dtype, opt.plan.math, xs, ws, ys, timing, error_of,
-                         opt.peer_candidates, opt.peer_cap_factor, r.fastest, r.matched, r.note);
+        time_cudnn_peers(Pass::Forward, p, opt.layout, opt.dtype, opt.plan.math, xs, ws, ys, timing,
+                         [&](const float* dy) { return error_of(dy, Activation::Identity); }, opt.peer_candidates, opt.peer_cap_factor, r.fastest, r.matched, r.note);
       } catch (const std::exception& e) {
         r.note += (r.note.empty() ? "" : "; ") + std::string("cuDNN: ") + e.what();
         std::cerr << "  cuDNN: " << e.what();

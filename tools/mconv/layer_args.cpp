@@ -143,7 +143,7 @@ void fill_uniform(std::vector<float>& v, uint64_t seed) {
 }
 
 double sampled_error(const Problem& p, const TensorDesc& xd, const float* x, const TensorDesc& wd, const float* w,
-                     const TensorDesc& yd, const float* y, int64_t samples, uint64_t seed) {
+                     const TensorDesc& yd, const float* y, int64_t samples, uint64_t seed, Activation act) {
   const int64_t P = p.p(), Q = p.q(), total = p.n * p.k * P * Q;
   std::mt19937_64 gen(seed);
   std::uniform_int_distribution<int64_t> pick(0, total - 1);
@@ -152,7 +152,9 @@ double sampled_error(const Problem& p, const TensorDesc& xd, const float* x, con
   for (int64_t i = 0; i < count; ++i) {
     const int64_t idx = total <= samples ? i : pick(gen);
     const int64_t q = idx % Q, pp = (idx / Q) % P, k = (idx / (P * Q)) % p.k, n = idx / (P * Q * p.k);
-    const double ref = cpu::reference_point(p, xd, x, wd, w, n, k, pp, q);
+    double ref = cpu::reference_point(p, xd, x, wd, w, n, k, pp, q);
+    if (act == Activation::ReLU) ref = std::max(ref, 0.0);
+    if (act == Activation::SiLU) ref = ref / (1.0 + std::exp(-ref));
     const double got = y[n * yd.strides[0] + k * yd.strides[1] + pp * yd.strides[2] + q * yd.strides[3]];
     if (!std::isfinite(got)) return INFINITY;
     err2 += (got - ref) * (got - ref);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mconv/backward.hpp"
+#include "mconv/engine.hpp"
 #include "mconv/plan.hpp"
 
 namespace mconv::tools {
@@ -60,9 +61,11 @@ std::vector<float> host_tensor(const char* what, int64_t count, float value = 0.
 void fill_uniform(std::vector<float>& v, uint64_t seed);
 
 /// Norm-relative error ||y - ref|| / ||ref|| over `samples` output elements drawn at random
-/// (all of them when the output is smaller), against the double reference (alpha 1, beta 0).
+/// (all of them when the output is smaller), against the double reference (alpha 1, beta 0, no bias)
+/// followed by `act`.
 double sampled_error(const Problem& p, const TensorDesc& xd, const float* x, const TensorDesc& wd, const float* w,
-                     const TensorDesc& yd, const float* y, int64_t samples, uint64_t seed);
+                     const TensorDesc& yd, const float* y, int64_t samples, uint64_t seed,
+                     Activation act = Activation::Identity);
 
 /// The same for a backward pass: sampled elements of its output (dx or dw) against the double sums
 /// of their definitions; a and b are the pass's inputs (dgrad: dy, w; wgrad: x, dy).

@@ -396,6 +396,12 @@ int run_main(int argc, char** argv) {
                    "fp32 (exact), tf32 (fp32 tensors on tensor cores), fp16 or bf16; cuDNN runs the same precision")
       ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}))
       ->capture_default_str();
+  std::string bench_activation = "identity";
+  bench
+      ->add_option("--activation", bench_activation,
+                   "fused into mconv's calls and checked: identity, relu or silu (cuDNN peers: the convolution alone)")
+      ->check(CLI::IsMember({"identity", "relu", "silu"}))
+      ->capture_default_str();
   bench->add_flag("--no-dependent-launch{false}", bopt.dependent_launch,
                   "launch every kernel only once the previous one has ended (EngineOptions::dependent_launch)");
   bench->add_flag("--all-algos", bopt.all_algorithms, "also time every mconv algorithm that supports each layer");
@@ -527,7 +533,11 @@ int run_main(int argc, char** argv) {
       if (bopt.layout != mconv::Layout::NCHW) suite_name += std::string("_") + mconv::layout_name(bopt.layout);
       std::tie(bopt.dtype, bopt.plan.math) = mt::parse_precision(bench_dtype);
       bopt.pass = mconv::parse_pass(bench_pass);
+      bopt.activation = mconv::parse_activation(bench_activation);
+      if (bopt.pass != mconv::Pass::Forward && bopt.activation != mconv::Activation::Identity)
+        throw Error(mconv::Status::BadParam, "--activation: a backward pass has no activation");
       if (bench_dtype != "fp32") suite_name += "_" + bench_dtype;
+      if (bopt.activation != mconv::Activation::Identity) suite_name += std::string("_") + bench_activation;
       bopt.plan.tile = tile;
       bopt.vs_cudnn = vs == "cudnn";
       bopt.graph = timing == "graph";

@@ -25,7 +25,7 @@ struct ConvGeometry {
   int stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
   int flip;  // true convolution: w[R-1-r][S-1-s]
   float alpha, beta;
-  int relu;
+  int activation;  // mconv::Activation's number (epilogue.cuh)
 };
 
 /// The geometry of `plan` with these tensors and epilogue (host side, once per launch).
@@ -68,7 +68,7 @@ inline ConvGeometry conv_geometry(const Plan& plan, const float* x, const float*
   g.flip = pr.mode == Mode::Convolution;
   g.alpha = e.alpha;
   g.beta = e.beta;
-  g.relu = e.activation == Activation::ReLU ? 1 : 0;
+  g.activation = static_cast<int>(e.activation);
   return g;
 }
 

@@ -1,5 +1,6 @@
 // A backward pass's fill step (include/mconv/backward.hpp): out = beta * out over a strided view of
-// any dtype, for the dgrad phases that no filter tap reaches (1x1 stride-2 layers' odd rows).
+// any dtype, for the dgrad phases that no filter tap reaches (1x1 stride-2 layers' odd rows). The
+// same walk applies SiLU in place to y after the kernels that do not fuse it (Note [fused silu]).
 //
 // Note [fill rows]: the view is walked as rows along its smallest stride (a channels-last view's
 // channels, an NCHW view's columns), a group of threads a row. A row's coordinates come from two
@@ -17,6 +18,7 @@
 #include "../launch.hpp"
 #include "cuda_check.cuh"
 #include "dependent_launch.cuh"
+#include "epilogue.cuh"
 #include "fast_divmod.cuh"
 #include "kernel_launch.cuh"
 #include "storage.cuh"
@@ -35,8 +37,9 @@ struct FillViewParams {
   float beta;
 };
 
-/// V: elements a thread writes at once; V > 1 only for contiguous, 16-byte aligned rows.
-template <class T, int V>
+/// V: elements a thread writes at once; V > 1 only for contiguous, 16-byte aligned rows. SILU: each
+/// element becomes silu(element) instead of beta times it.
+template <class T, int V, bool SILU>
 __global__ void __launch_bounds__(256) fill_view_kernel(const FillViewParams prm) {
   cuda::detail::wait_then_allow_dependent_grids();  // Note [dependent launch]
   const int lane = threadIdx.x % prm.lanes, rows_per_block = blockDim.x / prm.lanes;
@@ -50,27 +53,33 @@ __global__ void __launch_bounds__(256) fill_view_kernel(const FillViewParams prm
       if constexpr (V > 1) {
         static_assert(sizeof(T) * V == 16, "one 16-byte vector");
         uint4* p = reinterpret_cast<uint4*>(line + j);
-        if (prm.beta == 0.0f) {  // never reads: y may hold NaN or never have been written
+        if (!SILU && prm.beta == 0.0f) {  // never reads: y may hold NaN or never have been written
           *p = make_uint4(0, 0, 0, 0);
         } else {
           T v[V];
           const uint4 old = *p;
           __builtin_memcpy(v, &old, 16);
 #pragma unroll
-          for (int e = 0; e < V; ++e) v[e] = cuda::from_float<T>(prm.beta * cuda::to_float(v[e]));
+          for (int e = 0; e < V; ++e) {
+            const float f = cuda::to_float(v[e]);
+            v[e] = cuda::from_float<T>(SILU ? cuda::silu(f) : prm.beta * f);
+          }
           uint4 scaled;
           __builtin_memcpy(&scaled, v, 16);
           *p = scaled;
         }
       } else {
         T* p = line + j * prm.s3;
-        *p = cuda::from_float<T>(prm.beta != 0.0f ? prm.beta * cuda::to_float(*p) : 0.0f);
+        if constexpr (SILU)
+          *p = cuda::from_float<T>(cuda::silu(cuda::to_float(*p)));
+        else
+          *p = cuda::from_float<T>(prm.beta != 0.0f ? prm.beta * cuda::to_float(*p) : 0.0f);
       }
     }
   }
 }
 
-template <class T>
+template <class T, bool SILU>
 void launch(FillViewParams prm, long long d0, long long d1, long long d2, cuda::LaunchStream on) {
   const long long per_image = d1 * d2;
   if (per_image >= (1LL << 31))
@@ -92,14 +101,14 @@ void launch(FillViewParams prm, long long d0, long long d1, long long d2, cuda::
     part.base = static_cast<T*>(prm.base) + i0 * prm.s0;
     part.rows = static_cast<unsigned>(std::min(images_per_launch, d0 - i0) * per_image);
     const long long blocks = std::min<long long>((part.rows + rows_per_block - 1) / rows_per_block, 8192);
-    cuda::launch_kernel(vector ? fill_view_kernel<T, kVector> : fill_view_kernel<T, 1>,
+    cuda::launch_kernel(vector ? fill_view_kernel<T, kVector, SILU> : fill_view_kernel<T, 1, SILU>,
                         dim3(static_cast<unsigned>(blocks)), threads, 0, on, 1, part);
   }
 }
 
-}  // namespace
-
-void fill_view(const TensorDesc& view, void* base, float beta, void* stream, bool dependent_launch) {
+// The view's walk (Note [fill rows]) with out = beta * out, or out = silu(out).
+template <bool SILU>
+void map_view(const TensorDesc& view, void* base, float beta, void* stream, bool dependent_launch) {
   if (view.element_count() == 0) return;
   // Note [fill rows]: rows along the smallest stride, so that a row's threads write neighbouring
   // elements whatever the layout.
@@ -115,7 +124,18 @@ void fill_view(const TensorDesc& view, void* base, float beta, void* stream, boo
   prm.beta = beta;
   const long long d0 = view.dims[order[0]], d1 = view.dims[order[1]], d2 = view.dims[order[2]];
   const cuda::LaunchStream on{static_cast<cudaStream_t>(stream), dependent_launch};
-  visit_storage_dtype(view.dtype, "fill", [&](auto element) { launch<decltype(element)>(prm, d0, d1, d2, on); });
+  visit_storage_dtype(view.dtype, SILU ? "silu" : "fill",
+                      [&](auto element) { launch<decltype(element), SILU>(prm, d0, d1, d2, on); });
+}
+
+}  // namespace
+
+void fill_view(const TensorDesc& view, void* base, float beta, void* stream, bool dependent_launch) {
+  map_view<false>(view, base, beta, stream, dependent_launch);
+}
+
+void silu_view(const TensorDesc& view, void* base, void* stream, bool dependent_launch) {
+  map_view<true>(view, base, 0.0f, stream, dependent_launch);
 }
 
 }  // namespace mconv::detail

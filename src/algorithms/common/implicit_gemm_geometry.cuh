@@ -22,7 +22,7 @@ struct ImplicitGemmGeometry {
   int H, W;
   int stride_h, stride_w, pad_h, pad_w;
   float alpha, beta;
-  int relu;
+  int activation;  // mconv::Activation's number (epilogue.cuh)
 };
 
 #ifdef __CUDACC__
@@ -69,7 +69,7 @@ inline ImplicitGemmGeometry implicit_gemm_geometry(const Plan& plan, const Epilo
   g.pad_w = static_cast<int>(pr.pad_w);
   g.alpha = e.alpha;
   g.beta = e.beta;
-  g.relu = e.activation == Activation::ReLU ? 1 : 0;
+  g.activation = static_cast<int>(e.activation);
   return g;
 }
 

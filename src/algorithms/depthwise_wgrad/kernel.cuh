@@ -54,7 +54,7 @@ struct DepthwiseWgradParams {
   int cluster_split;    // blocks of a cluster (consecutive z), summed in rank order
   int atomic;           // slices add alpha * sum into dw (the pre-pass wrote beta * dw + bias)
   float alpha, beta;
-  int relu;
+  int activation;  // mconv::Activation's number (epilogue.cuh)
 };
 
 template <class T, int V>
@@ -259,7 +259,8 @@ __global__ void __launch_bounds__(kDepthwiseWgradThreads, V == 1 && TAPS <= 25 ?
         atomic_add_rounded(dst, prm.alpha * sum);
       } else {
         const float old = prm.beta != 0.0f ? to_float(*dst) : 0.0f;
-        *dst = from_float<T>(epilogue_value(prm.alpha, sum, prm.beta, &old, prm.bias ? prm.bias[k] : 0.0f, prm.relu));
+        *dst = from_float<T>(
+            epilogue_value(prm.alpha, sum, prm.beta, &old, prm.bias ? prm.bias[k] : 0.0f, prm.activation));
       }
     }
   }

@@ -116,7 +116,7 @@ void depthwise_wgrad_forward(const Plan& plan, const DepthwiseWgradDivision& d, 
   prm.pad_w = static_cast<int>(st.pad_w);
   prm.alpha = e.alpha;
   prm.beta = e.beta;
-  prm.relu = e.activation == Activation::ReLU ? 1 : 0;
+  prm.activation = static_cast<int>(e.activation);
   // The planner's vector needs x and dy aligned for one load of it; else one filter a thread, the
   // block's lanes then as many filters as its vectors were.
   const int esz = dtype_size(plan.dtype());
@@ -129,8 +129,8 @@ void depthwise_wgrad_forward(const Plan& plan, const DepthwiseWgradDivision& d, 
   prm.runs_div = cuda::FastDivmod(static_cast<unsigned>(d.run_down ? prm.Q : runs));
   prm.rows_div = cuda::FastDivmod(static_cast<unsigned>(d.run_down ? runs : prm.P));
   prm.cluster_split = d.cluster_split;
-  // ReLU needs the whole sum: atomic slices run as one.
-  const int slices = e.activation == Activation::ReLU ? 1 : d.atomic_slices;
+  // An activation needs the whole sum: atomic slices run as one.
+  const int slices = e.activation != Activation::Identity ? 1 : d.atomic_slices;
   prm.atomic = slices > 1;
   if (prm.atomic) output_prepass(plan, d.prepass_blocks, y, e, stream, dependent_launch);
   dim3 grid(static_cast<unsigned>(ceil_div(int64_t(prm.vectors), int64_t(prm.chunk_vectors))),

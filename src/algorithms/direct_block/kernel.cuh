@@ -86,7 +86,7 @@ struct DirectBlockShape {
   static_assert(RegRows * RegCols * Filters <= 64, "accumulators must stay in registers");
 };
 
-template <class T, class Shape>
+template <class T, class Shape, bool SILU>
 __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const DirectBlockParams prm) {
   detail::wait_then_allow_dependent_grids();  // Note [dependent launch]
   constexpr int TX = Shape::kThreadsX, TY = Shape::kThreadsY, RH = Shape::kRegRows, RW = Shape::kRegCols;
@@ -244,8 +244,8 @@ __global__ void __launch_bounds__(Shape::kThreads) direct_block_kernel(const Dir
           if (oy >= prm.P || ox >= prm.Q) continue;
           T* dst = prm.y_as<T>() + static_cast<long long>(n) * prm.y_sn + k * prm.y_sk + oy * prm.y_sp + ox * prm.y_sq;
           const float old = prm.beta != 0.0f ? to_float(*dst) : 0.0f;
-          *dst = from_float<T>(
-              epilogue_value(prm.alpha, acc, prm.beta, &old, prm.bias ? prm.bias + k : nullptr, prm.relu));
+          *dst = from_float<T>(epilogue_value<kActivationsOf<SILU>>(prm.alpha, acc, prm.beta, &old,
+                                                                    prm.bias ? prm.bias + k : nullptr, prm.activation));
         }
       }
     }

@@ -20,7 +20,10 @@ using cuda::DirectBlockShape;
 
 template <class T, class Shape>
 void launch(const DirectBlockParams& prm, dim3 grid, int smem, cuda::LaunchStream stream) {
-  cuda::launch_with_smem(cuda::direct_block_kernel<T, Shape>, grid, Shape::kThreads, smem, stream, prm);
+  cuda::silu_switch(prm.activation, [&](auto silu) {  // Note [fused silu]
+    cuda::launch_with_smem(cuda::direct_block_kernel<T, Shape, decltype(silu)::value>, grid, Shape::kThreads, smem,
+                           stream, prm);
+  });
 }
 
 // Static switch over the filter size: 1, 3, 5, 7 square get unrolled kernels, others the generic one,

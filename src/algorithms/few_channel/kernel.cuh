@@ -298,7 +298,7 @@ __global__ void __launch_bounds__(kFewChannelThreads, 2) few_channel_kernel(cons
 #pragma unroll
                 for (int i = 0; i < 2; ++i)
                   v[i] = epilogue_value(prm.alpha, acc[f][j][2 * h + i], 0.0f, nullptr,
-                                        prm.bias && k + i < prm.kg ? prm.bias[k + i] : 0.0f, prm.relu);
+                                        prm.bias && k + i < prm.kg ? prm.bias[k + i] : 0.0f, prm.activation);
                 *reinterpret_cast<uint32_t*>(staging + (16 * f + 8 * h + g) * kFewChannelStagingPitch + 16 * j +
                                              4 * t) = detail::pack_pair(from_float<T>(v[0]), from_float<T>(v[1]));
               }
@@ -333,7 +333,7 @@ __global__ void __launch_bounds__(kFewChannelThreads, 2) few_channel_kernel(cons
             for (int i = 0; i < 2; ++i) {
               const float old = prm.beta != 0.0f && k + i < prm.kg ? to_float(y_pixel[(k + i) * prm.y_sk]) : 0.0f;
               v[i] = epilogue_value(prm.alpha, acc[f][j][2 * h + i], prm.beta, &old,
-                                    prm.bias && k + i < prm.kg ? prm.bias[k + i] : 0.0f, prm.relu);
+                                    prm.bias && k + i < prm.kg ? prm.bias[k + i] : 0.0f, prm.activation);
             }
             if (prm.y_pairs) {
               if constexpr (kTf32)

@@ -76,7 +76,7 @@ struct FewChannelWgradParams {
   int cluster_split;       // blocks of a cluster (consecutive z), summed in rank order
   int atomic;              // clusters add alpha * sum into dw (the pre-pass wrote beta * dw + bias)
   float alpha, beta;
-  int relu;
+  int activation;  // mconv::Activation's number (epilogue.cuh)
 };
 
 namespace detail {
@@ -252,7 +252,8 @@ __global__ void __launch_bounds__(kFewChannelWgradThreads, 1)
       atomic_add_rounded(dst, prm.alpha * sum);
     } else {
       const float old = prm.beta != 0.0f ? to_float(*dst) : 0.0f;
-      *dst = from_float<T>(epilogue_value(prm.alpha, sum, prm.beta, &old, prm.bias ? prm.bias[k] : 0.0f, prm.relu));
+      *dst =
+          from_float<T>(epilogue_value(prm.alpha, sum, prm.beta, &old, prm.bias ? prm.bias[k] : 0.0f, prm.activation));
     }
   }
   if (clustered) cg::this_cluster().sync();  // no block leaves while its peers still read it

@@ -114,9 +114,9 @@ void few_channel_wgrad_forward(const Plan& plan, const FewChannelWgradDivision& 
   prm.cluster_split = d.cluster_split;
   prm.alpha = e.alpha;
   prm.beta = e.beta;
-  prm.relu = e.activation == Activation::ReLU ? 1 : 0;
-  // ReLU needs the whole sum: atomic slices run as one.
-  const int slices = e.activation == Activation::ReLU ? 1 : d.atomic_slices;
+  prm.activation = static_cast<int>(e.activation);
+  // An activation needs the whole sum: atomic slices run as one.
+  const int slices = e.activation != Activation::Identity ? 1 : d.atomic_slices;
   prm.atomic = slices > 1;
   if (prm.atomic) output_prepass(plan, d.prepass_blocks, y, e, stream, dependent_launch);
   const dim3 grid(static_cast<unsigned>(d.launch.grid_x), static_cast<unsigned>(d.launch.grid_y), 1);

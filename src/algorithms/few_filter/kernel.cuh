@@ -202,8 +202,8 @@ __global__ void __launch_bounds__(kFewFilterThreads, mconv::detail::kFewFilterBl
         const int k = 2 * t + j;
         if (k >= K) continue;
         const float old = prm.beta != 0.0f ? to_float(y_pixel[k * prm.y_sk]) : 0.0f;
-        y_pixel[k * prm.y_sk] = from_float<T>(
-            epilogue_value(prm.alpha, acc[i][2 * h + j], prm.beta, &old, prm.bias ? prm.bias[k] : 0.0f, prm.relu));
+        y_pixel[k * prm.y_sk] = from_float<T>(epilogue_value(prm.alpha, acc[i][2 * h + j], prm.beta, &old,
+                                                             prm.bias ? prm.bias[k] : 0.0f, prm.activation));
       }
     }
   }

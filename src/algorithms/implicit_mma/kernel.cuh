@@ -160,6 +160,7 @@
 
 #include "../common/cp_async.cuh"
 #include "../common/dependent_launch.cuh"
+#include "../common/epilogue.cuh"
 #include "../common/implicit_gemm_geometry.cuh"
 #include "../common/mma_sync.cuh"
 #include "../common/storage.cuh"
@@ -355,7 +356,7 @@ __device__ __forceinline__ void write_output_buffer(const ImplicitMmaParams& prm
         v0 = fmaf(prm.beta, Math::to_float(old[0]), v0);
         v1 = fmaf(prm.beta, Math::to_float(old[1]), v1);
       }
-      if (prm.relu) v0 = fmaxf(v0, 0.0f), v1 = fmaxf(v1, 0.0f);
+      v0 = activate(v0, prm.activation), v1 = activate(v1, prm.activation);
       __align__(4) T out[2] = {Math::from_float(v0), Math::from_float(v1)};
       // Note [wgmma wave-fitted filter tiles]: the last BN % 64 filters as plain rows of their own.
       const uint32_t addr = j < BN / 64 * 8 ? wgmma::swizzled_chunk(out_base + (col / 64) * rows * wgmma::kRowBytes,
@@ -931,7 +932,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     v *= prm.alpha;
     if (prm.beta != 0.0f) v = fmaf(prm.beta, Math::to_float(*old), v);
     if (gBias) v += __ldg(gBias + f);
-    return prm.relu ? fmaxf(v, 0.0f) : v;
+    return activate(v, prm.activation);
   };
   if (prm.splits > 1 || prm.atomic_slices > 1) {
     // Note [mma cluster split], Note [mma atomic slices].
@@ -1061,14 +1062,14 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
         for (int e = 0; e < kRun; ++e) {
           float v = src[e];
           if (prm.beta != 0.0f) v = fmaf(prm.beta, Math::to_float(old[e]), v);
-          out[e] = Math::from_float(prm.relu ? fmaxf(v, 0.0f) : v);
+          out[e] = Math::from_float(activate(v, prm.activation));
         }
         *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(out);
       } else {
         for (int e = 0; e < prm.kg - f; ++e) {  // the last filters of the layer
           float v = src[e];
           if (prm.beta != 0.0f) v = fmaf(prm.beta, Math::to_float(dst[e]), v);
-          dst[e] = Math::from_float(prm.relu ? fmaxf(v, 0.0f) : v);
+          dst[e] = Math::from_float(activate(v, prm.activation));
         }
       }
     }

@@ -146,7 +146,7 @@ __device__ __forceinline__ void write_output_buffer_m_major(const ImplicitMmaPar
             if (f < prm.kg) v0 = fmaf(prm.beta, Math::to_float(gY[f * prm.y_sk + m]), v0);
             if (f + 1 < prm.kg) v1 = fmaf(prm.beta, Math::to_float(gY[(f + 1) * prm.y_sk + m]), v1);
           }
-          if (prm.relu) v0 = fmaxf(v0, 0.0f), v1 = fmaxf(v1, 0.0f);
+          v0 = activate(v0, prm.activation), v1 = activate(v1, prm.activation);
         }
         __align__(4) T out[2] = {Math::from_float(v0), Math::from_float(v1)};
         packed[h * 2 + half] = *reinterpret_cast<const uint32_t*>(out);

@@ -172,7 +172,7 @@ __global__ void __launch_bounds__(Tile::kThreads, 2) implicit_precomp_kernel(con
   float* __restrict__ gY = prm.y + group * prm.y_group;
   const float* gBias = prm.bias ? prm.bias + static_cast<long long>(group) * prm.kg : nullptr;
   auto finish = [&](float acc, int f, const float* old) {
-    return epilogue_value(prm.alpha, acc, prm.beta, old, gBias ? gBias + f : nullptr, prm.relu);
+    return epilogue_value(prm.alpha, acc, prm.beta, old, gBias ? gBias + f : nullptr, prm.activation);
   };
   if (prm.ordered) {
     // Note [ordered split-k]: parts of A rows of each thread's 4x4 groups of accumulators: (A *

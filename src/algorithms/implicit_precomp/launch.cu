@@ -51,11 +51,11 @@ void implicit_precomp_forward(const Plan& plan, const ImplicitPrecompDivision& d
                      reinterpret_cast<uintptr_t>(y) % 16 == 0 && out.stride_n % 4 == 0 && out.stride_k % 4 == 0 &&
                      prm.y_group % 4 == 0;
 
-  // Note [split-k without workspace]: ReLU needs the whole sum, so the atomic split runs unsplit. The
+  // Note [split-k without workspace]: an activation needs the whole sum, so the atomic split runs unsplit. The
   // ordered split (Note [ordered split-k]) has the whole sum in its epilogue and needs no pre-pass.
   prm.ordered = d.ordered_split && d.split_k > 1;
   prm.store_pixels_fastest = out.stride_k != 1;
-  const bool unsplit = e.activation == Activation::ReLU && !prm.ordered;
+  const bool unsplit = e.activation != Activation::Identity && !prm.ordered;
   prm.splits = unsplit ? 1 : d.split_k;
   prm.k_tiles_per_split = unsplit ? d.k_tiles : d.k_tiles_per_split;
   if (prm.splits > 1 && !prm.ordered) output_prepass(plan, d.prepass_blocks, y, e, stream, dependent_launch);

@@ -248,12 +248,14 @@ __global__ void __launch_bounds__(kChannelsLastDepthwiseThreads)
         if (q0 + j >= prm.Q) break;
         T* out = y + n * prm.y_sn + static_cast<long long>(p) * prm.y_sp + static_cast<long long>(q0 + j) * prm.y_sq;
         Vector<T, V> res;
-        if (prm.beta != 0.0f) {
-          const Vector<T, V> old = *reinterpret_cast<const Vector<T, V>*>(out);
+        if (prm.beta != 0.0f || prm.activation == kActivationSiLU) {  // SiLU: Note [fused silu]
+          Vector<T, V> old{};
+          if (prm.beta != 0.0f) old = *reinterpret_cast<const Vector<T, V>*>(out);
 #pragma unroll
           for (int v = 0; v < V; ++v) {
             const float o = to_float(old.v[v]);
-            res.v[v] = from_float<T>(epilogue_value(prm.alpha, acc[i][j][v], prm.beta, &o, bias[v], prm.relu));
+            res.v[v] = from_float<T>(
+                epilogue_value<ActivationSet::Any>(prm.alpha, acc[i][j][v], prm.beta, &o, bias[v], prm.activation));
           }
         } else {
           // Without beta (the usual call) y is not read and a value costs one FMA, the ReLU and its
@@ -262,7 +264,7 @@ __global__ void __launch_bounds__(kChannelsLastDepthwiseThreads)
 #pragma unroll
           for (int v = 0; v < V; ++v) {
             const float t = fmaf(prm.alpha, acc[i][j][v], bias[v]);
-            v_out[v] = prm.relu ? fmaxf(t, 0.0f) : t;
+            v_out[v] = activate<ActivationSet::NoSiLU>(t, prm.activation);
           }
           store_rounded<T, V>(res, v_out);
         }

@@ -176,7 +176,7 @@ __device__ __forceinline__ void read_pair(const T* p, float& a, float& b) {
 /// One thread item: RUN x SEG outputs (RUN output rows of a segment of SEG columns) of one plane,
 /// and that plane's filter. The RUN rows share their input rows: (RUN - 1) * ST + K rows are read
 /// for RUN * K row reads' worth of FMAs.
-template <class T, int K, int ST, int SEG, int RUN>
+template <class T, int K, int ST, int SEG, int RUN, bool SILU>
 struct BulkItem {
   int pl, oy, q0;
   unsigned ch;
@@ -297,11 +297,11 @@ struct BulkItem {
       if (q0 + SEG <= prm.Q && prm.beta == 0.0f) {  // the common case, without branches per output
         // (At stride 1, one loop per ReLU setting: a ReLU inside the loop issued its max for every
         // output, under a false predicate when there was none. At stride 2 the second loop cost spills.)
-        if (ST == 2 || prm.relu) {
+        if (ST == 2 || SILU || prm.activation) {
 #pragma unroll
           for (int j = 0; j < SEG; ++j) {
             const float v = fmaf(prm.alpha, acc[u][j], bias);
-            dst[j] = from_float<T>(prm.relu ? fmaxf(v, 0.0f) : v);
+            dst[j] = from_float<T>(activate<kActivationsOf<SILU>>(v, prm.activation));
           }
         } else {
 #pragma unroll
@@ -312,7 +312,8 @@ struct BulkItem {
         for (int j = 0; j < SEG; ++j)
           if (q0 + j < prm.Q) {
             const float old = prm.beta != 0.0f ? to_float(c.dst[o + j]) : 0.0f;
-            dst[j] = from_float<T>(epilogue_value(prm.alpha, acc[u][j], prm.beta, &old, bias, prm.relu));
+            dst[j] = from_float<T>(
+                epilogue_value<kActivationsOf<SILU>>(prm.alpha, acc[u][j], prm.beta, &old, bias, prm.activation));
           }
       }
     }
@@ -325,7 +326,7 @@ struct BulkItem {
 /// chunks of whole planes, x read with an evict-first policy (Note [bulk read-once inputs]; a template constant,
 /// since a runtime flag cost the stride-2 variant 8 bytes more of spills). A block walks chunks blockIdx.x,
 /// + gridDim.x, ... through kPlaneBulkStages buffers.
-template <class T, int K, int ST, int SEG, int RUN, int THREADS, int MIN_BLOCKS, bool READ_ONCE>
+template <class T, int K, int ST, int SEG, int RUN, int THREADS, int MIN_BLOCKS, bool READ_ONCE, bool SILU>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kernel(const PlaneBulkParams prm) {
   // Note [dependent launch]: one resident wave; its dependents go at its exit.
   detail::wait_for_prerequisite_grids();
@@ -374,7 +375,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) single_channel_bulk_kerne
     const BulkChunk<T> c = bulk_chunk<T, K, ST>(prm, chunk);
     const int items = c.nplanes * ((c.out_rows + RUN - 1) / RUN) * segs;
     int it = threadIdx.x;
-    BulkItem<T, K, ST, SEG, RUN> item;
+    BulkItem<T, K, ST, SEG, RUN, SILU> item;
     if (it < items) item.start(prm, c, it);  // the filter loads overlap the copy
     detail::mbarrier_wait(&landed[s], (k / kPlaneBulkStages) & 1);
     if (k == 0 && early_stages == 1 && threadIdx.x < COPIERS && chunk + step < chunks)  // the late copy

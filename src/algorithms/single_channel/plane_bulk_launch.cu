@@ -15,8 +15,13 @@ template <class T, int K, int ST, int SEG>
 void launch_chunks(cuda::PlaneBulkParams prm, int grid, int smem, bool read_once, cuda::LaunchStream stream) {
   constexpr int kThreads = kPlaneStreamThreads, resident = plane_bulk_resident_blocks(K);
   constexpr int RUN = plane_bulk_run(K, ST);
-  const auto kernel = read_once ? cuda::single_channel_bulk_kernel<T, K, ST, SEG, RUN, kThreads, resident, true>
-                                : cuda::single_channel_bulk_kernel<T, K, ST, SEG, RUN, kThreads, resident, false>;
+  // Note [fused silu]: two instances, with and without SiLU.
+  const auto pick = [&](auto silu) {
+    constexpr bool SILU = decltype(silu)::value;
+    return read_once ? cuda::single_channel_bulk_kernel<T, K, ST, SEG, RUN, kThreads, resident, true, SILU>
+                     : cuda::single_channel_bulk_kernel<T, K, ST, SEG, RUN, kThreads, resident, false, SILU>;
+  };
+  const auto kernel = prm.activation == cuda::kActivationSiLU ? pick(std::true_type{}) : pick(std::false_type{});
   // One resident wave walks the chunks: the planner's blocks per SM (registers, threads, shared
   // memory with the runtime's share and the barriers) on every SM, or fewer when there are fewer chunks.
   // Where not every block has a second chunk, those copies go after every first one (measured on the

@@ -261,18 +261,20 @@ __device__ __forceinline__ void compute_planes(const PlaneStreamParams& prm, con
     T* dst = prm.y_as<T>() + n * prm.y_sn + ch * prm.y_sk + (c.oy0 + oy) * prm.y_sp + q * prm.y_sq;
     // The bias is read once per run: through a pointer it would be re-read after every store to y.
     const float bias = prm.bias ? __ldg(prm.bias + ch) : 0.0f;
-    if (oy + RUN <= c.out_rows && prm.beta == 0.0f) {  // the common case, without branches per output
+    // The common case, without branches per output; SiLU takes the general path (Note [fused silu]).
+    if (oy + RUN <= c.out_rows && prm.beta == 0.0f && prm.activation != kActivationSiLU) {
 #pragma unroll
       for (int j = 0; j < RUN; ++j) {
         const float v = fmaf(prm.alpha, acc[j], bias);
-        dst[j * prm.y_sp] = from_float<T>(prm.relu ? fmaxf(v, 0.0f) : v);
+        dst[j * prm.y_sp] = from_float<T>(activate<ActivationSet::NoSiLU>(v, prm.activation));
       }
     } else {
 #pragma unroll
       for (int j = 0; j < RUN; ++j)
         if (oy + j < c.out_rows) {
           const float old = prm.beta != 0.0f ? to_float(dst[j * prm.y_sp]) : 0.0f;
-          dst[j * prm.y_sp] = from_float<T>(epilogue_value(prm.alpha, acc[j], prm.beta, &old, bias, prm.relu));
+          dst[j * prm.y_sp] = from_float<T>(
+              epilogue_value<ActivationSet::Any>(prm.alpha, acc[j], prm.beta, &old, bias, prm.activation));
         }
     }
   }

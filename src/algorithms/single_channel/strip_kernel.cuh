@@ -172,14 +172,14 @@ __global__ void __launch_bounds__(512) single_channel_kernel(const SingleChannel
     auto store = [&](int f, const float(&acc)[RUN][COLS]) {
       T* dst = y_run + static_cast<long long>(k_base + f) * prm.y_sk;
       const float bias = sBias[f];
-      if (whole_run && prm.beta == 0.0f) {
+      if (whole_run && prm.beta == 0.0f && prm.activation != kActivationSiLU) {  // SiLU: Note [fused silu]
 #pragma unroll
         for (int i = 0; i < RUN; ++i) {
           float v[COLS];
 #pragma unroll
           for (int c = 0; c < COLS; ++c) {
             v[c] = fmaf(prm.alpha, acc[i][c], bias);
-            v[c] = prm.relu ? fmaxf(v[c], 0.0f) : v[c];
+            v[c] = activate<ActivationSet::NoSiLU>(v[c], prm.activation);
           }
           store_row<T, COLS>(dst + i * prm.y_sp, v);
         }
@@ -191,7 +191,8 @@ __global__ void __launch_bounds__(512) single_channel_kernel(const SingleChannel
         for (int c = 0; c < COLS; ++c)
           if (ly + i < rows && ox + c < prm.Q) {
             const float old = prm.beta != 0.0f ? to_float(dst[i * prm.y_sp + c]) : 0.0f;
-            dst[i * prm.y_sp + c] = from_float<T>(epilogue_value(prm.alpha, acc[i][c], prm.beta, &old, bias, prm.relu));
+            dst[i * prm.y_sp + c] = from_float<T>(
+                epilogue_value<ActivationSet::Any>(prm.alpha, acc[i][c], prm.beta, &old, bias, prm.activation));
           }
     };
     if constexpr (K > 0) {

@@ -232,10 +232,10 @@ __global__ void __launch_bounds__(kStrideFixedThreads, stride_fixed_resident_blo
           continue;
         }
         const float4 old = prm.beta != 0.0f ? *d4 : make_float4(0.f, 0.f, 0.f, 0.f);
-        *d4 = make_float4(epilogue_value(prm.alpha, a0, prm.beta, &old.x, bias, prm.relu),
-                          epilogue_value(prm.alpha, a1, prm.beta, &old.y, bias, prm.relu),
-                          epilogue_value(prm.alpha, a2, prm.beta, &old.z, bias, prm.relu),
-                          epilogue_value(prm.alpha, a3, prm.beta, &old.w, bias, prm.relu));
+        *d4 = make_float4(epilogue_value(prm.alpha, a0, prm.beta, &old.x, bias, prm.activation),
+                          epilogue_value(prm.alpha, a1, prm.beta, &old.y, bias, prm.activation),
+                          epilogue_value(prm.alpha, a2, prm.beta, &old.z, bias, prm.activation),
+                          epilogue_value(prm.alpha, a3, prm.beta, &old.w, bias, prm.activation));
       }
       continue;
     }
@@ -246,7 +246,7 @@ __global__ void __launch_bounds__(kStrideFixedThreads, stride_fixed_resident_blo
       if (prm.splits > 1)
         atomicAdd(d, prm.alpha * acc[p][j]);  // the pre-pass wrote beta * y + bias
       else
-        *d = epilogue_value(prm.alpha, acc[p][j], prm.beta, d, bias, prm.relu);
+        *d = epilogue_value(prm.alpha, acc[p][j], prm.beta, d, bias, prm.activation);
     }
   }
 }

@@ -33,9 +33,9 @@ void stride_fixed_forward(const Plan& plan, const StrideFixedDivision& d, const 
   prm.in_rows = layout.rows;
   prm.in_cols = layout.cols;
   prm.pitch = layout.pitch;
-  // Note [split-k without workspace]: ReLU needs the whole sum, so it runs unsplit.
-  prm.splits = e.activation == Activation::ReLU ? 1 : d.splits;
-  prm.rounds_per_split = e.activation == Activation::ReLU ? d.rounds : d.rounds_per_split;
+  // Note [split-k without workspace]: an activation needs the whole sum, so it runs unsplit.
+  prm.splits = e.activation != Activation::Identity ? 1 : d.splits;
+  prm.rounds_per_split = e.activation != Activation::Identity ? d.rounds : d.rounds_per_split;
   prm.in_cols_div = cuda::FastDivmod(static_cast<unsigned>(layout.cols));
   prm.in_rows_div = cuda::FastDivmod(static_cast<unsigned>(layout.rows));
   prm.crs_div = cuda::FastDivmod(static_cast<unsigned>(prm.seg * prm.R * prm.S));

@@ -323,7 +323,7 @@ __global__ void __launch_bounds__(kWindowMmaThreads, 1) window_mma_kernel(const 
           if (k >= prm.kg) continue;
           const float old = prm.beta != 0.0f ? y_pixel[k * prm.y_sk] : 0.0f;
           y_pixel[k * prm.y_sk] = epilogue_value(prm.alpha, acc[m][nt * 4 + 2 * h + j], prm.beta, &old,
-                                                 prm.bias ? prm.bias[k] : 0.0f, prm.relu);
+                                                 prm.bias ? prm.bias[k] : 0.0f, prm.activation);
         }
       }
     }
