@@ -817,13 +817,15 @@ TEST_F(TensorCores, GraphCaptureReplays) {
   cudaStreamDestroy(s);
 }
 
-// Note [fused silu]: every forward family fuses SiLU in each dtype it runs: the implicit GEMMs with
-// their splits forced (an activation runs the atomic ones unsplit; the cluster split sums first),
-// direct_block, single_channel's strip, plane-stream, plane-bulk and channels-last kernels (whose
-// branch-free stores leave SiLU to their general path), stride_fixed where its planner splits, the
-// tensor-core families on their wgmma, mma.sync and window tiles. Each with SiLU alone (the kernels' common-case stores) and under
-// the whole epilogue (alpha, beta reading y, bias), against the double reference, y NaN-poisoned.
-TEST_F(TensorCores, SiluIsFusedByEveryFamily) {
+// Note [fused silu]: SiLU in every forward family and each dtype it runs. Fused: direct_block and
+// single_channel's strip, plane-stream, plane-bulk and channels-last kernels (the bulk one and
+// direct_block as their SiLU instances, the others through their general stores). Identity, then the
+// in-place pass over y: the implicit GEMMs with their splits forced (atomic slices included, which
+// run whole under a fused activation), stride_fixed where its planner splits, the tensor-core
+// families on their wgmma, mma.sync and window tiles. Each with SiLU alone (the kernels' common-case
+// stores) and under the whole epilogue (alpha, beta reading y, bias), against the double reference,
+// y NaN-poisoned.
+TEST_F(TensorCores, SiluInEveryFamily) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 111);
   const Precision fp32{DType::Float32, MathMode::Exact, "fp32"}, tf32{DType::Float32, MathMode::TF32, "tf32"},

@@ -23,7 +23,7 @@ struct BenchOptions {
   /// Fused into mconv's forward calls and applied by the check; the cuDNN peers time the convolution
   /// alone (a framework runs the activation as a kernel of its own after it).
   Activation activation = Activation::Identity;
-  bool vs_cudnn = false;         ///< time the two cuDNN peers too (CUDA builds with cuDNN)
+  bool vs_cudnn = false;  ///< time the two cuDNN peers too (CUDA builds with cuDNN)
   /// cuDNN peers: how many of Find's candidates of each class (any workspace, within 64 KiB) are
   /// timed here; each peer is the fastest timed of its class (cudnn_peer.hpp). The default, 8, times
   /// every fp32 algorithm Find returns: docs/BENCHMARKING.md's "fastest algorithm" as this benchmark times

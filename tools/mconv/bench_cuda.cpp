@@ -281,8 +281,7 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
         engine.synchronize();
         const bool ok = error_of(ys[0], opt.activation) < tolerance;
         const double ms = median_ms_per_launch(
-            [&](int i) { engine.conv2d_forward(*alt, xs[i % copies], ws[i % copies], ys[i % copies], fused); },
-            timing);
+            [&](int i) { engine.conv2d_forward(*alt, xs[i % copies], ws[i % copies], ys[i % copies], fused); }, timing);
         r.alternatives.emplace_back(algorithm_name(a), ok ? ms : -1.0);
       }
     }
@@ -291,8 +290,10 @@ std::vector<LayerResult> bench_cuda(const std::vector<Layer>& layers, const Benc
 #ifdef MCONV_HAVE_CUDNN
     if (opt.vs_cudnn) {
       try {
-        time_cudnn_peers(Pass::Forward, p, opt.layout, opt.dtype, opt.plan.math, xs, ws, ys, timing,
-                         [&](const float* dy) { return error_of(dy, Activation::Identity); }, opt.peer_candidates, opt.peer_cap_factor, r.fastest, r.matched, r.note);
+        time_cudnn_peers(
+            Pass::Forward, p, opt.layout, opt.dtype, opt.plan.math, xs, ws, ys, timing,
+            [&](const float* dy) { return error_of(dy, Activation::Identity); }, opt.peer_candidates,
+            opt.peer_cap_factor, r.fastest, r.matched, r.note);
       } catch (const std::exception& e) {
         r.note += (r.note.empty() ? "" : "; ") + std::string("cuDNN: ") + e.what();
         std::cerr << "  cuDNN: " << e.what();
