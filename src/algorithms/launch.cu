@@ -23,25 +23,6 @@ bool fuses_silu(const Plan& plan) {
 }
 
 void launch_division(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& e, void* stream,
-                     bool dependent_launch);
-
-}  // namespace
-
-void launch_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& e, void* stream,
-                    bool dependent_launch) {
-  if (e.activation == Activation::SiLU && !fuses_silu(plan)) {
-    Epilogue identity = e;
-    identity.activation = Activation::Identity;
-    launch_division(plan, x, w, y, identity, stream, dependent_launch);
-    silu_view(plan.y_desc(), y, stream, dependent_launch);
-    return;
-  }
-  launch_division(plan, x, w, y, e, stream, dependent_launch);
-}
-
-namespace {
-
-void launch_division(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& e, void* stream,
                      bool dependent_launch) {
   // implicit_mma and the direct families but stride_fixed take every dtype; implicit_precomp and
   // stride_fixed run fp32 only (Plan::build refuses other dtypes for them).
@@ -84,6 +65,18 @@ void launch_division(const Plan& plan, const void* x, const void* w, void* y, co
 }
 
 }  // namespace
+
+void launch_forward(const Plan& plan, const void* x, const void* w, void* y, const Epilogue& e, void* stream,
+                    bool dependent_launch) {
+  if (e.activation == Activation::SiLU && !fuses_silu(plan)) {
+    Epilogue identity = e;
+    identity.activation = Activation::Identity;
+    launch_division(plan, x, w, y, identity, stream, dependent_launch);
+    silu_view(plan.y_desc(), y, stream, dependent_launch);
+    return;
+  }
+  launch_division(plan, x, w, y, e, stream, dependent_launch);
+}
 
 void prepare_launch(const Plan& plan) {
   if (const auto* d = std::get_if<ImplicitMmaDivision>(&plan.division())) implicit_mma_prepare(plan, *d);

@@ -15,19 +15,18 @@ template <class T, int K, int ST, int SEG>
 void launch_chunks(cuda::PlaneBulkParams prm, int grid, int smem, bool read_once, cuda::LaunchStream stream) {
   constexpr int kThreads = kPlaneStreamThreads, resident = plane_bulk_resident_blocks(K);
   constexpr int RUN = plane_bulk_run(K, ST);
-  // Note [fused silu]: two instances, with and without SiLU.
-  const auto pick = [&](auto silu) {
-    constexpr bool SILU = decltype(silu)::value;
-    return read_once ? cuda::single_channel_bulk_kernel<T, K, ST, SEG, RUN, kThreads, resident, true, SILU>
-                     : cuda::single_channel_bulk_kernel<T, K, ST, SEG, RUN, kThreads, resident, false, SILU>;
-  };
-  const auto kernel = prm.activation == cuda::kActivationSiLU ? pick(std::true_type{}) : pick(std::false_type{});
   // One resident wave walks the chunks: the planner's blocks per SM (registers, threads, shared
   // memory with the runtime's share and the barriers) on every SM, or fewer when there are fewer chunks.
   // Where not every block has a second chunk, those copies go after every first one (measured on the
   // H100: 384 x 14x14 maps, 1.45 chunks per block, 10.0 -> 9.6 us; at 2.9 chunks per block 1-2% slower).
   prm.late_second_copy = prm.chunks < 2 * grid;
-  cuda::launch_with_smem(kernel, dim3(static_cast<unsigned>(grid)), kThreads, smem, stream, prm);
+  cuda::silu_switch(prm.activation, [&](auto silu) {  // Note [fused silu]
+    constexpr bool SILU = decltype(silu)::value;
+    const auto kernel = read_once
+                            ? cuda::single_channel_bulk_kernel<T, K, ST, SEG, RUN, kThreads, resident, true, SILU>
+                            : cuda::single_channel_bulk_kernel<T, K, ST, SEG, RUN, kThreads, resident, false, SILU>;
+    cuda::launch_with_smem(kernel, dim3(static_cast<unsigned>(grid)), kThreads, smem, stream, prm);
+  });
 }
 
 template <class T, int K, int ST>
