@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -17,10 +18,17 @@ namespace mconv {
 
 /// The activation a call fuses after the sum: identity, ReLU max(v, 0), or SiLU v / (1 + exp(-v)).
 /// Every executor applies all three in fp32. The CPU and the CUDA memory-bound kernels fuse them
-/// before the one rounding to y's dtype; after the CUDA GEMM-like kernels SiLU is an in-place pass
-/// over y (y rounded twice in fp16/bf16). The CUDA SiLU is __expf / __fdividef, within 1e-6 relative.
+/// before the one rounding to y's dtype; the CUDA tensor-core tiles that store y from shared memory
+/// apply SiLU there, and after the other GEMM-like kernels it is an in-place pass over y (both round
+/// y twice in fp16/bf16). The CUDA SiLU is __expf / __fdividef, within 1e-6 relative.
 enum class Activation : int { Identity = 0, ReLU = 1, SiLU = 2 };
-const char* activation_name(Activation a);          // "identity", "relu", "silu"
+const char* activation_name(Activation a);  // "identity", "relu", "silu"
+/// act(v) in double: what the CPU executor, the reference and the checks of GPU results apply.
+inline double apply_activation(Activation a, double v) {
+  if (a == Activation::ReLU) return v < 0.0 ? 0.0 : v;
+  if (a == Activation::SiLU) return v / (1.0 + std::exp(-v));
+  return v;
+}
 Activation parse_activation(const std::string& s);  // throws Error(BadParam) on an unknown name
 
 /// What a call does with the convolution: y = act(alpha*conv(x, w) + beta*y + bias[k]), in fp32 and

@@ -188,9 +188,7 @@ void add_bias_then_activate(Tensor& y, const Tensor& bias, mconv::Activation act
       for (int64_t p = 0; p < y.size(2); ++p)
         for (int64_t q = 0; q < y.size(3); ++q) {
           double& v = out[n * y.stride(0) + k * y.stride(1) + p * y.stride(2) + q * y.stride(3)];
-          v += b[k * bias.stride(0)];
-          if (act == mconv::Activation::ReLU && v < 0.0) v = 0.0;
-          if (act == mconv::Activation::SiLU) v = v / (1.0 + std::exp(-v));
+          v = mconv::apply_activation(act, v + b[k * bias.stride(0)]);
         }
 }
 

@@ -74,7 +74,7 @@ def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     bfloat16 on the CPU or a CUDA device. Contiguous and channels_last tensors (and other positive
     strides) are read in place; y comes in input's memory format. float32 on CUDA runs in TF32 when
     torch.backends.cudnn.allow_tf32 is set, as F.conv2d does. activation: None, "relu" or "silu",
-    applied by mconv (fused into the kernel, or silu by a pass over y after mconv's GEMM kernels).
+    applied by mconv (fused into the kernel, or silu by a pass over y after some of mconv's GEMM kernels).
 
     Copies made: padding="same" with an odd total padding pads input first (as F.conv2d does), and an
     input with a zero stride (expand()) is made contiguous. Differentiable: input, weight and bias

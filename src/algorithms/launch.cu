@@ -1,5 +1,5 @@
 // launch_forward: the Plan's division picks its family's launcher; a SiLU call on a family that does not
-// fuse SiLU runs it with identity and then silu_view (Note [fused silu]).
+// take SiLU on runs it with identity and then silu_view (Note [fused silu]).
 #include <type_traits>
 #include <variant>
 
@@ -10,14 +10,15 @@ namespace mconv::detail {
 
 namespace {
 
-// Note [fused silu]: the memory-bound families fuse SiLU; the others run identity, then silu_view.
+// Note [fused silu]: the memory-bound families fuse SiLU, and implicit_mma takes it on (fused where its
+// tile stores y from shared memory, a pass of its own otherwise); the others run identity, then silu_view.
 bool fuses_silu(const Plan& plan) {
   return std::visit(
       [](const auto& d) {
         using D = std::decay_t<decltype(d)>;
-        return std::is_same_v<D, SingleChannelDivision> || std::is_same_v<D, PlaneStreamDivision> ||
-               std::is_same_v<D, PlaneBulkDivision> || std::is_same_v<D, ChannelsLastDepthwiseDivision> ||
-               std::is_same_v<D, DirectBlockDivision>;
+        return std::is_same_v<D, ImplicitMmaDivision> || std::is_same_v<D, SingleChannelDivision> ||
+               std::is_same_v<D, PlaneStreamDivision> || std::is_same_v<D, PlaneBulkDivision> ||
+               std::is_same_v<D, ChannelsLastDepthwiseDivision> || std::is_same_v<D, DirectBlockDivision>;
       },
       plan.division());
 }

@@ -57,9 +57,7 @@ inline double apply_epilogue(const Epilogue& e, double acc, const T* y_old, cons
   double v = e.alpha * acc;
   if (e.beta != 0.0f) v += double(e.beta) * double(*y_old);
   if (bias) v += double(*bias);
-  if (e.activation == Activation::ReLU && v < 0.0) v = 0.0;
-  if (e.activation == Activation::SiLU) v = v / (1.0 + std::exp(-v));
-  return v;
+  return apply_activation(e.activation, v);
 }
 
 }  // namespace mconv::detail

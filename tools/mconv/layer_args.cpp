@@ -152,9 +152,7 @@ double sampled_error(const Problem& p, const TensorDesc& xd, const float* x, con
   for (int64_t i = 0; i < count; ++i) {
     const int64_t idx = total <= samples ? i : pick(gen);
     const int64_t q = idx % Q, pp = (idx / Q) % P, k = (idx / (P * Q)) % p.k, n = idx / (P * Q * p.k);
-    double ref = cpu::reference_point(p, xd, x, wd, w, n, k, pp, q);
-    if (act == Activation::ReLU) ref = std::max(ref, 0.0);
-    if (act == Activation::SiLU) ref = ref / (1.0 + std::exp(-ref));
+    const double ref = apply_activation(act, cpu::reference_point(p, xd, x, wd, w, n, k, pp, q));
     const double got = y[n * yd.strides[0] + k * yd.strides[1] + pp * yd.strides[2] + q * yd.strides[3]];
     if (!std::isfinite(got)) return INFINITY;
     err2 += (got - ref) * (got - ref);

@@ -24,9 +24,14 @@ static_assert(static_cast<int>(Activation::Identity) == kActivationIdentity &&
 //   only (silu_switch picks the instance); the strip, plane-stream and channels-last kernels keep
 //   their branch-free common-case stores for identity and ReLU and send SiLU to their general path
 //   (ActivationSet::Any there); their identity calls timed as before;
+// - implicit_mma's tiles that store y from a shared-memory buffer (persistent, ping-pong and
+//   cooperative: the 16-bit channels-last layers on sm_90) apply SiLU to that buffer after the
+//   epilogue has rounded into it, while the accumulators are dead: a branch outside every loop
+//   (silu_output_buffer), y rounded before SiLU and after, as the pass below rounds it;
 // - every other family compiles identity and ReLU only (ActivationSet::NoSiLU, the default), and a
-//   SiLU call runs it with identity followed by silu_view over y in place (launch_forward), one
-//   more read and write of y. Compiling those families twice would double the implicit GEMM's build.
+//   SiLU call runs it with identity followed by silu_view over y in place (launch_forward, or
+//   implicit_mma's launcher for its other tiles), one more read and write of y. Compiling those
+//   families twice would double the implicit GEMM's build.
 // Below v = -88, e^-v is infinite and the result -0, the limit; NaN stays NaN.
 
 /// Which activations an instance compiles in (Note [fused silu]).

@@ -409,6 +409,33 @@ __device__ __forceinline__ void store_output_tail(const ImplicitMmaParams& prm, 
   }
 }
 
+/// Note [fused silu]: SiLU in place over a tile's output buffer, `kBytes` of 16-bit values in any
+/// layout (every byte of it is the tile's or unused), by the `kThreads` threads of the caller, a
+/// 16-byte run each per step. The buffer was written and those threads synchronised before; they
+/// fence and synchronise again before the store reads it.
+template <class Math, int kBytes, int kThreads>
+__device__ __forceinline__ void silu_output_buffer(uint32_t out_base, int tid) {
+  using T = typename Math::Storage;
+  static_assert(Math::kBytes == 2 && kBytes % 16 == 0, "output buffers hold 16-bit runs of 16 bytes");
+  for (int i = tid; i < kBytes / 16; i += kThreads) {
+    uint32_t v[4];
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+                 : "r"(out_base + i * 16));
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      __align__(4) T pair[2];
+      *reinterpret_cast<uint32_t*>(pair) = v[k];
+      pair[0] = Math::from_float(silu(Math::to_float(pair[0])));
+      pair[1] = Math::from_float(silu(Math::to_float(pair[1])));
+      v[k] = *reinterpret_cast<const uint32_t*>(pair);
+    }
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(out_base + i * 16), "r"(v[0]), "r"(v[1]), "r"(v[2]),
+                 "r"(v[3])
+                 : "memory");
+  }
+}
+
 template <class Tile, class Math, GatherForm kA, GatherForm kB, bool kTensorMaps = false, bool kPersistent = false>
 __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     implicit_mma_kernel(const __grid_constant__ ImplicitMmaParams prm) {
@@ -764,6 +791,10 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
         const int tile_n = static_cast<int>(tile - tm * tiles_n) * BN;
         // Warp w holds pixels 16w..16w+15 (Note [wgmma mainloop]).
         write_output_buffer<Math, BN>(prm, d, out_base, BM, warp * 16, tile_m, tile_n, lane);
+        if (prm.activation == kActivationSiLU) {  // Note [fused silu]: on the buffer, accumulators dead
+          __syncthreads();
+          silu_output_buffer<Math, BM * BN * 2, Tile::kThreads>(out_base, tid);
+        }
         detail::fence_shared_for_bulk_copy();
         __syncthreads();  // the tile is in the output buffer
         if (tid == 0) store_output_buffer<BM, BN>(prm, out_base, tile_m, tile_n);

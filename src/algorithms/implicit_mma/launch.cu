@@ -314,9 +314,13 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
     prm.output_map = cuda::tiled_map<2>(y, y_type, {kg, prm.npq}, {out.stride_q},
                                         {kBox, consumers == ConsumerSchedule::Cooperative ? 64 : t.block_m});
   const int k_tiles = static_cast<int>(ceil_div(plan.rows(), t.row_bytes / esz));
+  // Note [fused silu]: the persistent and warp-specialized tiles apply SiLU to their output buffer;
+  // the others run identity, and silu_view follows.
+  const bool silu_pass = e.activation == Activation::SiLU && !persistent;
+  if (silu_pass) prm.activation = cuda::kActivationIdentity;
   // Note [mma atomic slices]: an activation needs the whole sum, so the groups then run as one (the clusters
   // alone); otherwise y is set to beta*y + bias before they add into it.
-  prm.atomic_slices = e.activation != Activation::Identity ? 1 : d.atomic_slices;
+  prm.atomic_slices = prm.activation != cuda::kActivationIdentity ? 1 : d.atomic_slices;
   if (prm.atomic_slices > 1) output_prepass(plan, d.prepass_blocks, y, e, stream, dependent_launch);
   dim3 grid = cuda::grid_of(d.launch);
   if (!persistent) {  // the planner's persistent grid is one wave; one block a tile otherwise
@@ -364,6 +368,7 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
       run(std::false_type{}, std::false_type{});
     });
   });
+  if (silu_pass) silu_view(plan.y_desc(), y, stream, dependent_launch);
 }
 
 }  // namespace mconv::detail

@@ -359,6 +359,10 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
       for (int mb = 0; mb < MB; ++mb)
         write_output_buffer<Math, BN>(prm, d[mb], out_base, kRows, mb * 64 + (warp % 4) * 16, tile_m, tile_n, lane);
     }
+    if (!atomic && prm.activation == kActivationSiLU) {  // Note [fused silu]: on the buffer, accumulators dead
+      detail::named_barrier_sync(1 + wg, kConsumerThreads);
+      silu_output_buffer<Math, kRows * BN * 2, kConsumerThreads>(out_base, wg_tid);
+    }
     detail::fence_shared_for_bulk_copy();
     detail::named_barrier_sync(1 + wg, kConsumerThreads);  // the tile is in the buffer
     // A cooperative tile's second half may lie wholly past the last pixel: nothing to store.
