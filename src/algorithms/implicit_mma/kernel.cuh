@@ -261,6 +261,21 @@ __device__ __forceinline__ void red_add_run(T* dst, const float (&v)[8]) {
                  : "memory");
 }
 
+/// Stores four 8x8 matrices of 16-bit pairs (sm_90): lanes 8i..8i+7 give the addresses of the eight
+/// 16-byte rows of matrix i, and thread t's r[i] is its row t/4, columns 2(t%4) and 2(t%4)+1 (the
+/// layout of an mma.sync accumulator fragment's pairs).
+__device__ __forceinline__ void store_matrices(uint32_t addr, const uint32_t (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r[0]), "r"(r[1]),
+               "r"(r[2]), "r"(r[3])
+               : "memory");
+}
+/// The same, each matrix stored transposed: row j of matrix i holds its column j.
+__device__ __forceinline__ void store_matrices_transposed(uint32_t addr, const uint32_t (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r[0]),
+               "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+}
+
 }  // namespace detail
 
 /// Note [offset table prefetch]: how many stages ahead of the one it fills thread 0 asks L2 for the
@@ -331,42 +346,72 @@ __device__ __forceinline__ void issue_tensor_map_stage(const ImplicitMmaParams& 
 
 /// Note [wgmma persistent tiles]: one warp's accumulators (pixels row0..row0+15 of the tile at
 /// (tile_m, tile_n) x BN filters, in mma.sync's fragment layout) through the epilogue (alpha, bias,
-/// beta reading y, ReLU), rounded to 16 bits into the output buffer: BN / 64 blocks of `rows` pixels
-/// x 128 bytes in the 128-byte swizzle, so that a warp's 32 stores meet 32 banks. y is dense: pixel
-/// m's filters at m * y_sq.
+/// beta reading y when kBeta, ReLU), rounded to 16 bits into the output buffer: BN / 64 blocks of
+/// `rows` pixels x 128 bytes in the 128-byte swizzle, then the last BN % 64 filters as plain rows
+/// (Note [wgmma wave-fitted filter tiles]). y is dense: pixel m's filters at m * y_sq.
+///
+/// Note [output buffer stores]: these tiles' 1x1 layers of short reductions are bound by this loop
+/// (under Nsight Compute, 60% of l1_1x1b's stall samples and about 480 of a warp's 600 instructions
+/// a tile). A pair of filters of one pixel is one register of 16-bit pairs, and a warp's pairs for
+/// 16 pixels x 16 filters are four 8x8 matrices in stmatrix's layout, so one stmatrix stores what
+/// took sixteen 4-byte stores, each with its own swizzled address. Beta's reads of y (their bounds
+/// tests and addresses) are compiled into a second instance, taken by a uniform branch, so the
+/// common call issues none of them.
+template <class Math, int BN, bool kBeta>
+__device__ __forceinline__ void write_output_buffer_as(const ImplicitMmaParams& prm, const float (&d)[BN / 2],
+                                                       uint32_t out_base, int rows, int row0, long long tile_m,
+                                                       int tile_n, int lane) {
+  static_assert(BN % 16 == 0, "pairs of 8-filter blocks");
+  using T = typename Math::Storage;
+  const T* __restrict__ gY = static_cast<const T*>(prm.y);
+  const int g = lane >> 2, t4 = lane & 3;
+  const bool relu = prm.activation == kActivationReLU;  // SiLU: identity here (Note [fused silu])
+  // Matrix i of a store holds filters 8 (j + i/2).. of pixels row0 + 8 (i%2)..; lane 8i + r gives
+  // the address of its row r.
+  const int store_row = row0 + ((lane >> 3) & 1) * 8 + (lane & 7), store_block = lane >> 4;
+  const uint32_t tail = out_base + BN / 64 * rows * wgmma::kRowBytes;
+#pragma unroll
+  for (int j = 0; j < BN / 8; j += 2) {
+    uint32_t packed[4];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int f = tile_n + (j + h) * 8 + t4 * 2;
+      const float b0 = prm.bias && f < prm.kg ? __ldg(prm.bias + f) : 0.0f;
+      const float b1 = prm.bias && f + 1 < prm.kg ? __ldg(prm.bias + f + 1) : 0.0f;
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        float v0 = fmaf(prm.alpha, d[(j + h) * 4 + half * 2], b0);
+        float v1 = fmaf(prm.alpha, d[(j + h) * 4 + half * 2 + 1], b1);
+        if constexpr (kBeta) {
+          const long long m = tile_m + row0 + g + half * 8;
+          if (m < prm.npq && f < prm.kg) {
+            const T* old = gY + m * prm.y_sq + f;
+            v0 = fmaf(prm.beta, Math::to_float(old[0]), v0);
+            v1 = fmaf(prm.beta, Math::to_float(old[1]), v1);
+          }
+        }
+        if (relu) v0 = fmaxf(v0, 0.0f), v1 = fmaxf(v1, 0.0f);
+        __align__(4) T out[2] = {Math::from_float(v0), Math::from_float(v1)};
+        packed[h * 2 + half] = *reinterpret_cast<const uint32_t*>(out);
+      }
+    }
+    const int jj = j + store_block;  // this lane's row's 8-filter block
+    detail::store_matrices(jj < BN / 64 * 8
+                               ? wgmma::swizzled_chunk(out_base + (jj / 8) * rows * wgmma::kRowBytes, store_row, jj % 8)
+                               : tail + (store_row * (BN % 64) + (jj % 8) * 8) * static_cast<int>(sizeof(T)),
+                           packed);
+  }
+}
+
+/// Note [output buffer stores]: write_output_buffer_as's instance for the call's beta.
 template <class Math, int BN>
 __device__ __forceinline__ void write_output_buffer(const ImplicitMmaParams& prm, const float (&d)[BN / 2],
                                                     uint32_t out_base, int rows, int row0, long long tile_m, int tile_n,
                                                     int lane) {
-  using T = typename Math::Storage;
-  const T* __restrict__ gY = static_cast<const T*>(prm.y);
-  const int g = lane >> 2, t4 = lane & 3;
-#pragma unroll
-  for (int j = 0; j < BN / 8; ++j) {
-    const int col = j * 8 + t4 * 2, f = tile_n + col;
-    const float b0 = prm.bias && f < prm.kg ? __ldg(prm.bias + f) : 0.0f;
-    const float b1 = prm.bias && f + 1 < prm.kg ? __ldg(prm.bias + f + 1) : 0.0f;
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int row = row0 + g + half * 8;
-      float v0 = fmaf(prm.alpha, d[j * 4 + half * 2], b0), v1 = fmaf(prm.alpha, d[j * 4 + half * 2 + 1], b1);
-      const long long m = tile_m + row;
-      if (prm.beta != 0.0f && m < prm.npq && f < prm.kg) {
-        const T* old = gY + m * prm.y_sq + f;
-        v0 = fmaf(prm.beta, Math::to_float(old[0]), v0);
-        v1 = fmaf(prm.beta, Math::to_float(old[1]), v1);
-      }
-      v0 = activate(v0, prm.activation), v1 = activate(v1, prm.activation);
-      __align__(4) T out[2] = {Math::from_float(v0), Math::from_float(v1)};
-      // Note [wgmma wave-fitted filter tiles]: the last BN % 64 filters as plain rows of their own.
-      const uint32_t addr = j < BN / 64 * 8 ? wgmma::swizzled_chunk(out_base + (col / 64) * rows * wgmma::kRowBytes,
-                                                                    row, (col % 64) / 8) +
-                                                  (col % 8) * static_cast<int>(sizeof(T))
-                                            : out_base + BN / 64 * rows * wgmma::kRowBytes +
-                                                  (row * (BN % 64) + col % 64) * static_cast<int>(sizeof(T));
-      asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(*reinterpret_cast<const uint32_t*>(out)));
-    }
-  }
+  if (prm.beta != 0.0f)
+    write_output_buffer_as<Math, BN, true>(prm, d, out_base, rows, row0, tile_m, tile_n, lane);
+  else
+    write_output_buffer_as<Math, BN, false>(prm, d, out_base, rows, row0, tile_m, tile_n, lane);
 }
 
 /// Note [wgmma persistent tiles]: the output buffer of the tile at (tile_m, tile_n) (BM pixels x BN

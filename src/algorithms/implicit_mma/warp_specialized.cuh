@@ -105,14 +105,6 @@ template <int N>
 __device__ __forceinline__ void claim_registers() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
 }
-/// Stores four 8x8 matrices of 16-bit pairs transposed: lanes 8i..8i+7 give the addresses of the
-/// eight 16-byte rows of matrix i, row j holding column j of the fragment r[i] (thread t's pair is
-/// row t/4, columns 2(t%4) and 2(t%4)+1).
-__device__ __forceinline__ void store_matrices_transposed(uint32_t addr, const uint32_t (&r)[4]) {
-  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r[0]),
-               "r"(r[1]), "r"(r[2]), "r"(r[3])
-               : "memory");
-}
 }  // namespace detail
 
 /// Note [wgmma warp-specialized wgrad]: one warp's accumulators (pixels row0..row0+15 of the
