@@ -447,9 +447,10 @@ TEST(PlanDtypes, TensorMapLoadsWhereTheCopyEngineCanLoadTheStages) {
 }
 
 // Note [wgmma persistent tiles]: Auto walks 128x64 tiles with persistent blocks on 1x1 layers of
-// few channels and many tiles, and 64x64 tiles on 1x1 layers of few channels and fewer tiles, never
-// with a split. Note [wgmma warp-specialized tiles]: forward layers of more channels or larger filters take
-// the ping-pong form (64x64 on few tiles, 64x128 on 1x1 layers of 512 and more channels, 128x64 for
+// few channels and filters and many tiles, and 64x64 tiles on 1x1 layers of few channels and fewer
+// tiles, never with a split. Note [wgmma warp-specialized tiles]: forward layers of more channels or
+// larger filters take the ping-pong form (64x64 on few tiles, 128x128 on 1x1 layers of K/G >= 128
+// and two waves of its tiles or more, else 64x128 on 1x1 layers of 512 and more channels, 128x64 for
 // K/G <= 64, 128x128 or 64x128 by the rounds of tiles on the SMs, 128x128 also on vgg16's c128 and
 // c256 layers); stage 4's 1x1 layer of 2048 filters, the largest tile's 3x3 layers of more than
 // 2304 rows (vgg16's c512) and stage 4's split 3x3 layers keep their tiles, as do batch-1 7x7 3x3
@@ -468,7 +469,7 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
     EXPECT_EQ(d.launch.threads, threads) << p.to_string();
     EXPECT_GT(d.launch.smem_bytes, detail::kMmaTileCatalog[d.tile].smem_bytes);
   };
-  for (const Problem& p : {make(32, 64, 56, 56, 256, 1, 1), make(32, 128, 28, 28, 512, 1, 1)})
+  for (const Problem& p : {make(32, 64, 56, 56, 64, 1, 1), make(32, 256, 56, 56, 64, 1, 1)})
     expect_persistent(p, "wgmma128x64_s3_tma_persistent", 2 * 132, 256);
   for (const Problem& p : {make(1, 128, 56, 56, 128, 1, 1), make(1, 64, 224, 224, 64, 1, 1)})
     expect_persistent(p, "wgmma64x64_s3_tma_persistent", 3 * 132, 128);
@@ -480,6 +481,12 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
   expect_persistent(make(32, 64, 56, 56, 64, 3, 3, 1), "wgmma128x64_s3_tma_pingpong", 132, pingpong_threads);
   for (const Problem& p :
        {make(32, 64, 112, 112, 128, 3, 3, 1), make(32, 128, 56, 56, 256, 3, 3, 1), make(32, 256, 28, 28, 512, 3, 3, 1)})
+    expect_persistent(p, "wgmma128x128_s3_tma_pingpong", 132, pingpong_threads);
+  // Note [output buffer stores]: 1x1 layers of K/G >= 128 and two waves or more of 128x128 tiles
+  // (resnet50's l1_1x1b, l2_1x1a, l2_1x1b, l2_ds, l3_1x1a, l3_1x1b, l3_ds).
+  for (const Problem& p :
+       {make(32, 64, 56, 56, 256, 1, 1), make(32, 256, 56, 56, 128, 1, 1), make(32, 128, 28, 28, 512, 1, 1),
+        make(32, 256, 56, 56, 512, 1, 1, 0, 2), make(32, 512, 28, 28, 256, 1, 1), make(32, 256, 14, 14, 1024, 1, 1)})
     expect_persistent(p, "wgmma128x128_s3_tma_pingpong", 132, pingpong_threads);
   // Cooperative where a ping-pong block would have one tile: 98 tiles of 128x128 (stage 3's 3x3 and
   // 1x1c), and up to three waves of 128x64 tiles of K/G <= 64 (batch-1 112x112 and 224x224 maps).

@@ -351,7 +351,7 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
   const int sms = std::max(hw.sm_count, 1);
   auto blocks = [&](int bm, int bn) { return ceil_div(cols, bm) * ceil_div(kg, bn) * p.groups; };
   auto pick = [&](const char* name, const std::string& reason) {
-    why.push_back(std::string("tile ") + name + ": " + reason + " (measured best for such layers on the H100)");
+    why.push_back(std::string("tile ") + name + ": " + reason + " (measured best for such layers on Hopper)");
     return find_mma_tile(name);
   };
   const std::string shape = "K/G = " + std::to_string(kg) + ", C/G*R*S = " + std::to_string(rows) + ", ";
@@ -416,6 +416,14 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
         // ping-pong 64x208 12.4 and 19.6; 128x208 lost on stage 3-4's other 1x1 layers).
         if (p.r * p.s == 1 && rows >= 512 && kg >= 1024 && blocks(128, 208) * 8 > sms * 7 && blocks(128, 208) <= sms)
           return specialized("wgmma128x208_s4", 128, 208, kCooperative);
+        // Note [output buffer stores] (kernel.cuh): with the cheaper epilogue, 1x1 layers of two
+        // waves or more of 128x128 tiles ran fastest on 128x128 ping-pong (H200, bf16 NHWC, every
+        // resnet50 layer forced onto each tensor-map form, one call): l1_1x1b 23.7 -> 20.1 us,
+        // l2_1x1a 26.2 -> 22.3, l2_1x1b 15.7 -> 13.9, l2_ds 22.4 -> 17.3 against 128x64 persistent,
+        // l3_1x1b 12.4 -> 10.5, l3_ds 16.3 -> 15.0 and l3_1x1a 17.1 -> 16.3 against 64x128
+        // ping-pong. Fewer tiles (l2_1x1c, 196) and K/G = 64 (stage 1's 1x1a and 1x1c) ran slower.
+        if (p.r * p.s == 1 && kg >= 128 && tiles_128 >= 2 * sms)
+          return specialized("wgmma128x128_s3", 128, 128, kPingPong);
         if (p.r * p.s == 1 && rows >= 512 && kg >= 128 && one_round_128)
           return specialized("wgmma128x128_s3", 128, 128, kCooperative);
         if (p.r * p.s == 1 && rows >= 512 && kg >= 128 && kg <= 1024)
