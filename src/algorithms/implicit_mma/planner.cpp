@@ -436,6 +436,13 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
           return rounds_128 * 17 <= rounds_64 * 10 ? specialized("wgmma128x128_s3", 128, 128, kPingPong)
                                                    : specialized("wgmma64x128_s4", 64, 128, kPingPong);
         }
+      } else if (p.r * p.s == 1 && rows <= 128 && kg >= 256 && tiles_128 >= 2 * sms) {
+        // Stride-1 1x1 dgrad steps of short reductions over two waves or more of 128x128 tiles, with
+        // the cheaper epilogue (Note [output buffer stores], kernel.cuh): 128x128 ping-pong against
+        // 128x64 persistent (H200, bf16 NHWC, every step forced onto each form, one call): l1_1x1c
+        // 24.8 -> 21.0 us, l2_1x1a 31.9 -> 25.3, l2_1x1c 17.2 -> 13.9. Longer reductions (stage 3-4,
+        // 256 rows and more) ran 2-4% slower on it than on their cooperative tiles.
+        return specialized("wgmma128x128_s3", 128, 128, kPingPong);
       } else if (rows >= 256 && rows <= 2304 && kg >= 64) {  // stride-1 dgrad steps (N-major filters)
         if (kg <= 64 && rows >= 512) return specialized("wgmma128x64_s3", 128, 64, kCooperative);
         if (kg >= 128 && (kg >= 256 || rows >= 1024))
