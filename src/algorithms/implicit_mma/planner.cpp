@@ -420,8 +420,9 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
         // waves or more of 128x128 tiles ran fastest on 128x128 ping-pong (H200, bf16 NHWC, every
         // resnet50 layer forced onto each tensor-map form, one call): l1_1x1b 23.7 -> 20.1 us,
         // l2_1x1a 26.2 -> 22.3, l2_1x1b 15.7 -> 13.9, l2_ds 22.4 -> 17.3 against 128x64 persistent,
-        // l3_1x1b 12.4 -> 10.5, l3_ds 16.3 -> 15.0 and l3_1x1a 17.1 -> 16.3 against 64x128
-        // ping-pong. Fewer tiles (l2_1x1c, 196) and K/G = 64 (stage 1's 1x1a and 1x1c) ran slower.
+        // l3_1x1b 12.4 -> 10.5 against 64x128 ping-pong; l3_ds 16.3 -> 15.0 and l3_1x1a 17.1 -> 16.3,
+        // within 1-2% of 128x128 cooperative there. Fewer tiles (l2_1x1c, 196) and K/G = 64 (stage
+        // 1's 1x1a and 1x1c) ran slower.
         if (p.r * p.s == 1 && kg >= 128 && tiles_128 >= 2 * sms)
           return specialized("wgmma128x128_s3", 128, 128, kPingPong);
         if (p.r * p.s == 1 && rows >= 512 && kg >= 128 && one_round_128)
@@ -440,8 +441,9 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
         // Stride-1 1x1 dgrad steps of short reductions over two waves or more of 128x128 tiles, with
         // the cheaper epilogue (Note [output buffer stores], kernel.cuh): 128x128 ping-pong against
         // 128x64 persistent (H200, bf16 NHWC, every step forced onto each form, one call): l1_1x1c
-        // 24.8 -> 21.0 us, l2_1x1a 31.9 -> 25.3, l2_1x1c 17.2 -> 13.9. Longer reductions (stage 3-4,
-        // 256 rows and more) ran 2-4% slower on it than on their cooperative tiles.
+        // 24.8 -> 21.0 us, l2_1x1a 31.9 -> 25.3, l2_1x1c 17.2 -> 13.9. Longer reductions (256 rows
+        // and more) were mixed on it (l3_1x1a 2% faster, l3_1x1c and l4_1x1a 4% slower than on their
+        // cooperative tiles), and keep those.
         return specialized("wgmma128x128_s3", 128, 128, kPingPong);
       } else if (rows >= 256 && rows <= 2304 && kg >= 64) {  // stride-1 dgrad steps (N-major filters)
         if (kg <= 64 && rows >= 512) return specialized("wgmma128x64_s3", 128, 64, kCooperative);
