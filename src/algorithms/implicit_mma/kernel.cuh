@@ -363,9 +363,7 @@ __device__ __forceinline__ void write_output_buffer_as(const ImplicitMmaParams& 
                                                        int tile_n, int lane) {
   static_assert(BN % 16 == 0, "pairs of 8-filter blocks");
   using T = typename Math::Storage;
-  const T* __restrict__ gY = static_cast<const T*>(prm.y);
-  const int g = lane >> 2, t4 = lane & 3;
-  const bool relu = prm.activation == kActivationReLU;  // SiLU: identity here (Note [fused silu])
+  const int t4 = lane & 3;
   // Matrix i of a store holds filters 8 (j + i/2).. of pixels row0 + 8 (i%2)..; lane 8i + r gives
   // the address of its row r.
   const int store_row = row0 + ((lane >> 3) & 1) * 8 + (lane & 7), store_block = lane >> 4;
@@ -383,14 +381,15 @@ __device__ __forceinline__ void write_output_buffer_as(const ImplicitMmaParams& 
         float v0 = fmaf(prm.alpha, d[(j + h) * 4 + half * 2], b0);
         float v1 = fmaf(prm.alpha, d[(j + h) * 4 + half * 2 + 1], b1);
         if constexpr (kBeta) {
-          const long long m = tile_m + row0 + g + half * 8;
+          const long long m = tile_m + row0 + (lane >> 2) + half * 8;
           if (m < prm.npq && f < prm.kg) {
-            const T* old = gY + m * prm.y_sq + f;
+            const T* old = static_cast<const T*>(prm.y) + m * prm.y_sq + f;
             v0 = fmaf(prm.beta, Math::to_float(old[0]), v0);
             v1 = fmaf(prm.beta, Math::to_float(old[1]), v1);
           }
         }
-        if (relu) v0 = fmaxf(v0, 0.0f), v1 = fmaxf(v1, 0.0f);
+        // SiLU is identity here: it runs on the buffer afterwards (Note [fused silu]).
+        v0 = activate(v0, prm.activation), v1 = activate(v1, prm.activation);
         __align__(4) T out[2] = {Math::from_float(v0), Math::from_float(v1)};
         packed[h * 2 + half] = *reinterpret_cast<const uint32_t*>(out);
       }

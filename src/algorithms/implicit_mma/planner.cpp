@@ -402,6 +402,7 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
       // More than half a wave of 128x128 tiles, at most one: ping-pong would leave a warpgroup idle.
       const int64_t tiles_128 = blocks(128, 128);
       const bool one_round_128 = tiles_128 * 2 > sms && tiles_128 <= sms;
+      const bool two_waves_128 = tiles_128 >= 2 * sms;  // Note [output buffer stores]: 128x128 ping-pong
       // A quarter to an eighth of a wave of 128x256 tiles of a long reduction (stage 4's 3x3 layers).
       const bool quarter_wave_128x256 =
           kg >= 256 && p.r * p.s > 1 && rows >= 2048 && blocks(128, 256) * 4 <= sms && blocks(128, 256) * 8 >= sms;
@@ -423,8 +424,7 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
         // l3_1x1b 12.4 -> 10.5 against 64x128 ping-pong; l3_ds 16.3 -> 15.0 and l3_1x1a 17.1 -> 16.3,
         // within 1-2% of 128x128 cooperative there. Fewer tiles (l2_1x1c, 196) and K/G = 64 (stage
         // 1's 1x1a and 1x1c) ran slower.
-        if (p.r * p.s == 1 && kg >= 128 && tiles_128 >= 2 * sms)
-          return specialized("wgmma128x128_s3", 128, 128, kPingPong);
+        if (p.r * p.s == 1 && kg >= 128 && two_waves_128) return specialized("wgmma128x128_s3", 128, 128, kPingPong);
         if (p.r * p.s == 1 && rows >= 512 && kg >= 128 && one_round_128)
           return specialized("wgmma128x128_s3", 128, 128, kCooperative);
         if (p.r * p.s == 1 && rows >= 512 && kg >= 128 && kg <= 1024)
@@ -437,7 +437,7 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
           return rounds_128 * 17 <= rounds_64 * 10 ? specialized("wgmma128x128_s3", 128, 128, kPingPong)
                                                    : specialized("wgmma64x128_s4", 64, 128, kPingPong);
         }
-      } else if (p.r * p.s == 1 && rows <= 128 && kg >= 256 && tiles_128 >= 2 * sms) {
+      } else if (p.r * p.s == 1 && rows <= 128 && kg >= 256 && two_waves_128) {
         // Stride-1 1x1 dgrad steps of short reductions over two waves or more of 128x128 tiles, with
         // the cheaper epilogue (Note [output buffer stores], kernel.cuh): 128x128 ping-pong against
         // 128x64 persistent (H200, bf16 NHWC, every step forced onto each form, one call): l1_1x1c
