@@ -41,7 +41,6 @@ bool wgmma_device(Engine& engine) {
 double run_mma(Engine& engine, const Case& c, std::mt19937_64& g, const Precision& pr, const std::string& tile = "",
                std::string* division = nullptr, Algorithm algorithm = Algorithm::ImplicitMma, int split_k = 0) {
   DtypeTensors t(c, g, pr.dtype);
-  const std::vector<float> ref = t.reference(c);
   const int esz = dtype_size(pr.dtype);
   DeviceBytes dx(t.x.size() + size_t(c.x_offset) * esz), dw(t.w.size()), dy(t.y.size() + size_t(c.y_offset) * esz),
       db(t.f.bias.size() * 4);
@@ -67,7 +66,7 @@ double run_mma(Engine& engine, const Case& c, std::mt19937_64& g, const Precisio
   engine.synchronize();
   std::vector<unsigned char> out(t.y.size());
   EXPECT_EQ(cudaMemcpy(out.data(), y_dev, out.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-  return rel_error(t.values(out), ref);
+  return t.error(c, pr.math, t.values(out));
 }
 
 // The tile edges a tensor-core tile must take: C = 3, 8, 12, 264 (RGB, one vector, a vector and a half, many
