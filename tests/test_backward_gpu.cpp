@@ -83,24 +83,33 @@ TEST_F(BackwardGpu, RandomCases) {
   }
 }
 
-// dgrad of stage 4's 3x3 layer at batch 8: its one step on the 128x256 tile split 4 ways that the
-// planner picks at batch 32 (PlanDtypes.LongReductionsOnFewLargeTilesSplitInACluster).
+// dgrad of stage 4's 3x3 layer at batch 8: its one step on the cooperative 128x128 tile split 2
+// ways that the planner picks at batch 32 (PlanDtypes.LongReductionsOnFewLargeTilesSplitInACluster),
+// and on the 128x256 tile split 4 ways, the split rule's tile where y takes no tensor-map store.
 TEST_F(BackwardGpu, DgradLongReductionSplitsTheLargestTile) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 958);
   Case c{make(8, 512, 7, 7, 512, 3, 3, 1)};
   c.xl = c.wl = c.yl = Layout::NHWC;
   c = backward_case(c, Pass::BackwardData);
-  for (const Precision& pr : {kPrecisions[2], kPrecisions[3]}) {
-    BackwardTensors bt(c, Pass::BackwardData, pr.dtype, g);
-    PlanOptions o;
-    o.tile = "wgmma128x256_s4_tma";
-    o.split_k = 4;
-    auto plan = engine.plan_backward_data(c.p, bt.ad, bt.bd, bt.outd, o);
-    ASSERT_EQ(plan->plans.size(), 1u);
-    EXPECT_EQ(division_name(plan->plans[0]->division()), "wgmma128x256_s4_tma_cs4");
-    EXPECT_LT(run_gpu(engine, c, Pass::BackwardData, pr, g, o), pr.tolerance) << dtype_name(pr.dtype);
-  }
+  struct Split {
+    const char* tile;
+    int ways;
+    const char* division;
+  };
+  for (const Split& split : {Split{"wgmma128x128_s3_tma_cooperative", 2, "wgmma128x128_s3_tma_cooperative_cs2"},
+                             Split{"wgmma128x256_s4_tma", 4, "wgmma128x256_s4_tma_cs4"}})
+    for (const Precision& pr : {kPrecisions[2], kPrecisions[3]}) {
+      BackwardTensors bt(c, Pass::BackwardData, pr.dtype, g);
+      PlanOptions o;
+      o.tile = split.tile;
+      o.split_k = split.ways;
+      auto plan = engine.plan_backward_data(c.p, bt.ad, bt.bd, bt.outd, o);
+      ASSERT_EQ(plan->plans.size(), 1u);
+      EXPECT_EQ(division_name(plan->plans[0]->division()), split.division);
+      EXPECT_LT(run_gpu(engine, c, Pass::BackwardData, pr, g, o), pr.tolerance)
+          << split.division << " " << dtype_name(pr.dtype);
+    }
 }
 
 // dgrad of first layers (C = 3, 7x7 and 5x5 at stride 2; Auto: direct_block for few filters): every

@@ -451,10 +451,10 @@ TEST(PlanDtypes, TensorMapLoadsWhereTheCopyEngineCanLoadTheStages) {
 // tiles, never with a split. Note [wgmma warp-specialized tiles]: forward layers of more channels or
 // larger filters take the ping-pong form (64x64 on few tiles, 128x128 on 1x1 layers of K/G >= 128
 // and two waves of its tiles or more, else 64x128 on 1x1 layers of 512 and more channels, 128x64 for
-// K/G <= 64, 128x128 or 64x128 by the rounds of tiles on the SMs, 128x128 also on vgg16's c128 and
-// c256 layers); stage 4's 1x1 layer of 2048 filters, the largest tile's 3x3 layers of more than
-// 2304 rows (vgg16's c512) and stage 4's split 3x3 layers keep their tiles, as do batch-1 7x7 3x3
-// layers; in plane order the loads gather and nothing walks. `mconv plan` shows the persistent grid.
+// K/G <= 64, 128x128 or 64x128 by the rounds of tiles on the SMs; cooperative 128x128 on larger
+// filters' reductions of 1024 rows and more, vgg16's c128-c512 layers); stage 4's 1x1 layer of 2048
+// filters and stage 4's split 3x3 layers keep their tiles, as do batch-1 7x7 3x3 layers; in plane
+// order the loads gather and nothing walks. `mconv plan` shows the persistent grid.
 TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
   auto division = [](const Problem& p, Layout l = Layout::NHWC) {
     return std::get<ImplicitMmaDivision>(plan_for(p, l, DType::BFloat16).division());
@@ -479,9 +479,12 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
                            make(32, 1024, 14, 14, 512, 1, 1), make(32, 128, 28, 28, 128, 3, 3, 1)})
     expect_persistent(p, "wgmma64x128_s4_tma_pingpong", 132, pingpong_threads);
   expect_persistent(make(32, 64, 56, 56, 64, 3, 3, 1), "wgmma128x64_s3_tma_pingpong", 132, pingpong_threads);
-  for (const Problem& p :
-       {make(32, 64, 112, 112, 128, 3, 3, 1), make(32, 128, 56, 56, 256, 3, 3, 1), make(32, 256, 28, 28, 512, 3, 3, 1)})
-    expect_persistent(p, "wgmma128x128_s3_tma_pingpong", 132, pingpong_threads);
+  expect_persistent(make(32, 64, 112, 112, 128, 3, 3, 1), "wgmma128x128_s3_tma_pingpong", 132, pingpong_threads);
+  // Note [output buffer stores]: vgg16's 3x3 layers of K/G >= 128 and reductions of 1024 rows or
+  // more, the c512 ones' 4608 rows included, on cooperative 128x128.
+  for (const Problem& p : {make(32, 128, 56, 56, 256, 3, 3, 1), make(32, 256, 28, 28, 512, 3, 3, 1),
+                           make(32, 512, 28, 28, 512, 3, 3, 1), make(32, 512, 14, 14, 512, 3, 3, 1)})
+    expect_persistent(p, "wgmma128x128_s3_tma_cooperative", 132, pingpong_threads);
   // Note [output buffer stores]: 1x1 layers of K/G >= 128 and two waves or more of 128x128 tiles
   // (resnet50's l1_1x1b, l2_1x1a, l2_1x1b, l2_ds, l3_1x1a, l3_1x1b, l3_ds).
   for (const Problem& p :
@@ -494,8 +497,7 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
     expect_persistent(p, "wgmma128x128_s3_tma_cooperative", 98, pingpong_threads);
   for (const Problem& p : {make(1, 64, 112, 112, 64, 3, 3, 1), make(1, 64, 224, 224, 64, 5, 5, 2)})
     expect_persistent(p, "wgmma128x64_s3_tma_cooperative", 132, pingpong_threads);
-  for (const Problem& p : {make(1, 512, 7, 7, 512, 3, 3), make(32, 512, 28, 28, 512, 3, 3, 1)})
-    EXPECT_FALSE(division(p).persistent) << p.to_string();
+  EXPECT_FALSE(division(make(1, 512, 7, 7, 512, 3, 3)).persistent);
   // (Stage 4's 2048-filter 1x1 layers: PlanDtypes.WaveFittedFilterTiles.)
   // Cooperative tiles split between two blocks of a cluster: stage 4's 3x3 layers (52 tiles of
   // 128x128) and batch-1 3x3 layers of K/G 128-256 on few 128x64 tiles; a cluster a tile.
@@ -541,8 +543,10 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
   }
   // Stride-1 steps of 256-2304 rows: cooperative 128x128 where K/G >= 256 or the reduction is 1024
   // rows and more (split between two blocks of a cluster over half a wave of its tiles and less),
-  // 128x64 otherwise; shorter and longer reductions keep their tiles.
+  // 128x64 otherwise; stage 4's 3x3 (4608 rows) as the forward layer, split 2 ways; a 1x1 step of
+  // 64 rows keeps its tile.
   for (const auto& [p, name] : {std::pair{make(32, 256, 14, 14, 256, 3, 3, 1), "wgmma128x128_s3_tma_cooperative"},
+                                std::pair{make(32, 512, 7, 7, 512, 3, 3, 1), "wgmma128x128_s3_tma_cooperative_cs2"},
                                 std::pair{make(32, 1024, 14, 14, 512, 1, 1), "wgmma128x128_s3_tma_cooperative"},
                                 std::pair{make(32, 512, 7, 7, 2048, 1, 1), "wgmma128x128_s3_tma_cooperative_cs2"},
                                 std::pair{make(32, 128, 28, 28, 512, 1, 1), "wgmma128x64_s3_tma_cooperative"},
@@ -552,8 +556,7 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
     EXPECT_EQ(division_name(steps[0]), name) << p.to_string();
     EXPECT_EQ(steps[0].launch.threads, pingpong_threads);
   }
-  for (const Problem& p : {make(32, 64, 56, 56, 256, 1, 1), make(32, 512, 7, 7, 512, 3, 3, 1)})
-    EXPECT_EQ(dgrad_steps(p)[0].consumers, ConsumerSchedule::None) << p.to_string();
+  EXPECT_EQ(dgrad_steps(make(32, 64, 56, 56, 256, 1, 1))[0].consumers, ConsumerSchedule::None);
   // The phases run 128x128 unsplit (stage 4's too, where the forward layer's rules would split),
   // or where 128x128 tiles would make more than half a wave and at most one, 128x64 over at most
   // 1024 rows (stage 3's 3x3 phases: 98 tiles) and 64x128 on a 1x1 layer's step of 2048 rows or
@@ -1112,8 +1115,8 @@ TEST(PlanDtypes, FewFiltersInPlaneOrderLeaveTheTensorCores) {
 }
 
 // Stage 4's 3x3 layers (long reductions, a quarter of a wave of 128x256 tiles) split each tile in a
-// cluster: forward on cooperative 128x128 tiles split 2 ways, dgrad on 128x256 split 4 ways; stage
-// 3's (49 such tiles) and short reductions do not.
+// cluster: forward and dgrad on cooperative 128x128 tiles split 2 ways; stage 3's (49 such tiles)
+// and short reductions do not.
 TEST(PlanDtypes, LongReductionsOnFewLargeTilesSplitInACluster) {
   auto division = [](const Problem& p) {
     return std::get<ImplicitMmaDivision>(plan_for(p, Layout::NHWC, DType::BFloat16).division());
@@ -1143,11 +1146,11 @@ TEST(PlanDtypes, LongReductionsOnFewLargeTilesSplitInACluster) {
   const ForwardStep& s = dg.steps[0];
   const Plan step = Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o);
   const auto& d = std::get<ImplicitMmaDivision>(step.division());
-  EXPECT_EQ(d.tile_name, "wgmma128x256_s4");
-  EXPECT_EQ(d.cluster_split, 4);
+  EXPECT_EQ(division_name(d), "wgmma128x128_s3_tma_cooperative_cs2");
+  EXPECT_EQ(d.cluster_split, 2);
   // A forced split still wins over the tile's.
-  o.split_k = 2;
-  EXPECT_EQ(std::get<ImplicitMmaDivision>(plan_for(l4, Layout::NHWC, DType::BFloat16, o).division()).cluster_split, 2);
+  o.split_k = 3;
+  EXPECT_EQ(std::get<ImplicitMmaDivision>(plan_for(l4, Layout::NHWC, DType::BFloat16, o).division()).cluster_split, 3);
 }
 
 TEST(PlanDtypes, UnsupportedCombinationsAreClearErrors) {

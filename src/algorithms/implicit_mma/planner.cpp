@@ -314,8 +314,8 @@ struct TileRunForm {
 //   against 128x256, stage 3's 3x3 layers 23.8 -> 21.6-21.9) or, where its tiles take as many rounds
 //   of the SMs, 64x128 (stage 2's 28x28 3x3 layers 26.6 -> 23.4, 23.6 -> 20.8: 196 tiles of 128x128
 //   take two rounds, 392 of 64x128 three); a 128x128 tile costs about 1.7 times a 64x128 one. The
-//   128x256 tile keeps the reductions of more than 2304 rows it takes (vgg16's c512 layers: 169 and
-//   53 us against 212 and 72).
+//   128x256 tile kept the reductions of more than 2304 rows it took (vgg16's c512 layers: 169 and
+//   53 us against 212 and 72), until the stmatrix epilogue put them on 128x128 cooperative (below).
 // 1x1 layers of 64 channels, of 128-256 with many tiles, and stage 4's 3x3 layers (the split rule)
 // kept their tiles.
 // Cooperative blocks (both consumer warpgroups on every 128-pixel tile), measured the same way
@@ -336,7 +336,8 @@ struct TileRunForm {
 // Cooperative tiles split between the two blocks of a cluster (each adding and storing half the
 // tile), measured the same way: a quarter to an eighth of a wave of 128x256 tiles of a long
 // reduction (stage 4's forward 3x3 layers, 52 tiles of 128x128) on 128x128 split 2: l4_3x3 25.9 ->
-// 24.2 us, l4_3x3s2 25.6 -> 23.3 against 128x256 split 4 (its dgrad step lost: 27.5 -> 27.7); the
+// 24.2 us, l4_3x3s2 25.6 -> 23.3 against 128x256 split 4 (l4_3x3's dgrad step then lost, 27.5 -> 27.7, and
+// won once the epilogue stored with stmatrix: 26.8 -> 23.1 on an H200); the
 // stride-1 dgrad steps of half a wave and less of 128x128 tiles on 128x128 split 2 (l4_1x1b 18.5 ->
 // 16.7 against 128x64 unsplit); batch-1 3x3 layers of K/G 128-256, at most 2304 rows and an eighth
 // to half a wave of 128x64 tiles on 128x64 split 2 (multi_channel's h56_c128_k3 11.6 -> 9.1,
@@ -406,8 +407,11 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
       // A quarter to an eighth of a wave of 128x256 tiles of a long reduction (stage 4's 3x3 layers).
       const bool quarter_wave_128x256 =
           kg >= 256 && p.r * p.s > 1 && rows >= 2048 && blocks(128, 256) * 4 <= sms && blocks(128, 256) * 8 >= sms;
+      // Forward layers, and since the stmatrix epilogue (Note [output buffer stores], kernel.cuh) the
+      // stride-1 dgrad steps of such reductions too (H200, bf16 NHWC, stages 2-4 forced onto each
+      // cooperative split, one call: l4_3x3's step 26.8 -> 23.1 us against 128x256 split 4).
+      if (quarter_wave_128x256) return specialized("wgmma128x128_s3", 128, 128, kCooperative, 2);
       if (filters_k_major) {  // forward layers
-        if (quarter_wave_128x256) return specialized("wgmma128x128_s3", 128, 128, kCooperative, 2);
         if (p.r * p.s > 1 && kg >= 128 && kg <= 256 && rows <= 2304 && tiles * 2 <= sms && tiles * 8 >= sms)
           return specialized("wgmma128x64_s3", 128, 64, kCooperative, 2);
         if (p.r * p.s == 1 && rows >= 256 && kg >= 64 && blocks(64, 64) <= sms)
@@ -431,11 +435,21 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
           return specialized("wgmma64x128_s4", 64, 128, kPingPong);
         if (p.r * p.s > 1 && kg <= 64 && tiles * 2 >= sms)
           return specialized("wgmma128x64_s3", 128, 64, tiles <= 3 * sms ? kCooperative : kPingPong);
-        if (p.r * p.s > 1 && kg >= 128 && (!fills_128x256 || rows <= 2304) && tiles_128 * 2 > sms) {
-          if (one_round_128) return specialized("wgmma128x128_s3", 128, 128, kCooperative);
+        // Layers of a larger filter and K/G >= 128 over more than half a wave of 128x128 tiles: 128x128
+        // cooperative since the stmatrix epilogue (Note [output buffer stores], kernel.cuh; H200, bf16
+        // NHWC, vgg16's layers forced onto each form, one call) where the reduction is 1024 rows or
+        // more: vgg16's c128-c256 layers 1-7% faster than on ping-pong (c256_h56 170.4 -> 158.4 us,
+        // c256_h28 85.8 -> 80.4), its c512 layers' 4608-row reductions 164.6 -> 152.3 and 54.0 ->
+        // 53.1 against 128x256; its c64_h112 layer (576 rows) ran 1% slower and stays ping-pong.
+        // Where 64x128 tiles take as few rounds of the SMs as 128x128 ones would nearly (stage 2's
+        // 28x28 3x3 layers: 392 and 196 tiles, three rounds and two), 64x128 ping-pong stays (within
+        // 1% of 128x128 cooperative).
+        if (p.r * p.s > 1 && kg >= 128 && tiles_128 * 2 > sms) {
           const int64_t rounds_128 = ceil_div(tiles_128, sms), rounds_64 = ceil_div(blocks(64, 128), sms);
-          return rounds_128 * 17 <= rounds_64 * 10 ? specialized("wgmma128x128_s3", 128, 128, kPingPong)
-                                                   : specialized("wgmma64x128_s4", 64, 128, kPingPong);
+          if (!one_round_128 && rows <= 2304 && rounds_128 * 17 > rounds_64 * 10)
+            return specialized("wgmma64x128_s4", 64, 128, kPingPong);
+          if (!one_round_128 && rows < 1024) return specialized("wgmma128x128_s3", 128, 128, kPingPong);
+          return specialized("wgmma128x128_s3", 128, 128, kCooperative);
         }
       } else if (p.r * p.s == 1 && rows <= 128 && kg >= 256 && two_waves_128) {
         // Stride-1 1x1 dgrad steps of short reductions over two waves or more of 128x128 tiles, with
