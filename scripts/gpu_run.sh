@@ -18,6 +18,8 @@
 #                                       and efficientnet_dw5, convnext_dw7), plots; PRECISIONS (default
 #                                       "fp32:NCHW") lists dtype:layout pairs, each suite runs in each;
 #                                       PASS=dgrad|wgrad benchmarks a backward pass instead;
+#                                       SUITE_TIMEOUT bounds each suite's run (default 150 s,
+#                                       330 s for wgrad: cuDNN's wgrad Find takes ~190 s on resnet50)
 #                                       BENCH_ARGS adds mconv bench options, NAME_SUFFIX to the files'
 #                                       names (BENCH_ARGS=--deterministic NAME_SUFFIX=_deterministic)
 # Logs and results go to $OUT (packed into results-<part>[-$TAG].tar.gz); a summary is printed last.
@@ -120,6 +122,8 @@ elif [ "$part" = python ]; then
 else
   suites=("$@")
   [ ${#suites[@]} -eq 0 ] && suites=(resnet50 vgg16 multi_channel single_channel depthwise efficientnet_dw5 convnext_dw7)
+  suite_limit=150
+  [ "${PASS:-fwd}" = wgrad ] && suite_limit=330
   for prec in ${PRECISIONS:-fp32:NCHW}; do
     dtype=${prec%%:*} layout=${prec##*:}
     tag=""
@@ -129,7 +133,7 @@ else
     tag="${tag}${NAME_SUFFIX:-}"
     for s in "${suites[@]}"; do
       say "== bench $s $dtype $layout ${PASS:-fwd}"
-      timeout "${SUITE_TIMEOUT:-150}" "$B/mconv" bench --suite "bench/suites/$s.csv" --vs cudnn --dtype "$dtype" \
+      timeout "${SUITE_TIMEOUT:-$suite_limit}" "$B/mconv" bench --suite "bench/suites/$s.csv" --vs cudnn --dtype "$dtype" \
         --layout "$layout" --pass "${PASS:-fwd}" ${BENCH_ARGS:-} --out "$LOG/$s$tag" > "$LOG/$s$tag.txt" 2> "$LOG/$s$tag.err"
       say "exit $? $(tail -1 "$LOG/$s$tag.txt")"
     done
