@@ -39,21 +39,14 @@ struct DtypeTensors {
   std::vector<unsigned char> bytes(const std::vector<float>& v) const { return storage_bytes(dtype, v); }
   std::vector<float> values(const std::vector<unsigned char>& b) const { return stored_values(dtype, b); }
   /// The double reference of the case on the rounded inputs, rounded to the dtype like a stored y.
-  std::vector<float> reference(const Case& c) const {
-    std::vector<float> ref = f.y;
-    Epilogue e{c.alpha, c.beta, f.bias.empty() ? nullptr : f.bias.data(), c.act};
-    cpu::reference_forward(c.p, f.xd, f.x.data(), f.wd, f.w.data(), f.yd, ref.data(), e);
-    return ref;
-  }
+  std::vector<float> reference(const Case& c) const { return reference_on(c, f.x, f.w); }
   /// The double reference on x and w rounded to TF32 the way the tensor-core tiles round them (to
   /// nearest, ties away): the result of a TF32 convolution that makes no other error.
   std::vector<float> reference_on_tf32_inputs(const Case& c) const {
-    std::vector<float> x = f.x, w = f.w, ref = f.y;
+    std::vector<float> x = f.x, w = f.w;
     for (float& e : x) e = round_to_tf32(e);
     for (float& e : w) e = round_to_tf32(e);
-    Epilogue e{c.alpha, c.beta, f.bias.empty() ? nullptr : f.bias.data(), c.act};
-    cpu::reference_forward(c.p, f.xd, x.data(), f.wd, w.data(), f.yd, ref.data(), e);
-    return ref;
+    return reference_on(c, x, w);
   }
   /// The norm-relative error of an output against the double reference. Under TF32, against the
   /// closer of the exact reference and the TF32 one: rounding the inputs alone moves an output summed
@@ -62,6 +55,14 @@ struct DtypeTensors {
   double error(const Case& c, MathMode m, const std::vector<float>& got) const {
     const double exact = rel_error(got, reference(c));
     return m == MathMode::TF32 ? std::min(exact, rel_error(got, reference_on_tf32_inputs(c))) : exact;
+  }
+
+ private:
+  std::vector<float> reference_on(const Case& c, const std::vector<float>& x, const std::vector<float>& w) const {
+    std::vector<float> ref = f.y;
+    Epilogue e{c.alpha, c.beta, f.bias.empty() ? nullptr : f.bias.data(), c.act};
+    cpu::reference_forward(c.p, f.xd, x.data(), f.wd, w.data(), f.yd, ref.data(), e);
+    return ref;
   }
 };
 

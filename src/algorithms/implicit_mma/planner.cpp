@@ -445,10 +445,12 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
         // 28x28 3x3 layers: 392 and 196 tiles, three rounds and two), 64x128 ping-pong stays (within
         // 1% of 128x128 cooperative).
         if (p.r * p.s > 1 && kg >= 128 && tiles_128 * 2 > sms) {
-          const int64_t rounds_128 = ceil_div(tiles_128, sms), rounds_64 = ceil_div(blocks(64, 128), sms);
-          if (!one_round_128 && rows <= 2304 && rounds_128 * 17 > rounds_64 * 10)
-            return specialized("wgmma64x128_s4", 64, 128, kPingPong);
-          if (!one_round_128 && rows < 1024) return specialized("wgmma128x128_s3", 128, 128, kPingPong);
+          if (!one_round_128) {
+            const int64_t rounds_128 = ceil_div(tiles_128, sms), rounds_64 = ceil_div(blocks(64, 128), sms);
+            if (rows <= 2304 && rounds_128 * 17 > rounds_64 * 10)
+              return specialized("wgmma64x128_s4", 64, 128, kPingPong);
+            if (rows < 1024) return specialized("wgmma128x128_s3", 128, 128, kPingPong);
+          }
           return specialized("wgmma128x128_s3", 128, 128, kCooperative);
         }
       } else if (p.r * p.s == 1 && rows <= 128 && kg >= 256 && two_waves_128) {
