@@ -443,7 +443,8 @@ TEST(PlanDtypes, TensorMapLoadsWhereTheCopyEngineCanLoadTheStages) {
   }
   PlanOptions tf32;
   tf32.math = MathMode::TF32;
-  EXPECT_FALSE(maps(resnet, Layout::NHWC, DType::Float32, tf32));
+  EXPECT_TRUE(maps(resnet, Layout::NHWC, DType::Float32, tf32));  // Note [wgmma tf32 stages]
+  EXPECT_FALSE(maps(resnet, Layout::NCHW, DType::Float32, tf32));
 }
 
 // Note [wgmma persistent tiles]: Auto walks 128x64 tiles with persistent blocks on 1x1 layers of
@@ -719,14 +720,11 @@ TEST(PlanDtypes, WaveFittedFilterTiles) {
   const auto& dp = std::get<ImplicitMmaDivision>(planes.division());
   EXPECT_EQ(division_name(dp), "wgmma128x128_s3_tma");
   EXPECT_NE(planes.to_text(0).find("runs only as cooperative blocks"), std::string::npos) << planes.to_text(0);
-  PlanOptions tf32 = o;  // fp32 stages take no tensor maps, as for every "_tma" name
+  // TF32 (Note [wgmma tf32 stages]): the 208-filter tile has no fp32 form; 128x128's cooperative one runs.
+  PlanOptions tf32 = o;
   tf32.math = MathMode::TF32;
-  try {
-    (void)plan_for(wide, Layout::NHWC, DType::Float32, tf32);
-    ADD_FAILURE() << "a TF32 layer took tensor maps";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.status(), Status::Unsupported) << e.what();
-  }
+  EXPECT_EQ(division_name(std::get<ImplicitMmaDivision>(plan_for(wide, Layout::NHWC, DType::Float32, tf32).division())),
+            "wgmma128x128_s3_tma_cooperative");
 }
 
 // Planning `p` channels-last in `t` with `o` fails with `status`.
@@ -737,6 +735,60 @@ void expect_error(const Problem& p, DType t, PlanOptions o, Status status, const
   } catch (const Error& e) {
     EXPECT_EQ(e.status(), status) << what << ": " << e.what();
   }
+}
+
+// Note [wgmma tf32 stages]: TF32 channels-last layers of K-major operands load through tensor maps
+// on warp-specialized tiles only: 128x128 over more than a wave of its tiles, ping-pong on short
+// reductions and cooperative on long ones (split 2 ways over one to two waves of reductions of 4096
+// rows and more), cooperative over half a wave to one, split 2 ways below, 128x64 for K/G <= 64. The plain and
+// persistent tensor-map forms are refused; a y the consumers cannot store from their accumulators
+// (K/G not a multiple of 4) keeps the gather, and a forced tensor-map tile is refused there.
+TEST(PlanDtypes, Tf32LoadsThroughTensorMapsOnWarpSpecializedTilesOnly) {
+  PlanOptions tf32;
+  tf32.math = MathMode::TF32;
+  auto division = [&](const Problem& p, PlanOptions o) {
+    return std::get<ImplicitMmaDivision>(plan_for(p, Layout::NHWC, DType::Float32, o).division());
+  };
+  for (auto [p, name] : {std::pair{make(32, 256, 56, 56, 128, 1, 1), "wgmma128x128_s3_tma_pingpong"},
+                         {make(32, 64, 112, 112, 128, 3, 3, 1), "wgmma128x128_s3_tma_pingpong"},
+                         {make(32, 256, 56, 56, 256, 3, 3, 1), "wgmma128x128_s3_tma_cooperative"},
+                         {make(32, 512, 28, 28, 256, 1, 1), "wgmma128x128_s3_tma_cooperative"},
+                         {make(32, 512, 14, 14, 512, 3, 3, 1), "wgmma128x128_s3_tma_cooperative_cs2"},
+                         {make(32, 256, 14, 14, 256, 3, 3, 1), "wgmma128x128_s3_tma_cooperative"},
+                         {make(32, 512, 7, 7, 512, 3, 3, 1), "wgmma128x128_s3_tma_cooperative_cs2"},
+                         {make(32, 64, 56, 56, 64, 3, 3, 1), "wgmma128x64_s3_tma_pingpong"}}) {
+    const Plan plan = plan_for(p, Layout::NHWC, DType::Float32, tf32);
+    const auto& d = std::get<ImplicitMmaDivision>(plan.division());
+    EXPECT_EQ(division_name(d), name) << p.to_string();
+    EXPECT_TRUE(d.tf32_stages()) << p.to_string();
+    EXPECT_NE(plan.to_text(0).find("rounding each stage to TF32"), std::string::npos) << plan.to_text(0);
+  }
+  const Problem layer = make(8, 64, 28, 28, 128, 3, 3, 1);
+  PlanOptions forced = tf32;
+  forced.algorithm = Algorithm::ImplicitMma;
+  for (const char* name : {"wgmma128x128_s3_tma_pingpong", "wgmma64x128_s4_tma_pingpong",
+                           "wgmma128x64_s3_tma_cooperative", "wgmma64x64_s3_tma_pingpong"}) {
+    forced.tile = name;
+    const ImplicitMmaDivision d = division(layer, forced);
+    EXPECT_EQ(division_name(d), name);
+    EXPECT_TRUE(d.tensor_maps && d.persistent && d.tf32_stages()) << name;
+  }
+  // The 208-filter tile has 16-bit forms only: its cooperative name runs 128x128's.
+  forced.tile = "wgmma128x208_s4_tma_cooperative";
+  EXPECT_EQ(division_name(division(layer, forced)), "wgmma128x128_s3_tma_cooperative");
+  for (const char* name : {"wgmma128x128_s3_tma", "wgmma128x64_s3_tma_persistent"}) {
+    forced.tile = name;
+    expect_error(layer, DType::Float32, forced, Status::Unsupported, name);
+  }
+  // K/G = 34: no store from the accumulators in pairs; the gather, and a forced tensor-map tile refused.
+  const Problem odd = make(8, 64, 28, 28, 34, 3, 3, 1);
+  const ImplicitMmaDivision gather = division(odd, tf32);
+  EXPECT_FALSE(gather.tensor_maps);
+  EXPECT_FALSE(gather.tf32_stages());
+  forced.tile = "wgmma128x128_s3_tma_pingpong";
+  expect_error(odd, DType::Float32, forced, Status::Unsupported, "a TF32 tensor-map tile on K/G = 34");
+  // Exact fp32 never reaches the tensor cores.
+  EXPECT_NE(plan_for(layer, Layout::NHWC, DType::Float32).algorithm(), Algorithm::ImplicitMma);
 }
 
 // Note [few-channel forward]: fp16/bf16 forward layers of 2 to 4 input channels and one group run

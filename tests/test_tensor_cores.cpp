@@ -307,6 +307,56 @@ TEST_F(TensorCores, PersistentTilesMatchTheReference) {
   }
 }
 
+// Note [wgmma tf32 stages]: TF32 on every warp-specialized tile through tensor maps, in both
+// schedules, on the tensor-map layers above and one of several tiles a block (partial pixel and
+// filter tiles, strides, dilation, true convolution, the whole epilogue), cooperative tiles split 2
+// and 3 ways among a cluster, and SiLU. The consumers round each stage to nearest: an output then
+// lies within fp32 accumulation error of the exact result of the rounded inputs, where truncated
+// inputs would put it about 1e-3 away (under the TF32 tolerance, so that bound is the test's own).
+TEST_F(TensorCores, Tf32WarpSpecializedTilesRoundTheirStages) {
+  Engine engine(Target::Cuda);
+  if (!wgmma_device(engine)) GTEST_SKIP() << "wgmma tiles run on sm_90 only";
+  std::mt19937_64 g(test_seed() + 112);
+  const Precision& tf32 = kPrecisions[2];
+  ASSERT_EQ(tf32.math, MathMode::TF32);
+  constexpr double kRoundedInputsBound = 2e-5;
+  std::vector<Case> cases = tensor_map_cases();
+  cases.push_back(Case{make(8, 128, 28, 28, 512, 1, 1)});
+  Case silu{make(2, 64, 9, 11, 72, 3, 3, 1)};
+  silu.act = Activation::SiLU;
+  cases.push_back(silu);
+  std::vector<std::pair<std::string, int>> runs;
+  for (const auto& t : detail::kMmaTileCatalog) {
+    if (t.specialized_smem_bytes == 0 || !t.plain_forms) continue;
+    runs.push_back({t.name() + "_tma_pingpong", 0});
+    if (t.cooperative)
+      for (int split : {0, 2, 3}) runs.push_back({t.name() + "_tma_cooperative", split});
+  }
+  ASSERT_GE(runs.size(), 8u);
+  for (const auto& [tile, split] : runs)
+    for (size_t i = 0; i < cases.size(); ++i) {
+      if (few() && i % 4 != 0) continue;
+      Case c = cases[i];
+      c.xl = c.wl = c.yl = Layout::NHWC;
+      std::string division;
+      EXPECT_LT(run_mma(engine, c, g, tf32, tile, &division, Algorithm::ImplicitMma, split), kRoundedInputsBound)
+          << tile << " split " << split << " " << c.name();
+      EXPECT_NE(division.find(tile), std::string::npos) << division;
+      EXPECT_NE(division.find("rounding each stage to TF32"), std::string::npos) << division;
+    }
+  // y 16-byte misaligned: the call gathers on the same tile, still within the bound.
+  Case shifted{make(2, 64, 9, 11, 72, 3, 3, 1)};
+  shifted.xl = shifted.wl = shifted.yl = Layout::NHWC;
+  shifted.y_offset = 2;
+  EXPECT_LT(run_mma(engine, shifted, g, tf32, "wgmma128x128_s3_tma_pingpong"), kRoundedInputsBound);
+  // Auto on a resnet-like layer takes the form.
+  Case layer{make(8, 64, 28, 28, 128, 3, 3, 1)};
+  layer.xl = layer.wl = layer.yl = Layout::NHWC;
+  std::string division;
+  EXPECT_LT(run_mma(engine, layer, g, tf32, "", &division), kRoundedInputsBound);
+  EXPECT_NE(division.find("rounding each stage to TF32"), std::string::npos) << division;
+}
+
 // Note [wgmma wave-fitted filter tiles]: the cooperative 128x208 tile on small layers for the
 // sanitizers: a tail of one 16-byte run (K = 200) and of two (K = 416: two whole tiles), a second
 // tile of 8 filters (K = 216) with the whole epilogue, a second half past the last pixel (N*P*Q =
@@ -655,8 +705,9 @@ TEST_F(TensorCores, StripKernelInHalfPrecision) {
 }
 
 TEST_F(TensorCores, VectorAndElementGathersAgree) {
-  // Channels-last with C/G a multiple of a vector takes the 16-byte gather; the same layer with x one
-  // element off a 16-byte boundary takes the element gather (the launcher checks the pointers).
+  // Channels-last with C/G a multiple of a vector takes the 16-byte gather (TF32 the copy engine's
+  // loads, Note [wgmma tf32 stages], on sm_90); the same layer with x one element off a 16-byte
+  // boundary takes the element gather (the launcher checks the pointers).
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 101);
   for (const Precision& pr : kPrecisions) {
@@ -664,7 +715,8 @@ TEST_F(TensorCores, VectorAndElementGathersAgree) {
     c.xl = c.wl = c.yl = Layout::NHWC;
     std::string division;
     EXPECT_LT(run_mma(engine, c, g, pr, "", &division), tolerance(pr.dtype, pr.math)) << pr.name;
-    EXPECT_NE(division.find("gather vector/vector"), std::string::npos) << division;
+    const bool tf32_maps = pr.math == MathMode::TF32 && wgmma_device(engine);
+    EXPECT_NE(division.find(tf32_maps ? "x im2col tensor map" : "gather vector/vector"), std::string::npos) << division;
     c.x_offset = 1;
     EXPECT_LT(run_mma(engine, c, g, pr), tolerance(pr.dtype, pr.math)) << pr.name << " misaligned x";
   }

@@ -58,12 +58,14 @@ inline const char* consumer_schedule_suffix(ConsumerSchedule c) {
 }
 
 /// How the schedule's blocks run, in the words of `mconv plan` ("" for None).
-inline const char* consumer_schedule_text(ConsumerSchedule c) {
-  return c == ConsumerSchedule::PingPong      ? "one block an SM: a producer warpgroup, two consumer warpgroups on "
-                                                "alternate tiles storing through a tensor map of y"
-         : c == ConsumerSchedule::Cooperative ? "one block an SM: a producer warpgroup, two consumer warpgroups on 64 "
-                                                "pixels each of every tile storing through a tensor map of y"
-                                              : "";
+/// `tf32_stages`: the consumers round each stage to TF32 and store y from their accumulators
+/// (Note [wgmma tf32 stages]).
+inline std::string consumer_schedule_text(ConsumerSchedule c, bool tf32_stages = false) {
+  if (c == ConsumerSchedule::None) return "";
+  return std::string("one block an SM: a producer warpgroup, two consumer warpgroups on ") +
+         (c == ConsumerSchedule::PingPong ? "alternate tiles" : "64 pixels each of every tile") +
+         (tf32_stages ? " rounding each stage to TF32 and storing y from their accumulators"
+                      : " storing through a tensor map of y");
 }
 
 /// implicit_mma (src/algorithms/implicit_mma): one tile of its tile table on tensor cores.
@@ -83,8 +85,8 @@ struct ImplicitMmaDivision {
   bool images_fastest = false;
   /// Stages loaded by the copy engine instead of the threads' gather: x through an im2col tensor
   /// map, w through a tiled one, each stage a whole box of 64 channels at one filter tap (Note
-  /// [wgmma tensor-map loads]). Warpgroup tiles with both operands vector, fp16/bf16; a call whose
-  /// pointers are not 16-byte aligned runs the gather.
+  /// [wgmma tensor-map loads]). Warpgroup tiles with both operands vector, fp16/bf16 (TF32 on the
+  /// warp-specialized forms only); a call whose pointers are not 16-byte aligned runs the gather.
   bool tensor_maps = false;
   /// With tensor maps, a 1x1 stride-1 layer without padding over evenly spaced pixels: x as a tiled
   /// map of pixel rows (C, N*H*W) instead of an im2col one (Note [wgmma pixel-row maps]).
@@ -107,6 +109,10 @@ struct ImplicitMmaDivision {
   /// grid_z = groups * atomic_slices * cluster_split; warp-specialized blocks: grid_y = atomic_slices,
   /// grid_z = cluster_split
   LaunchShape launch;
+  /// Warp-specialized blocks over fp32 elements in TF32 math (a warpgroup tile's 128-byte stage rows
+  /// are then 32 rows of the reduction): the consumers round each landed stage to TF32 before they
+  /// multiply it and store y from their accumulators (Note [wgmma tf32 stages]).
+  bool tf32_stages() const { return consumers != ConsumerSchedule::None && block_k == 32; }
 };
 
 /// direct_block (src/algorithms/direct_block): one of its thread-group shapes.

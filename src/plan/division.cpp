@@ -84,9 +84,10 @@ struct TextOf {
                ? std::string("loads x M-major im2col tensor map, w N-major tiled tensor map")
                : std::string("loads x ") + (d.image_pixel_rows ? "pixel-row" : "im2col") + " tensor map, w " +
                      (d.b_gather == GatherForm::Transposed ? "N-major " : "") + "tiled tensor map")
-       << (d.consumers != ConsumerSchedule::None ? std::string(", ") + consumer_schedule_text(d.consumers)
-           : d.persistent                        ? std::string(", persistent blocks storing through a tensor map of y")
-                                                 : std::string())
+       << (d.consumers != ConsumerSchedule::None
+               ? std::string(", ") + consumer_schedule_text(d.consumers, d.tf32_stages())
+           : d.persistent ? std::string(", persistent blocks storing through a tensor map of y")
+                          : std::string())
        << (d.images_fastest ? ", images fastest" : "") << ", cluster split " << d.cluster_split;
     if (d.atomic_slices > 1)
       os << ", " << d.atomic_slices << " atomic slices (y pre-pass on " << d.prepass_blocks << " blocks)";

@@ -34,6 +34,11 @@ inline void check(CUresult r, const char* what) {
                                       "); the planner should have kept the gather");
 }
 
+/// Bytes of one element of the maps' types: fp16/bf16, or fp32 (TF32 stages).
+inline cuuint64_t element_bytes(CUtensorMapDataType type) {
+  return type == CU_TENSOR_MAP_DATA_TYPE_FLOAT32 ? 4 : 2;
+}
+
 }  // namespace tensor_map_detail
 
 /// The shape of an im2col map over an NHWC tensor (strides in elements, H and W within N): columns of
@@ -47,12 +52,13 @@ struct Im2colShape {
   int channels, pixels;
 };
 
-/// An im2col map over 16-bit elements, stages in the 128-byte swizzle, zeros outside the tensor.
+/// An im2col map over 16-bit or fp32 elements, stages in the 128-byte swizzle, zeros outside the tensor.
 inline CUtensorMap im2col_map(const void* base, CUtensorMapDataType type, const Im2colShape& s) {
   static const auto encode =
       tensor_map_detail::driver_entry<PFN_cuTensorMapEncodeIm2col_v12000>("cuTensorMapEncodeIm2col");
   const cuuint64_t dims[4] = {cuuint64_t(s.c), cuuint64_t(s.w), cuuint64_t(s.h), cuuint64_t(s.n)};
-  const cuuint64_t strides[3] = {cuuint64_t(s.stride_w) * 2, cuuint64_t(s.stride_h) * 2, cuuint64_t(s.stride_n) * 2};
+  const cuuint64_t e = tensor_map_detail::element_bytes(type);
+  const cuuint64_t strides[3] = {cuuint64_t(s.stride_w) * e, cuuint64_t(s.stride_h) * e, cuuint64_t(s.stride_n) * e};
   const int lower[2] = {s.lower_w, s.lower_h}, upper[2] = {s.upper_w, s.upper_h};  // innermost first
   const cuuint32_t steps[4] = {1, cuuint32_t(s.step_w), cuuint32_t(s.step_h), 1};
   CUtensorMap map;
@@ -64,7 +70,7 @@ inline CUtensorMap im2col_map(const void* base, CUtensorMapDataType type, const 
   return map;
 }
 
-/// A tiled map over a Rank-D view of 16-bit elements (dims innermost first, the first contiguous; the
+/// A tiled map over a Rank-D view of 16-bit or fp32 elements (dims innermost first, the first contiguous; the
 /// others `strides` elements apart), boxes of `box` in the 128-byte swizzle, zeros outside the view.
 template <int Rank>
 inline CUtensorMap tiled_map(const void* base, CUtensorMapDataType type, const std::array<int64_t, Rank>& dims,
@@ -77,7 +83,7 @@ inline CUtensorMap tiled_map(const void* base, CUtensorMapDataType type, const s
     global_dims[i] = cuuint64_t(dims[i]);
     box_dims[i] = cuuint32_t(box[i]);
     steps[i] = 1;
-    if (i > 0) global_strides[i - 1] = cuuint64_t(strides[i - 1]) * 2;
+    if (i > 0) global_strides[i - 1] = cuuint64_t(strides[i - 1]) * tensor_map_detail::element_bytes(type);
   }
   CUtensorMap map;
   tensor_map_detail::check(encode(&map, type, Rank, const_cast<void*>(base), global_dims, global_strides, box_dims,

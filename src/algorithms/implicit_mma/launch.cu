@@ -36,10 +36,13 @@ template <class Tile, class Math, class F>
 constexpr bool kHasPersistent = kHasTensorMaps<Tile, Math, F>&& F::kA == GatherForm::Vector&& Tile::kPersistentForm;
 
 /// Whether the instance has the warp-specialized form (Note [wgmma warp-specialized tiles]): forward
-/// and dgrad steps, and cooperatively wgrad steps (Note [wgmma warp-specialized wgrad]).
+/// and dgrad steps, and cooperatively wgrad steps (Note [wgmma warp-specialized wgrad]); in TF32
+/// the steps of K-major operands only (Note [wgmma tf32 stages]), which no other tensor-map form takes.
 template <class Tile, class Math, class F>
-constexpr bool kHasWarpSpecialized = kHasTensorMaps<Tile, Math, F>&& Tile::kWarpSpecializedForm &&
-                                     (F::kA == GatherForm::Vector || Tile::kCooperativeForm);
+constexpr bool kHasWarpSpecialized =
+    Tile::kWarpSpecializedForm &&
+    ((kHasTensorMaps<Tile, Math, F> && (F::kA == GatherForm::Vector || Tile::kCooperativeForm)) ||
+     (Math::kBytes == 4 && Tile::kWholeFilterBlocks && F::kA == GatherForm::Vector && F::kB == GatherForm::Vector));
 
 using MmaKernel = void (*)(ImplicitMmaParams);
 
@@ -171,6 +174,13 @@ void set_attributes(int tile, GatherForm a, GatherForm b, int splits, bool tenso
   });
 }
 
+/// The copy engine's element type for the plan's tensors.
+CUtensorMapDataType tensor_map_type(DType t) {
+  return t == DType::BFloat16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+         : t == DType::Float16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                               : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+}
+
 /// Note [wgmma tensor-map loads]: x (C, W, H, N) as im2col columns of block_m pixels, 64 channels
 /// each, window origins walking the output pixels in order, or with image_pixel_rows (C, N*H*W) in
 /// boxes of block_m pixel rows (Note [wgmma pixel-row maps]); w as K rows of R*S*C, boxes of 64 rows x
@@ -179,9 +189,9 @@ void set_attributes(int tile, GatherForm a, GatherForm b, int splits, bool tenso
 void set_tensor_maps(ImplicitMmaParams& prm, const Plan& plan, const MmaTileShape& t, GatherForm a, GatherForm b,
                      const void* x, const void* w, bool image_pixel_rows) {
   const Problem& p = plan.problem();
-  const auto type =
-      plan.dtype() == DType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  constexpr int kBox = cuda::wgmma::kRowBytes / 2;  // 64 elements: one 128-byte swizzled row
+  const auto type = tensor_map_type(plan.dtype());
+  // One 128-byte swizzled row: 64 16-bit elements, or 32 fp32 ones (Note [wgmma tf32 stages]).
+  const int kBox = cuda::wgmma::kRowBytes / dtype_size(plan.dtype());
   if (a == GatherForm::Transposed) {
     // A wgrad step (src/plan/backward.cpp): its images are x's channels (contiguous), its channels
     // x's images, its filter dy (K x N x P x Q, the filters contiguous), its stride the layer's
@@ -225,7 +235,7 @@ void set_tensor_maps(ImplicitMmaParams& prm, const Plan& plan, const MmaTileShap
   s.upper_w = static_cast<int>((p.q() - 1) * p.stride_w - p.pad_w - (p.w - 1));
   s.step_h = static_cast<int>(p.stride_h);
   s.step_w = static_cast<int>(p.stride_w);
-  s.channels = cuda::wgmma::kRowBytes / 2;
+  s.channels = kBox;
   s.pixels = t.block_m;
   // Note [wgmma pixel-row maps]: the planner's test, on the same strides.
   prm.image_pixel_rows = image_pixel_rows;
@@ -297,7 +307,9 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   prm.images_fastest = keep && d.images_fastest;
   // Note [wgmma tensor-map loads]: the copy engine needs 16-byte aligned tensors, which the vector
   // forms kept above already are.
-  const bool tensor_maps = keep && d.tensor_maps;
+  // TF32 loads through tensor maps only on warp-specialized tiles (Note [wgmma tf32 stages]): where
+  // this y cannot take their store, the tile gathers.
+  const bool tensor_maps = keep && d.tensor_maps && (esz == 2 || (y_store && d.consumers != ConsumerSchedule::None));
   const int64_t kg = plan.problem().k_per_group();
   const bool persistent = tensor_maps && y_store;
   // Note [wgmma warp-specialized tiles]: the persistent form's conditions, the block's tiles shared by
@@ -305,17 +317,19 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   const ConsumerSchedule consumers = persistent ? d.consumers : ConsumerSchedule::None;
   const cuda::LaunchStream on{static_cast<cudaStream_t>(stream), dependent_launch};
   if (tensor_maps) set_tensor_maps(prm, plan, t, a, b, x, w, d.image_pixel_rows);
-  const auto y_type =
-      plan.dtype() == DType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const auto y_type = tensor_map_type(plan.dtype());
   constexpr int kBox = cuda::wgmma::kRowBytes / 2;
-  if (persistent && a == GatherForm::Transposed)  // Note [wgmma warp-specialized wgrad]: pixels contiguous
+  if (persistent && esz == 4) {
+    // Note [wgmma tf32 stages]: y is stored from the accumulators.
+  } else if (persistent && a == GatherForm::Transposed) {  // Note [wgmma warp-specialized wgrad]: pixels contiguous
     prm.output_map = cuda::tiled_map<2>(y, y_type, {prm.npq, kg}, {out.stride_k}, {kBox, t.block_n});
-  else if (persistent)  // a cooperative warpgroup stores its 64 pixels of a tile
+  } else if (persistent) {  // a cooperative warpgroup stores its 64 pixels of a tile
     prm.output_map = cuda::tiled_map<2>(y, y_type, {kg, prm.npq}, {out.stride_q},
                                         {kBox, consumers == ConsumerSchedule::Cooperative ? 64 : t.block_m});
+  }
   const int k_tiles = static_cast<int>(ceil_div(plan.rows(), t.row_bytes / esz));
-  // Note [fused silu]: the persistent and warp-specialized tiles apply SiLU to their output buffer;
-  // the others run identity, and silu_view follows.
+  // Note [fused silu]: the persistent and warp-specialized tiles apply SiLU to their output buffer
+  // (TF32: to their accumulators); the others run identity, and silu_view follows.
   const bool silu_pass = e.activation == Activation::SiLU && !persistent;
   if (silu_pass) prm.activation = cuda::kActivationIdentity;
   // Note [mma atomic slices]: an activation needs the whole sum, so the groups then run as one (the clusters

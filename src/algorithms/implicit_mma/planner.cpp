@@ -201,7 +201,9 @@ std::string tensor_map_refusal(const Problem& p, const TensorDesc& x, const Tens
                                const GatherForms& forms) {
   // Note [wgmma tensor-map loads]: vector images with filters K-major (KRSC) or N-major (a dgrad
   // step's w, the filters contiguous); or both transposed (a wgrad step).
-  if (dtype_size(x.dtype) != 2) return "tensor-map loads take fp16/bf16 (TF32 stages are rounded by the threads)";
+  // Note [wgmma tf32 stages] (warp_specialized.cuh): wgmma reads TF32 operands K-major only.
+  if (dtype_size(x.dtype) == 4 && (forms.a != GatherForm::Vector || forms.b != GatherForm::Vector))
+    return "TF32 tensor-map loads take x channels-last and w KRSC (wgmma reads TF32 operands K-major only)";
   if (p.groups != 1) return "groups > 1";
   if (forms.a == GatherForm::Transposed && forms.b == GatherForm::Transposed) {
     if (!forms.images_fastest) return "x as pixel runs of a plane (the maps walk images, not planes)";
@@ -263,6 +265,42 @@ struct TileRunForm {
   bool persistent = false;
   ConsumerSchedule consumers = ConsumerSchedule::None;
 };
+
+// Note [wgmma tf32 stages] (warp_specialized.cuh): TF32 layers loading through tensor maps run
+// warp-specialized tiles only (their consumers round the stages). Measured on the H200 (resnet50 and
+// vgg16 TF32 NHWC at batch 32, every layer forced onto each form, one call;
+// bench/results/latest/tf32_tensor_maps/): 128x64 ping-pong for K/G = 64 (l1_3x3 79.4 us against
+// 82.5 cooperative and 98.1 on 128x128); on 128x128 tiles over more than a wave, cooperative for
+// reductions of 1024 rows and more (512 for 1x1 layers: l3_1x1a, l3_ds), 3-10% faster than ping-pong
+// (vgg16 c256_h56 663 against 720 us, l2_3x3 62.3 against 70.1), and ping-pong on shorter ones (1-6%:
+// vgg16 c64_h112's 576 rows 385 against 409, l2_1x1a, l2_ds); split 2 ways in a cluster where a long
+// reduction (4096 rows and more) makes one to two waves (vgg16 c512_h14, 196 tiles: 191 against 214)
+// or the tiles fill less than half the SMs (stage 4's 52 tiles: l4_3x3 66.2 against 108.8 unsplit),
+// cooperative unsplit between.
+int choose_tf32_specialized_tile(const Problem& p, const HardwareModel& hw, int64_t rows, TileRunForm& form,
+                                 std::vector<std::string>& why) {
+  const int64_t cols = p.n * p.p() * p.q(), kg = p.k_per_group();
+  const int64_t sms = std::max(hw.sm_count, 1);
+  auto blocks = [&](int bm, int bn) { return ceil_div(cols, bm) * ceil_div(kg, bn); };
+  auto specialized = [&](const char* name, int bm, int bn, ConsumerSchedule consumers, int split) {
+    form.persistent = true;
+    form.consumers = consumers;
+    form.split = split;
+    why.push_back(std::string("tile ") + name + ": TF32 through tensor maps, K/G = " + std::to_string(kg) +
+                  ", C/G*R*S = " + std::to_string(rows) + ", " + std::to_string(blocks(bm, bn)) + " tiles of " +
+                  std::to_string(bm) + "x" + std::to_string(bn) + ", " + persistent_form_word(consumers) + " blocks" +
+                  (split > 1 ? ", a cluster of " + std::to_string(split) + " a tile" : "") +
+                  " (measured best for such layers on Hopper)");
+    return find_mma_tile(name);
+  };
+  constexpr auto kPingPong = ConsumerSchedule::PingPong, kCooperative = ConsumerSchedule::Cooperative;
+  if (kg <= 64) return specialized("wgmma128x64_s3", 128, 64, blocks(128, 64) > sms ? kPingPong : kCooperative, 1);
+  const int64_t tiles = blocks(128, 128);
+  if (tiles > sms && tiles <= 2 * sms && rows >= 4096) return specialized("wgmma128x128_s3", 128, 128, kCooperative, 2);
+  const bool long_reduction = rows >= 1024 || (p.r * p.s == 1 && rows >= 512);
+  if (tiles > sms) return specialized("wgmma128x128_s3", 128, 128, long_reduction ? kCooperative : kPingPong, 1);
+  return specialized("wgmma128x128_s3", 128, 128, kCooperative, tiles * 2 > sms ? 1 : 2);
+}
 
 // Measured on the H100 (bf16, NHWC, resnet50 and vgg16 at batch 32, every layer forced to each tile,
 // one run; docs/PERFORMANCE.md has the table): 128x128 with 8 warps and 128-byte stages won 14 of
@@ -940,9 +978,9 @@ constexpr std::string_view kTensorMapSuffix = "_tma";
 constexpr std::string_view kPersistentSuffix = "_persistent";
 
 // How the blocks of a persistent plan run (the why line): `forced` appends " (forced)".
-std::string persistent_blocks_reason(ConsumerSchedule consumers, bool forced) {
+std::string persistent_blocks_reason(ConsumerSchedule consumers, bool forced, bool tf32_stages) {
   const std::string text = consumers != ConsumerSchedule::None
-                               ? std::string("schedule: ") + consumer_schedule_text(consumers)
+                               ? std::string("schedule: ") + consumer_schedule_text(consumers, tf32_stages)
                                : "blocks: persistent, one wave walking the tiles, stores through a tensor map of y";
   return text + (forced ? " (forced)" : "");
 }
@@ -1012,6 +1050,20 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   // Note [mma filter rows]: element images under vector filter rows, not a wgrad step's (those
   // take the split rule).
   const bool filter_rows = forms.a == GatherForm::Element && forms.b == GatherForm::Vector && !long_reduction;
+  const int esz = dtype_size(x.dtype);
+  // Note [wgmma tf32 stages]: TF32 stages come through the copy engine only on warp-specialized tiles,
+  // whose consumers round them and store y from their accumulators.
+  if (esz == 4 && no_tensor_maps.empty()) {
+    if (!vector_tile || long_reduction)
+      no_tensor_maps = "TF32 loads through tensor maps in forward and dgrad steps only";
+    else if (p.k_per_group() <= 16)
+      no_tensor_maps = "TF32 layers of at most 16 filters a group run the narrow tile (Note [mma narrow filter tiles])";
+    else if (!y_takes_tensor_map_store(p, y, forms.a))
+      no_tensor_maps =
+          "a TF32 tile loading through tensor maps stores y from its accumulators, which needs a dense "
+          "channels-last y with K/G a multiple of 4 (K/G = " +
+          std::to_string(p.k_per_group()) + ")";
+  }
   // The rule that picked the tile also set its cluster split (Note [mma element tiles], and TF32
   // transposed filters in choose_vector_tile), tensor maps or not.
   bool rule_split = false;
@@ -1034,6 +1086,12 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
         (forced_consumers == ConsumerSchedule::Cooperative && !kMmaTileCatalog[tile].cooperative))
       throw Error(Status::BadParam,
                   "tile: unknown implicit_mma tile '" + forced_tile + "' (known: " + implicit_mma_tile_names() + ")");
+    if (esz == 4 && forced_tensor_maps && !forced_specialized)
+      throw Error(Status::Unsupported,
+                  "tile: " + forced_tile + ": TF32 loads through tensor maps only on the warp-specialized forms (" +
+                      tile_name + std::string(kTensorMapSuffix) + consumer_schedule_suffix(ConsumerSchedule::PingPong) +
+                      ", " + tile_name + std::string(kTensorMapSuffix) +
+                      consumer_schedule_suffix(ConsumerSchedule::Cooperative) + "), whose consumers round each stage");
     if (kMmaTileCatalog[tile].warpgroup && !wgmma_device(hw))
       throw Error(Status::Unsupported, "tile: " + forced_tile + " issues wgmma, which needs sm_90 (this device is sm_" +
                                            std::to_string(hw.cc_major) + std::to_string(hw.cc_minor) + ")");
@@ -1050,9 +1108,10 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
                                    forms.images_fastest && y_takes_tensor_map_store(p, y, forms.a)
                                ? choose_wgrad_cooperative_tile(p, hw, rows, deterministic, form, rule)
                                : -1;
-    const int esz = dtype_size(x.dtype);
     if (wgrad_tile >= 0) {
       tile = wgrad_tile;
+    } else if (vector_tile && esz == 4 && warpgroup && no_tensor_maps.empty()) {
+      tile = choose_tf32_specialized_tile(p, hw, rows, form, rule);  // Note [wgmma tf32 stages]
     } else if (vector_tile) {
       tile = choose_vector_tile(p, hw, rows, warpgroup, no_tensor_maps.empty(), dense_channels_last(p, y),
                                 forms.b == GatherForm::Vector, form, rule);
@@ -1161,7 +1220,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
     if (y_takes_store) {
       d.persistent = true;
       d.consumers = consumers;
-      why.push_back(persistent_blocks_reason(consumers, forced_persistent));
+      why.push_back(persistent_blocks_reason(consumers, forced_persistent, esz == 4));
     } else {
       why.push_back(std::string("blocks: one a tile; the ") + (forced_persistent ? "forced " : "") +
                     persistent_form_word(consumers) + " form stores through a tensor map of y, " +

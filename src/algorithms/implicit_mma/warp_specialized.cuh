@@ -148,14 +148,87 @@ __device__ __forceinline__ void write_output_buffer_m_major(const ImplicitMmaPar
   }
 }
 
+// Note [wgmma tf32 stages]: TF32 (fp32 tensors in TF32 math) on these tiles, forward and stride-1
+// steps with both operands K-major (wgmma reads TF32 only so). The copy engine lands fp32 stages of
+// 32 channels a 128-byte row, the same bytes as a 16-bit stage, and wgmma would read their fp32
+// bits and ignore the low 13, which truncates. cuDNN and cuBLAS round to nearest (on the H200 their
+// TF32 outputs lie 7e-6 from the exact product of the rounded inputs and 8.7e-4 from the truncated
+// ones, against 2.9e-4 from the exact result), so the consumers round every stage in place before
+// they multiply it: each thread a share of its 16-byte chunks, four loads in flight (every chunk is
+// rounded, so the swizzle does not matter), then a proxy fence and a named barrier of the
+// warpgroups that read the stage (its own warpgroup in ping-pong, both in the cooperative schedule,
+// each rounding half). The rounding of a stage overlaps the wgmma group of the one before. (The
+// producer warpgroup's three idle warps rounding the stages ahead instead, at its 40 registers a
+// thread, ran 1.5x slower: docs/PERFORMANCE.md.) y is fp32: the accumulators go straight to a dense
+// channels-last y, a pair of filters (8 bytes) a store, through the whole epilogue (SiLU included),
+// with no output buffer.
+/// Note [wgmma tf32 stages]: rounds the 16-byte chunks reader, reader + readers, ... of the `chunks`
+/// at `base` to TF32 (to nearest, ties away) in place, four loads in flight a thread.
+template <int kChunks, int kReaders>
+__device__ __forceinline__ void round_chunks_to_tf32(uint32_t base, int reader) {
+  constexpr int kAtOnce = 4;
+  for (int i0 = reader; i0 < kChunks; i0 += kAtOnce * kReaders) {
+    uint32_t v[kAtOnce][4];
+#pragma unroll
+    for (int u = 0; u < kAtOnce; ++u)
+      if (i0 + u * kReaders < kChunks)
+        asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(v[u][0]), "=r"(v[u][1]), "=r"(v[u][2]), "=r"(v[u][3])
+                     : "r"(base + (i0 + u * kReaders) * 16));
+#pragma unroll
+    for (int u = 0; u < kAtOnce; ++u)
+      if (i0 + u * kReaders < kChunks) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) MmaTf32::convert_fragment(v[u][e]);
+        asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};\n" ::"r"(base + (i0 + u * kReaders) * 16), "r"(v[u][0]),
+                     "r"(v[u][1]), "r"(v[u][2]), "r"(v[u][3]));
+      }
+  }
+}
+
+/// Note [wgmma tf32 stages]: one warp's accumulators (pixels first_pixel.. +15 in wgmma's fragment
+/// layout, BN filters from tile_n) through the epilogue (alpha, bias, beta reading y, the
+/// activation) into a dense channels-last fp32 y whose K/G is a multiple of 4, so that a pair of
+/// filters inside K/G is one aligned 8-byte store.
+template <int BN>
+__device__ __forceinline__ void store_accumulators_fp32(const ImplicitMmaParams& prm, const float (&d)[BN / 2],
+                                                        long long first_pixel, int tile_n, int lane) {
+  float* __restrict__ gY = static_cast<float*>(prm.y);
+  const int g = lane >> 2, t4 = lane & 3;
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const int f = tile_n + j * 8 + t4 * 2;
+    if (f >= prm.kg) continue;
+    const float b0 = prm.bias ? __ldg(prm.bias + f) : 0.0f, b1 = prm.bias ? __ldg(prm.bias + f + 1) : 0.0f;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const long long m = first_pixel + g + half * 8;
+      if (m >= prm.npq) continue;
+      float2* dst = reinterpret_cast<float2*>(gY + m * prm.y_sq + f);
+      float v0 = fmaf(prm.alpha, d[j * 4 + half * 2], b0), v1 = fmaf(prm.alpha, d[j * 4 + half * 2 + 1], b1);
+      if (prm.beta != 0.0f) {
+        const float2 old = *dst;
+        v0 = fmaf(prm.beta, old.x, v0), v1 = fmaf(prm.beta, old.y, v1);
+      }
+      *dst = make_float2(activate<ActivationSet::Any>(v0, prm.activation),
+                         activate<ActivationSet::Any>(v1, prm.activation));
+    }
+  }
+}
+
 template <class Tile, class Math, GatherForm kA, GatherForm kB, bool kCooperative, bool kClusterSplit = false>
 __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
     implicit_mma_warp_specialized_kernel(const __grid_constant__ ImplicitMmaParams prm) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = typename Math::Storage;
   constexpr int BM = Tile::kBlockM, BN = Tile::kBlockN, S = Tile::kWarpSpecializedStages;
-  constexpr int BK = wgmma::kRowBytes / 2;  // reduction rows of a stage
-  static_assert(Tile::kWarpSpecializedForm && Math::kBytes == 2, "warp-specialized tiles: 16-bit");
+  // Note [wgmma tf32 stages]: TF32 forward and stride-1 dgrad steps of K-major operands.
+  constexpr bool kTf32 = Math::kBytes == 4;
+  constexpr int BK = wgmma::kRowBytes / Math::kBytes;  // reduction rows of a stage
+  static_assert(
+      Tile::kWarpSpecializedForm &&
+          (Math::kBytes == 2 || (kA == GatherForm::Vector && kB == GatherForm::Vector && Tile::kWholeFilterBlocks)),
+      "warp-specialized tiles: 16-bit, or TF32 with both operands K-major");
   static_assert(!kCooperative || BM == 128, "cooperative tiles: 64 pixels a warpgroup");
   // The split's code is a form of its own: the unsplit kernels keep the registers and the schedule
   // they were measured with.
@@ -196,7 +269,7 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
   if (tid == 0) {
     detail::prefetch_tensor_map(prm.image_map);
     detail::prefetch_tensor_map(prm.filter_map);
-    detail::prefetch_tensor_map(prm.output_map);
+    if (!kTf32) detail::prefetch_tensor_map(prm.output_map);  // TF32 stores from the accumulators
 #pragma unroll
     for (int s = 0; s < S; ++s) {
       detail::mbarrier_init(&landed[s]);
@@ -279,6 +352,12 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
     for (int kt = 0; kt < k_count; ++kt) {
       const int u = u0 + kt, st = u % S;
       detail::mbarrier_wait(&landed[st], (u / S) & 1);
+      if constexpr (kTf32) {  // Note [wgmma tf32 stages]: the image and filter rows are contiguous
+        constexpr int kReaders = (kCooperative ? 2 : 1) * kConsumerThreads;
+        round_chunks_to_tf32<(BM + BN) * wgmma::kRowBytes / 16, kReaders>(image_stage(st), kCooperative ? tid : wg_tid);
+        wgmma::fence_shared_for_async();
+        detail::named_barrier_sync(kCooperative ? 3 : 1 + wg, kReaders);
+      }
       const uint64_t da = kMMajorA ? wgmma::descriptor(image_stage(st) + wg * kBlockBytes, kBlockBytes)
                                    : wgmma::descriptor(image_stage(st));
       const uint64_t db =
@@ -288,7 +367,7 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
       wgmma::fence();
       // A row block of 64 pixels is 64 rows of 128 bytes on (the descriptor counts 16-byte units).
 #pragma unroll
-      for (int ks = 0; ks < BK / 16; ++ks)
+      for (int ks = 0; ks < wgmma::kRowBytes / 32; ++ks)
 #pragma unroll
         for (int mb = 0; mb < MB; ++mb)
           wgmma::mma_async<T, BN, kMMajorA, kNMajorB>(
@@ -341,36 +420,42 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
     const long long tm = tile / tiles_n;
     const long long tile_m = tm * BM + (kCooperative ? 64 * wg : 0);  // this warpgroup's first pixel
     const int tile_n = static_cast<int>(tile - tm * tiles_n) * BN;
-    // The buffer is free once this warpgroup's previous store has read it.
-    if (wg_tid == 0) detail::bulk_wait_read<0>();
-    detail::named_barrier_sync(1 + wg, kConsumerThreads);
-    if constexpr (kWgrad) {
-      write_output_buffer_m_major<Math, BN>(prm, d[0], out_base, (warp % 4) * 16, tile_m, tile_n, lane, atomic);
-    } else {
+    if constexpr (kTf32) {  // Note [wgmma tf32 stages]
 #pragma unroll
       for (int mb = 0; mb < MB; ++mb)
-        write_output_buffer<Math, BN>(prm, d[mb], out_base, kRows, mb * 64 + (warp % 4) * 16, tile_m, tile_n, lane);
-    }
-    if (!atomic && prm.activation == kActivationSiLU) {  // Note [fused silu]: on the buffer, accumulators dead
+        store_accumulators_fp32<BN>(prm, d[mb], tile_m + mb * 64 + (warp % 4) * 16, tile_n, lane);
+    } else {
+      // The buffer is free once this warpgroup's previous store has read it.
+      if (wg_tid == 0) detail::bulk_wait_read<0>();
       detail::named_barrier_sync(1 + wg, kConsumerThreads);
-      silu_output_buffer<Math, kRows * BN * 2, kConsumerThreads>(out_base, wg_tid);
-    }
-    detail::fence_shared_for_bulk_copy();
-    detail::named_barrier_sync(1 + wg, kConsumerThreads);  // the tile is in the buffer
-    // A cooperative tile's second half may lie wholly past the last pixel: nothing to store.
-    if (wg_tid == 0 && tile_m < prm.npq) {
-      if constexpr (kWgrad) {  // one box of 64 pixels x BN filters, added into y by atomic groups
-        if (atomic)
-          detail::tensor_reduce_add_tile(prm.output_map, static_cast<int>(tile_m), tile_n, out_base);
-        else
-          detail::tensor_store_tile(prm.output_map, static_cast<int>(tile_m), tile_n, out_base);
-        detail::bulk_commit();
+      if constexpr (kWgrad) {
+        write_output_buffer_m_major<Math, BN>(prm, d[0], out_base, (warp % 4) * 16, tile_m, tile_n, lane, atomic);
       } else {
-        store_output_buffer<kRows, BN>(prm, out_base, tile_m, tile_n);
+#pragma unroll
+        for (int mb = 0; mb < MB; ++mb)
+          write_output_buffer<Math, BN>(prm, d[mb], out_base, kRows, mb * 64 + (warp % 4) * 16, tile_m, tile_n, lane);
       }
+      if (!atomic && prm.activation == kActivationSiLU) {  // Note [fused silu]: on the buffer, accumulators dead
+        detail::named_barrier_sync(1 + wg, kConsumerThreads);
+        silu_output_buffer<Math, kRows * BN * 2, kConsumerThreads>(out_base, wg_tid);
+      }
+      detail::fence_shared_for_bulk_copy();
+      detail::named_barrier_sync(1 + wg, kConsumerThreads);  // the tile is in the buffer
+      // A cooperative tile's second half may lie wholly past the last pixel: nothing to store.
+      if (wg_tid == 0 && tile_m < prm.npq) {
+        if constexpr (kWgrad) {  // one box of 64 pixels x BN filters, added into y by atomic groups
+          if (atomic)
+            detail::tensor_reduce_add_tile(prm.output_map, static_cast<int>(tile_m), tile_n, out_base);
+          else
+            detail::tensor_store_tile(prm.output_map, static_cast<int>(tile_m), tile_n, out_base);
+          detail::bulk_commit();
+        } else {
+          store_output_buffer<kRows, BN>(prm, out_base, tile_m, tile_n);
+        }
+      }
+      if constexpr (!Tile::kWholeFilterBlocks)
+        store_output_tail<kRows, BN, kConsumerThreads>(prm, out_base, tile_m, tile_n, wg_tid);
     }
-    if constexpr (!Tile::kWholeFilterBlocks)
-      store_output_tail<kRows, BN, kConsumerThreads>(prm, out_base, tile_m, tile_n, wg_tid);
   }
   if (wg_tid == 0) detail::bulk_wait_read<0>();  // the shared memory outlives the last store's reads
   // Every block's shared memory outlives the owners' reads of its last partial sums: each consumer
