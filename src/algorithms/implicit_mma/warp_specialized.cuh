@@ -159,7 +159,7 @@ __device__ __forceinline__ void write_output_buffer_m_major(const ImplicitMmaPar
 // warpgroups that read the stage (its own warpgroup in ping-pong, both in the cooperative schedule,
 // each rounding half). The rounding of a stage overlaps the wgmma group of the one before. (The
 // producer warpgroup's three idle warps rounding the stages ahead instead, at its 40 registers a
-// thread, ran 1.5x slower: docs/PERFORMANCE.md.) y is fp32: the accumulators go straight to a dense
+// thread, ran 1.2-1.6x slower: docs/PERFORMANCE.md.) y is fp32: the accumulators go straight to a dense
 // channels-last y, a pair of filters (8 bytes) a store, through the whole epilogue (SiLU included),
 // with no output buffer.
 /// Note [wgmma tf32 stages]: rounds the 16-byte chunks reader, reader + readers, ... of the `chunks`
