@@ -297,8 +297,9 @@ int choose_tf32_specialized_tile(const Problem& p, const HardwareModel& hw, int6
   if (kg <= 64) return specialized("wgmma128x64_s3", 128, 64, blocks(128, 64) > sms ? kPingPong : kCooperative, 1);
   const int64_t tiles = blocks(128, 128);
   if (tiles > sms && tiles <= 2 * sms && rows >= 4096) return specialized("wgmma128x128_s3", 128, 128, kCooperative, 2);
-  const bool long_reduction = rows >= 1024 || (p.r * p.s == 1 && rows >= 512);
-  if (tiles > sms) return specialized("wgmma128x128_s3", 128, 128, long_reduction ? kCooperative : kPingPong, 1);
+  // Not plan_implicit_mma's long_reduction (a wgrad step's): many rows a tile, which cooperative blocks favour.
+  const bool many_rows = rows >= 1024 || (p.r * p.s == 1 && rows >= 512);
+  if (tiles > sms) return specialized("wgmma128x128_s3", 128, 128, many_rows ? kCooperative : kPingPong, 1);
   return specialized("wgmma128x128_s3", 128, 128, kCooperative, tiles * 2 > sms ? 1 : 2);
 }
 
