@@ -353,9 +353,11 @@ TEST(PlanDtypes, HalfDepthwiseChannelsLastRunsTheChannelsLastKernel) {
     EXPECT_EQ(d.rows_per_thread, 1);  // stride 1: one row a thread
     EXPECT_EQ(d.pixel_groups, 32 * 56 * 14);
     EXPECT_EQ(d.launch.smem_bytes, 9 * 16 * 4);
-    // Note [channels-last grid]: 196 blocks of pixels per chunk capped at two waves of two blocks an SM
-    // over 9 chunks (58); a 1x1 layer keeps all of them.
-    EXPECT_EQ(d.launch.grid_x, 2 * 2 * 132 / 9);
+    // Note [channels-last grid]: 196 blocks of pixels per chunk capped at two waves of three blocks an
+    // SM (Note [channels-last occupancy]: a 3x3 depthwise row) over 9 chunks (88); a 1x1 layer keeps
+    // all of them.
+    EXPECT_EQ(detail::channels_last_blocks_per_sm(depthwise, d.rows_per_thread), 3);
+    EXPECT_EQ(d.launch.grid_x, 2 * 3 * 132 / 9);
     EXPECT_EQ(std::get<ChannelsLastDepthwiseDivision>(
                   plan_for(make(32, 144, 56, 56, 144, 1, 1, 0, 1, 1, 144), Layout::NHWC, t).division())
                   .launch.grid_x,
@@ -370,6 +372,12 @@ TEST(PlanDtypes, HalfDepthwiseChannelsLastRunsTheChannelsLastKernel) {
     const Plan s2_plan = plan_for(make(32, 144, 56, 56, 144, 3, 3, 1, 2, 1, 144), Layout::NHWC, t);
     const auto& s2_rows = std::get<ChannelsLastDepthwiseDivision>(s2_plan.division());
     EXPECT_EQ(s2_rows.rows_per_thread, 2);
+    // Three blocks an SM only for 3x3 and 5x5 depthwise rows: two rows a thread, 7x7 filters and
+    // channel multipliers (a shared x value) keep two.
+    EXPECT_EQ(detail::channels_last_blocks_per_sm(s2_plan.problem(), s2_rows.rows_per_thread), 2);
+    EXPECT_EQ(detail::channels_last_blocks_per_sm(s2.problem(), s.rows_per_thread), 2);
+    EXPECT_EQ(detail::channels_last_blocks_per_sm(make(32, 240, 28, 28, 240, 5, 5, 2, 1, 1, 240), 1), 3);
+    EXPECT_EQ(detail::channels_last_blocks_per_sm(make(32, 16, 28, 28, 256, 3, 3, 1, 1, 1, 16), 1), 2);
     EXPECT_EQ(s2_rows.pixel_groups, 32 * 14 * 14);
     EXPECT_EQ(s.chunk_channels, 64);
     EXPECT_EQ(s.launch.smem_bytes, 49 * 64 * 4);

@@ -121,9 +121,10 @@ __device__ __forceinline__ void fma_channels(float (&acc)[V], const InputValues<
 /// T: storage type; V: output channels a thread (8: one 16-byte vector, or 1); XV: x values a thread
 /// reads per pixel, V or 1 (Note [channels-last shared input]); QT: outputs a thread along a row, PT:
 /// rows of them; KS: square filter size as a constant (1, 3, 5, 7: the tap loops unroll and a row's
-/// loads issue together), 0 = any size at run time.
-template <class T, int V, int XV, int QT, int PT, int KS>
-__global__ void __launch_bounds__(kChannelsLastDepthwiseThreads)
+/// loads issue together), 0 = any size at run time; MinBlocks: blocks an SM must hold (3 caps the
+/// registers at 80, Note [channels-last occupancy]; 1 leaves them to the compiler, 100-128).
+template <class T, int V, int XV, int QT, int PT, int KS, int MinBlocks = 1>
+__global__ void __launch_bounds__(kChannelsLastDepthwiseThreads, MinBlocks)
     channels_last_depthwise_kernel(const ChannelsLastDepthwiseParams prm) {
   // Note [dependent launch]
   detail::wait_then_allow_dependent_grids();

@@ -16,9 +16,20 @@ namespace mconv::detail {
 namespace {
 
 template <class T, int V, int XV, int PT, int KS>
-void launch_size(const cuda::ChannelsLastDepthwiseParams& prm, int qt, dim3 grid, int threads, int smem,
-                 cuda::LaunchStream s) {
+void launch_size(const cuda::ChannelsLastDepthwiseParams& prm, int qt, bool three_blocks, dim3 grid, int threads,
+                 int smem, cuda::LaunchStream s) {
   using cuda::channels_last_depthwise_kernel;
+  // Note [channels-last occupancy]: the vector kernels of 3x3 and 5x5 depthwise rows compiled for
+  // three blocks an SM.
+  if constexpr (V == XV && V > 1 && PT == 1 && (KS == 3 || KS == 5)) {
+    if (three_blocks) {
+      if (qt == 4)
+        return cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, XV, 4, PT, KS, 3>, grid, threads, smem, s,
+                                      prm);
+      return cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, XV, 2, PT, KS, 3>, grid, threads, smem, s,
+                                    prm);
+    }
+  }
   if (qt == 4)
     return cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, XV, 4, PT, KS>, grid, threads, smem, s, prm);
   if (qt == 2)
@@ -30,17 +41,17 @@ void launch_size(const cuda::ChannelsLastDepthwiseParams& prm, int qt, dim3 grid
 // one-channel fallback with the size at run time only.
 // Two rows a thread only in the vector kernel with a constant filter size (the planner's condition).
 template <class T, int V, int XV>
-void launch(const cuda::ChannelsLastDepthwiseParams& prm, int qt, int pt, dim3 grid, int threads, int smem,
-            cuda::LaunchStream s) {
+void launch(const cuda::ChannelsLastDepthwiseParams& prm, int qt, int pt, bool three_blocks, dim3 grid, int threads,
+            int smem, cuda::LaunchStream s) {
   if constexpr (V == 1) {
-    launch_size<T, V, XV, 1, 0>(prm, qt, grid, threads, smem, s);
+    launch_size<T, V, XV, 1, 0>(prm, qt, false, grid, threads, smem, s);
   } else {
     cuda::filter_size_switch(prm.R, prm.S, [&](auto k) {
       constexpr int KS = decltype(k)::value;
       if constexpr (KS > 1) {
-        if (pt == 2) return launch_size<T, V, XV, 2, KS>(prm, qt, grid, threads, smem, s);
+        if (pt == 2) return launch_size<T, V, XV, 2, KS>(prm, qt, three_blocks, grid, threads, smem, s);
       }
-      launch_size<T, V, XV, 1, KS>(prm, qt, grid, threads, smem, s);
+      launch_size<T, V, XV, 1, KS>(prm, qt, three_blocks, grid, threads, smem, s);
     });
   }
 }
@@ -48,11 +59,11 @@ void launch(const cuda::ChannelsLastDepthwiseParams& prm, int qt, int pt, dim3 g
 // The kernel for storage type T: 16-byte vectors of output channels (reading x as vectors, or one
 // shared value), or one channel a thread.
 template <class T>
-void launch_dtype(const cuda::ChannelsLastDepthwiseParams& prm, bool vector, bool shared_x, int qt, int pt, dim3 grid,
-                  int threads, int smem, cuda::LaunchStream s) {
-  if (!vector) return launch<T, 1, 1>(prm, qt, pt, grid, threads, smem, s);
-  if (shared_x) return launch<T, 8, 1>(prm, qt, pt, grid, threads, smem, s);
-  launch<T, 8, 8>(prm, qt, pt, grid, threads, smem, s);
+void launch_dtype(const cuda::ChannelsLastDepthwiseParams& prm, bool vector, bool shared_x, int qt, int pt,
+                  bool three_blocks, dim3 grid, int threads, int smem, cuda::LaunchStream s) {
+  if (!vector) return launch<T, 1, 1>(prm, qt, pt, false, grid, threads, smem, s);
+  if (shared_x) return launch<T, 8, 1>(prm, qt, pt, false, grid, threads, smem, s);
+  launch<T, 8, 8>(prm, qt, pt, three_blocks, grid, threads, smem, s);
 }
 
 bool aligned16(const void* p) {
@@ -99,10 +110,12 @@ void channels_last_depthwise_forward(const Plan& plan, const ChannelsLastDepthwi
   const int smem = static_cast<int>(d.launch.smem_bytes);
   const cuda::LaunchStream s{static_cast<cudaStream_t>(stream), dependent_launch};
   const int qt = d.outputs_per_thread;
+  // The planner's grid counted on this many blocks an SM (rows_per_thread is the planner's pt).
+  const bool three_blocks = channels_last_blocks_per_sm(pr, d.rows_per_thread) == 3;
   if (plan.dtype() == DType::Float16)
-    launch_dtype<__half>(prm, vector, shared_x, qt, pt, grid, threads, smem, s);
+    launch_dtype<__half>(prm, vector, shared_x, qt, pt, three_blocks, grid, threads, smem, s);
   else if (plan.dtype() == DType::BFloat16)
-    launch_dtype<__nv_bfloat16>(prm, vector, shared_x, qt, pt, grid, threads, smem, s);
+    launch_dtype<__nv_bfloat16>(prm, vector, shared_x, qt, pt, three_blocks, grid, threads, smem, s);
   else
     throw Error(Status::Internal, "single_channel channels-last: a plan in fp32 reached the 16-bit kernel");
 }

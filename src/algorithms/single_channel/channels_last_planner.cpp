@@ -10,9 +10,22 @@ namespace {
 
 constexpr int kVector = 8;                  // 16-bit values in one 16-byte vector
 constexpr int64_t kFilterBytes = 48 << 10;  // the chunk's filters in fp32, without opting in to more
-constexpr int64_t kResidentBlocks = 2;      // blocks of 256 threads an SM holds at 100-128 registers
 
 }  // namespace
+
+// Note [channels-last occupancy]: at 100-128 registers an SM holds two blocks of 256 threads, 16
+// warps, and the kernel waits on its window loads (ncu, H200, bf16 batch 32: 3.7 warps a scheduler,
+// 0.95 eligible, 0.45-0.6 issued a cycle, 40% of the stalls on L1TEX). Compiled for three blocks
+// (at most 80 registers) the 3x3 and 5x5 kernels of one output row a thread spill 4-228 bytes and
+// still run faster: one call, us, two blocks -> three: mbv2_dw_c32_h112_s1 36.6 -> 28.8,
+// c384_h14_s1 12.4 -> 9.4, effb0_dw5_c672_h14_s1 32.8 -> 23.2, c240_h28_s1 38.1 -> 33.4
+// (mbv2_dw_c144_h56_s1 46.6 -> 50.6 and c576_h14_s2 6.2 -> 6.9 the losses; docs/PERFORMANCE.md).
+// 7x7 filters (372 bytes of spills: convnext_dw7 at batch 1 0.84x) and two rows a thread (3-11 KB)
+// keep two blocks, as do the shared-x kernels (channel multipliers, single-channel), not measured.
+int channels_last_blocks_per_sm(const Problem& p, int rows_per_thread) {
+  const bool small_square = p.r == p.s && (p.r == 3 || p.r == 5);
+  return p.k_per_group() == 1 && small_square && rows_per_thread == 1 ? 3 : 2;
+}
 
 std::string channels_last_depthwise_unsupported(const Problem& p, const TensorDesc& x, const TensorDesc& y) {
   if (x.dtype == DType::Float32) return "fp32 depthwise and single-channel layers run on the plane streams";
@@ -58,13 +71,14 @@ ChannelsLastDepthwiseDivision plan_channels_last_depthwise(const Problem& p, con
   d.pixel_groups = p.n * ceil_div(p.p(), int64_t(d.rows_per_thread)) * q_groups;
   d.launch.threads = 256;
   // Note [channels-last grid]: a block loads its chunk's filters, then its threads walk pixel groups
-  // gridDim.x * slots apart. With more than one tap, at most two waves of blocks (two of 256 threads
-  // fit an SM at the kernel's 100-128 registers), so the filter load and a block's start-up latency
+  // gridDim.x * slots apart. With more than one tap, at most two waves of blocks (two or three of
+  // 256 threads an SM, Note [channels-last occupancy]), so the filter load and a block's start-up latency
   // are paid a few times an SM. Measured on the H100 (bf16, batch 32 / single-channel batch 1):
   // single_h1024_m32_k5 102 -> 88 us, mbv2_dw_c144_h56_s1 42.7 -> 39.3 us, c32_h112_s1 31.2 -> 28.0;
   // 1x1 layers only write y, need every block in flight, and lost (single_h1024_m32_k1 29.6 -> 33.4).
   const int64_t blocks = ceil_div(d.pixel_groups, int64_t(slots));
-  const int64_t two_waves = std::max<int64_t>(1, 2 * kResidentBlocks * hw.sm_count / (vectors / chunk));
+  const int64_t resident = channels_last_blocks_per_sm(p, d.rows_per_thread);
+  const int64_t two_waves = std::max<int64_t>(1, 2 * resident * hw.sm_count / (vectors / chunk));
   d.launch.grid_x = p.r * p.s > 1 ? std::min(blocks, two_waves) : blocks;
   d.launch.grid_y = vectors / chunk;
   d.launch.smem_bytes = p.r * p.s * d.chunk_channels * 4;
@@ -73,7 +87,7 @@ ChannelsLastDepthwiseDivision plan_channels_last_depthwise(const Problem& p, con
                 ", channels-last y, " + std::to_string(d.chunk_channels) + " channels x " + std::to_string(slots) +
                 " pixel groups of " + std::to_string(d.rows_per_thread) + " x " + std::to_string(d.outputs_per_thread) +
                 " a block, " + std::to_string(d.launch.grid_x * d.launch.grid_y) + " blocks on " +
-                std::to_string(hw.sm_count) + " SMs");
+                std::to_string(hw.sm_count) + " SMs, " + std::to_string(resident) + " an SM");
   return d;
 }
 
