@@ -372,12 +372,13 @@ TEST(PlanDtypes, HalfDepthwiseChannelsLastRunsTheChannelsLastKernel) {
     const Plan s2_plan = plan_for(make(32, 144, 56, 56, 144, 3, 3, 1, 2, 1, 144), Layout::NHWC, t);
     const auto& s2_rows = std::get<ChannelsLastDepthwiseDivision>(s2_plan.division());
     EXPECT_EQ(s2_rows.rows_per_thread, 2);
-    // Three blocks an SM only for 3x3 and 5x5 depthwise rows: two rows a thread, 7x7 filters and
-    // channel multipliers (a shared x value) keep two.
+    // Three blocks an SM only for 3x3 and 5x5 rows (a channel multiplier's shared x value too): two
+    // rows a thread and 7x7 filters keep two.
     EXPECT_EQ(detail::channels_last_blocks_per_sm(s2_plan.problem(), s2_rows.rows_per_thread), 2);
     EXPECT_EQ(detail::channels_last_blocks_per_sm(s2.problem(), s.rows_per_thread), 2);
     EXPECT_EQ(detail::channels_last_blocks_per_sm(make(32, 240, 28, 28, 240, 5, 5, 2, 1, 1, 240), 1), 3);
-    EXPECT_EQ(detail::channels_last_blocks_per_sm(make(32, 16, 28, 28, 256, 3, 3, 1, 1, 1, 16), 1), 2);
+    EXPECT_EQ(detail::channels_last_blocks_per_sm(make(32, 16, 28, 28, 256, 3, 3, 1, 1, 1, 16), 1), 3);
+    EXPECT_EQ(detail::channels_last_blocks_per_sm(make(1, 96, 56, 56, 96, 7, 7, 3, 1, 1, 96), 1), 2);
     EXPECT_EQ(s2_rows.pixel_groups, 32 * 14 * 14);
     EXPECT_EQ(s.chunk_channels, 64);
     EXPECT_EQ(s.launch.smem_bytes, 49 * 64 * 4);

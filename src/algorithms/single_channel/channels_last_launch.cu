@@ -19,9 +19,9 @@ template <class T, int V, int XV, int PT, int KS>
 void launch_size(const cuda::ChannelsLastDepthwiseParams& prm, int qt, bool three_blocks, dim3 grid, int threads,
                  int smem, cuda::LaunchStream s) {
   using cuda::channels_last_depthwise_kernel;
-  // Note [channels-last occupancy]: the vector kernels of 3x3 and 5x5 depthwise rows compiled for
-  // three blocks an SM.
-  if constexpr (V == XV && V > 1 && PT == 1 && (KS == 3 || KS == 5)) {
+  // Note [channels-last occupancy]: the vector kernels of 3x3 and 5x5 rows (x read as vectors or as
+  // one shared value) compiled for three blocks an SM.
+  if constexpr (V > 1 && PT == 1 && (KS == 3 || KS == 5)) {
     if (three_blocks) {
       if (qt == 4)
         return cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, XV, 4, PT, KS, 3>, grid, threads, smem, s,
@@ -62,7 +62,7 @@ template <class T>
 void launch_dtype(const cuda::ChannelsLastDepthwiseParams& prm, bool vector, bool shared_x, int qt, int pt,
                   bool three_blocks, dim3 grid, int threads, int smem, cuda::LaunchStream s) {
   if (!vector) return launch<T, 1, 1>(prm, qt, pt, false, grid, threads, smem, s);
-  if (shared_x) return launch<T, 8, 1>(prm, qt, pt, false, grid, threads, smem, s);
+  if (shared_x) return launch<T, 8, 1>(prm, qt, pt, three_blocks, grid, threads, smem, s);
   launch<T, 8, 8>(prm, qt, pt, three_blocks, grid, threads, smem, s);
 }
 

@@ -20,11 +20,13 @@ constexpr int64_t kFilterBytes = 48 << 10;  // the chunk's filters in fp32, with
 // still run faster: one call, us, two blocks -> three: mbv2_dw_c32_h112_s1 36.6 -> 28.8,
 // c384_h14_s1 12.4 -> 9.4, effb0_dw5_c672_h14_s1 32.8 -> 23.2, c240_h28_s1 38.1 -> 33.4
 // (mbv2_dw_c144_h56_s1 46.6 -> 50.6 and c576_h14_s2 6.2 -> 6.9 the losses; docs/PERFORMANCE.md).
-// 7x7 filters (372 bytes of spills: convnext_dw7 at batch 1 0.84x) and two rows a thread (3-11 KB)
-// keep two blocks, as do the shared-x kernels (channel multipliers, single-channel), not measured.
+// The shared-x form (single-channel layers, channel multipliers; 4-36 bytes of spills) gained too:
+// single_h224_m64_k3 9.2 -> 6.8 us, k5 15.8 -> 12.2, h1024_m32_k3 48.1 -> 43.6, 1.06x over the
+// suite's 3x3 and 5x5 layers in bf16 and fp16. 7x7 filters (372 bytes of spills: convnext_dw7 at
+// batch 1 0.84x) and two rows a thread (3-11 KB) keep two blocks.
 int channels_last_blocks_per_sm(const Problem& p, int rows_per_thread) {
   const bool small_square = p.r == p.s && (p.r == 3 || p.r == 5);
-  return p.k_per_group() == 1 && small_square && rows_per_thread == 1 ? 3 : 2;
+  return small_square && rows_per_thread == 1 ? 3 : 2;
 }
 
 std::string channels_last_depthwise_unsupported(const Problem& p, const TensorDesc& x, const TensorDesc& y) {
