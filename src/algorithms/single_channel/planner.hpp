@@ -186,8 +186,8 @@ inline constexpr char kChannelsLastDepthwiseTile[] = "single_channel_channels_la
 /// Empty when the channels-last depthwise kernel runs `p` with these tensors; otherwise the reason.
 std::string channels_last_depthwise_unsupported(const Problem& p, const TensorDesc& x, const TensorDesc& y);
 /// Blocks of 256 threads the kernel for `p` is compiled to fit on one SM (Note [channels-last
-/// occupancy]): 3 for square 3x3 or 5x5 filters with one output row a thread, else 2. The planner sizes the grid by it
-/// and the launcher picks the kernel by it.
+/// occupancy]): 3 for square 3x3 or 5x5 filters with one output row a thread, else 2. The planner
+/// sizes the grid by it and the launcher picks the kernel by it.
 int channels_last_blocks_per_sm(const Problem& p, int rows_per_thread);
 /// The division, with its reasons appended to `why`.
 ChannelsLastDepthwiseDivision plan_channels_last_depthwise(const Problem& p, const HardwareModel& hw,
