@@ -3,6 +3,7 @@
 // (Note [channels-last shared input]), and the (dtype, outputs a thread) switch.
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "../common/cuda_check.cuh"
 #include "../common/filter_size_switch.cuh"
@@ -15,26 +16,31 @@
 namespace mconv::detail {
 namespace {
 
+// The kernel of `qt` outputs a thread: four at stride 1, two at larger strides (the planner's only
+// choices; fewer on small grids measured slower, docs/PERFORMANCE.md).
+template <class T, int V, int XV, int PT, int KS, int MinBlocks>
+void launch_outputs(const cuda::ChannelsLastDepthwiseParams& prm, int qt, dim3 grid, int threads, int smem,
+                    cuda::LaunchStream s) {
+  using cuda::channels_last_depthwise_kernel;
+  if (qt == 4)
+    return cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, XV, 4, PT, KS, MinBlocks>, grid, threads, smem,
+                                  s, prm);
+  if (qt == 2)
+    return cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, XV, 2, PT, KS, MinBlocks>, grid, threads, smem,
+                                  s, prm);
+  throw Error(Status::Internal,
+              "single_channel channels-last: no kernel for " + std::to_string(qt) + " outputs a thread");
+}
+
+// Note [channels-last occupancy]: the vector kernels of 3x3 and 5x5 rows (x read as vectors or as
+// one shared value) are also compiled for three blocks an SM.
 template <class T, int V, int XV, int PT, int KS>
 void launch_size(const cuda::ChannelsLastDepthwiseParams& prm, int qt, bool three_blocks, dim3 grid, int threads,
                  int smem, cuda::LaunchStream s) {
-  using cuda::channels_last_depthwise_kernel;
-  // Note [channels-last occupancy]: the vector kernels of 3x3 and 5x5 rows (x read as vectors or as
-  // one shared value) compiled for three blocks an SM.
   if constexpr (V > 1 && PT == 1 && (KS == 3 || KS == 5)) {
-    if (three_blocks) {
-      if (qt == 4)
-        return cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, XV, 4, PT, KS, 3>, grid, threads, smem, s,
-                                      prm);
-      return cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, XV, 2, PT, KS, 3>, grid, threads, smem, s,
-                                    prm);
-    }
+    if (three_blocks) return launch_outputs<T, V, XV, PT, KS, 3>(prm, qt, grid, threads, smem, s);
   }
-  if (qt == 4)
-    return cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, XV, 4, PT, KS>, grid, threads, smem, s, prm);
-  if (qt == 2)
-    return cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, XV, 2, PT, KS>, grid, threads, smem, s, prm);
-  cuda::launch_with_smem(channels_last_depthwise_kernel<T, V, XV, 1, PT, KS>, grid, threads, smem, s, prm);
+  launch_outputs<T, V, XV, PT, KS, 1>(prm, qt, grid, threads, smem, s);
 }
 
 // The vector kernel with the filter size as a constant for square 1, 3, 5, 7 filters; the

@@ -55,7 +55,8 @@ ChannelsLastDepthwiseDivision plan_channels_last_depthwise(const Problem& p, con
   // A row's adjacent outputs share input columns (S - 1 of every S at stride 1): 4 per thread, 2 at
   // larger strides, where they share fewer. 256 threads even where that leaves batch-1 layers a few
   // dozen blocks: smaller blocks with one output a thread measured 46% slower on ConvNeXt's batch-1
-  // 7x7 layers (docs/PERFORMANCE.md).
+  // 7x7 layers, and 256 threads of one or two outputs where four leave SMs idle lost too (H200, bf16:
+  // single_h56_m256_k5 6.3 -> 8.7 us, ConvNeXt's batch-1 7x7 layers 0.80x; docs/PERFORMANCE.md).
   d.outputs_per_thread = p.stride_w == 1 ? 4 : 2;
   const int slots = 256 / chunk;
   // Note [channels-last row window]: two rows of outputs a thread where the row window streams them
