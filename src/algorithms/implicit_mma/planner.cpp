@@ -402,6 +402,9 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
     const bool few_short_tiles = tiles <= sms && rows <= 512;
     const bool fills_128x256 =
         kg >= 256 && rows >= 1152 && blocks(128, 256) >= (tensor_maps ? sms * 2 / 3 : sms * 3 / 4);
+    // A quarter to an eighth of a wave of 128x256 tiles of a long reduction (stage 4's 3x3 layers).
+    const bool quarter_wave_128x256 =
+        kg >= 256 && p.r * p.s > 1 && rows >= 2048 && blocks(128, 256) * 4 <= sms && blocks(128, 256) * 8 >= sms;
     // The phase steps of a strided layer's dgrad (N-major filters, writing every stride-th pixel of
     // dx): 128x128 unsplit (bf16, resnet50's dgrad, every step forced onto each tile unsplit, one
     // call): l4_3x3s2 42.8 -> 32.9 us against 64x128 and a 4-way split 128x256, l2_3x3s2 41.9 ->
@@ -443,9 +446,6 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
       const int64_t tiles_128 = blocks(128, 128);
       const bool one_round_128 = tiles_128 * 2 > sms && tiles_128 <= sms;
       const bool two_waves_128 = tiles_128 >= 2 * sms;  // Note [output buffer stores]: 128x128 ping-pong
-      // A quarter to an eighth of a wave of 128x256 tiles of a long reduction (stage 4's 3x3 layers).
-      const bool quarter_wave_128x256 =
-          kg >= 256 && p.r * p.s > 1 && rows >= 2048 && blocks(128, 256) * 4 <= sms && blocks(128, 256) * 8 >= sms;
       // Forward layers, and since the stmatrix epilogue (Note [output buffer stores], kernel.cuh) the
       // stride-1 dgrad steps of such reductions too (H200, bf16 NHWC, stages 2-4 forced onto each
       // cooperative split, one call: l4_3x3's step 26.8 -> 23.1 us against 128x256 split 4).
@@ -527,8 +527,7 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
     // 27.4 dgrad; l4_3x3s2 33.0 -> 26.4). Stage 3's 3x3 layers (49 such tiles, split 2) lost 10%, and
     // batch-1 grids of fewer than an eighth of the SMs (1-5 such tiles, mostly empty: multi_channel's
     // 7x7-28x28 maps) 1.5-2x against 64x128 in four stages.
-    if (tensor_maps && kg >= 256 && p.r * p.s > 1 && rows >= 2048 && blocks(128, 256) * 4 <= sms &&
-        blocks(128, 256) * 8 >= sms) {
+    if (tensor_maps && quarter_wave_128x256) {
       form.split = 4;
       return pick("wgmma128x256_s4",
                   shape + std::to_string(blocks(128, 256)) + " blocks, each split 4 ways in a cluster");
