@@ -351,38 +351,73 @@ TEST(PlanDtypes, HalfDepthwiseChannelsLastRunsTheChannelsLastKernel) {
     EXPECT_EQ(d.chunk_channels, 16);  // 18 vectors of 8 channels: chunks of 2 vectors divide them
     EXPECT_EQ(d.outputs_per_thread, 4);
     EXPECT_EQ(d.rows_per_thread, 1);  // stride 1: one row a thread
-    EXPECT_EQ(d.pixel_groups, 32 * 56 * 14);
-    EXPECT_EQ(d.launch.smem_bytes, 9 * 16 * 4);
-    // Note [channels-last grid]: 196 blocks of pixels per chunk capped at two waves of three blocks an
-    // SM (Note [channels-last occupancy]: a 3x3 depthwise row) over 9 chunks (88); a 1x1 layer keeps
-    // all of them.
-    EXPECT_EQ(detail::channels_last_blocks_per_sm(depthwise, d.rows_per_thread), 3);
-    EXPECT_EQ(d.launch.grid_x, 2 * 3 * 132 / 9);
+    // Note [channels-last staged tile]: 128 slots of four outputs as 8 x 64 tiles, one across the
+    // map's 56 columns and seven down its rows, whose 10 x 66 input windows load the fewest pixels;
+    // the window's rows padded from 132 to 134 units, so a quarter warp's four slots, on rows 134
+    // units apart, read bank groups 0, 6, 4, 2 (and their second lanes 1, 7, 5, 3).
+    EXPECT_EQ(d.tile_rows, 8);
+    EXPECT_EQ(d.tile_cols, 64);
+    EXPECT_EQ(d.blocks_per_sm, 3);  // 80 registers (3x3 filters)
+    const detail::ChannelsLastWindow window = detail::channels_last_window(depthwise, 2, 8, 64);
+    EXPECT_EQ(window.rows, 10);
+    EXPECT_EQ(window.cols, 66);
+    EXPECT_EQ(window.pitch, 134);
+    EXPECT_EQ(d.launch.smem_bytes, 9 * 16 * 4 + 10 * 134 * 16);
+    EXPECT_EQ(d.launch.grid_x, 32 * 7);
+    EXPECT_EQ(d.launch.grid_y, 9);
+    EXPECT_NE(nhwc.to_text(0).find("tiles of 8 x 64 outputs"), std::string::npos) << nhwc.to_text(0);
+    // Chunks of 8 vectors need no padding (a quarter warp reads one pixel's 128 bytes); one vector at
+    // stride 2 has none that helps and keeps the bare width.
+    EXPECT_EQ(detail::channels_last_window(depthwise, 8, 8, 16).pitch, 18 * 8);
+    EXPECT_EQ(detail::channels_last_window(make(2, 8, 64, 64, 8, 3, 3, 1, 2, 1, 8), 1, 8, 64).pitch, 129);
+    // Dilated, the same layer walks pixel groups reading x through L1. Note [channels-last grid]: 196
+    // blocks of pixels per chunk capped at two waves of three blocks an SM (Note [channels-last
+    // occupancy]: a 3x3 depthwise row) over 9 chunks (88); a 1x1 layer keeps all of them.
+    const Plan dilated = plan_for(make(32, 144, 56, 56, 144, 3, 3, 2, 1, 2, 144), Layout::NHWC, t);
+    const auto& walk = std::get<ChannelsLastDepthwiseDivision>(dilated.division());
+    EXPECT_EQ(walk.tile_rows, 0);
+    EXPECT_EQ(walk.pixel_groups, 32 * 56 * 14);
+    EXPECT_EQ(walk.launch.smem_bytes, 9 * 16 * 4);
+    EXPECT_EQ(detail::channels_last_blocks_per_sm(dilated.problem(), walk.rows_per_thread), 3);
+    EXPECT_EQ(walk.blocks_per_sm, 3);
+    EXPECT_EQ(walk.launch.grid_x, 2 * 3 * 132 / 9);
     EXPECT_EQ(std::get<ChannelsLastDepthwiseDivision>(
                   plan_for(make(32, 144, 56, 56, 144, 1, 1, 0, 1, 1, 144), Layout::NHWC, t).division())
                   .launch.grid_x,
               196);
     EXPECT_EQ(division_name(nhwc.division()), "single_channel_channels_last");
     // Stride 2: two outputs a thread; 7x7 filters of 64 channels: 12.25 KB of shared memory.
-    const Plan s2 = plan_for(make(1, 768, 14, 14, 768, 7, 7, 3, 2, 1, 768), Layout::NHWC, t);
+    // (A 6 x 6 output map: tiles of 8 x 8 would idle 28 of their 64 outputs.)
+    const Plan s2 = plan_for(make(1, 768, 12, 12, 768, 7, 7, 3, 2, 1, 768), Layout::NHWC, t);
     const auto& s = std::get<ChannelsLastDepthwiseDivision>(s2.division());
+    EXPECT_EQ(s.tile_rows, 0);
     EXPECT_EQ(s.outputs_per_thread, 2);
     EXPECT_EQ(s.rows_per_thread, 1);  // two rows a thread would leave 12 blocks
-    // Stride 2 on a larger grid: two rows of two outputs a thread, 441 blocks for 132 SMs.
-    const Plan s2_plan = plan_for(make(32, 144, 56, 56, 144, 3, 3, 1, 2, 1, 144), Layout::NHWC, t);
+    // Stride 2 on a larger grid of maps no tile fits (9 x 9 outputs): two rows of two outputs a
+    // thread, 450 blocks for 132 SMs.
+    const Plan s2_plan = plan_for(make(256, 144, 18, 18, 144, 3, 3, 1, 2, 1, 144), Layout::NHWC, t);
     const auto& s2_rows = std::get<ChannelsLastDepthwiseDivision>(s2_plan.division());
+    EXPECT_EQ(s2_rows.tile_rows, 0);
     EXPECT_EQ(s2_rows.rows_per_thread, 2);
-    // Three blocks an SM only for 3x3 and 5x5 rows (a channel multiplier's shared x value too): two
-    // rows a thread and 7x7 filters keep two.
+    // The same layer on 56 x 56 maps: 16 x 16 tiles of two outputs a thread, three blocks an SM.
+    const auto& s2_tiled = std::get<ChannelsLastDepthwiseDivision>(
+        plan_for(make(32, 144, 56, 56, 144, 3, 3, 1, 2, 1, 144), Layout::NHWC, t).division());
+    EXPECT_EQ(s2_tiled.tile_rows, 16);
+    EXPECT_EQ(s2_tiled.tile_cols, 16);
+    EXPECT_EQ(s2_tiled.rows_per_thread, 1);
+    EXPECT_EQ(s2_tiled.blocks_per_sm, 3);
+    // Three blocks an SM only for 1x1, 3x3 and 5x5 rows (a channel multiplier's shared x value too):
+    // two rows a thread and 7x7 filters keep two.
     EXPECT_EQ(detail::channels_last_blocks_per_sm(s2_plan.problem(), s2_rows.rows_per_thread), 2);
     EXPECT_EQ(detail::channels_last_blocks_per_sm(s2.problem(), s.rows_per_thread), 2);
     EXPECT_EQ(detail::channels_last_blocks_per_sm(make(32, 240, 28, 28, 240, 5, 5, 2, 1, 1, 240), 1), 3);
     EXPECT_EQ(detail::channels_last_blocks_per_sm(make(32, 16, 28, 28, 256, 3, 3, 1, 1, 1, 16), 1), 3);
     EXPECT_EQ(detail::channels_last_blocks_per_sm(make(1, 96, 56, 56, 96, 7, 7, 3, 1, 1, 96), 1), 2);
-    EXPECT_EQ(s2_rows.pixel_groups, 32 * 14 * 14);
+    EXPECT_EQ(detail::channels_last_blocks_per_sm(make(1, 1, 1024, 1024, 32, 1, 1), 1), 3);
+    EXPECT_EQ(s2_rows.pixel_groups, 256 * 5 * 5);
     EXPECT_EQ(s.chunk_channels, 64);
     EXPECT_EQ(s.launch.smem_bytes, 49 * 64 * 4);
-    EXPECT_EQ(s.launch.grid_x * s.launch.grid_y, 1 * 12);  // 7 rows x 4 pairs = 28 groups, 32 slots
+    EXPECT_EQ(s.launch.grid_x * s.launch.grid_y, 1 * 12);  // 6 rows x 3 pairs = 18 groups, 32 slots
     // C not a multiple of 8, and channel multipliers of no whole vector stay on implicit_mma (NCHW
     // planes run the plane streams: the next test); a single-channel x is contiguous in either
     // layout, so 12 filters (no whole vector) go to the strip kernel.

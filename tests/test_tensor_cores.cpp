@@ -3,6 +3,8 @@
 // a message) where no GPU is visible.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "../src/algorithms/implicit_mma/tiles.hpp"
 #include "../src/algorithms/single_channel/planner.hpp"
 #include "device_bytes.hpp"
@@ -438,6 +440,20 @@ TEST_F(TensorCores, ChannelsLastDepthwiseKernel) {
   Case conv{make(1, 16, 7, 9, 16, 3, 5, 1, 1, 1, 16)};
   conv.p.mode = Mode::Convolution;
   cases.push_back(conv);
+  // Note [channels-last staged tile]: maps the tiles cover with the last ones partly outside y, chunks
+  // of 1, 2, 4 and 8 vectors (each its own padded window pitch) and three chunks, 3x3 to 7x7 at
+  // strides 1 and 2, the whole epilogue and a true convolution.
+  Case tiled_conv{make(2, 64, 28, 28, 64, 7, 7, 3, 1, 1, 64)};
+  tiled_conv.p.mode = Mode::Convolution;
+  const std::vector<Case> tiled{Case{make(1, 8, 30, 120, 8, 3, 3, 1, 1, 1, 8)},
+                                Case{make(2, 16, 30, 60, 16, 5, 5, 2, 1, 1, 16)},
+                                Case{make(2, 32, 61, 63, 32, 7, 7, 3, 2, 1, 32)},
+                                Case{make(2, 64, 29, 29, 64, 3, 3, 1, 2, 1, 64)},
+                                Case{make(1, 192, 28, 28, 192, 5, 5, 2, 1, 1, 192)},
+                                Case{make(2, 64, 30, 30, 64, 5, 5, 2, 2, 1, 64)},
+                                with_whole_epilogue(Case{make(2, 48, 56, 56, 48, 3, 3, 1, 1, 1, 48)}),
+                                tiled_conv};
+  cases.insert(cases.end(), tiled.begin(), tiled.end());
   // Note [channels-last shared input]: single-channel layers (C = 1, K filters) and channel
   // multipliers of 8 and 16, where a vector of filters shares one x value: 1x1 to 7x7, strides 1 and
   // 2 (two rows a thread on the large grid), dilation, many filters (several chunks), the whole
@@ -470,6 +486,9 @@ TEST_F(TensorCores, ChannelsLastDepthwiseKernel) {
         const bool channels_last = c.p.k % 8 == 0 && (kg == 1 || kg % 8 == 0);
         const std::string want = channels_last ? "single_channel_channels_last\n" : "mma";
         EXPECT_EQ(division.rfind(want, 0), 0u) << c.name() << ": " << division;
+        if (offset == 0 &&
+            std::any_of(tiled.begin(), tiled.end(), [&](const Case& t) { return t.p.to_string() == c.p.to_string(); }))
+          EXPECT_NE(division.find("tiles of"), std::string::npos) << c.name() << ": " << division;
       }
   }
 }

@@ -206,7 +206,11 @@ struct ChannelsLastDepthwiseDivision {
   int outputs_per_thread = 4;  ///< adjacent output pixels of a row a thread computes
   int rows_per_thread = 1;     ///< adjacent output rows a thread computes (Note [channels-last row window])
   int64_t pixel_groups = 0;    ///< N * ceil(P / rows_per_thread) * ceil(Q / outputs_per_thread)
-  LaunchShape launch;          ///< for 16-byte vectors (the launcher goes one channel at a time otherwise)
+  int blocks_per_sm = 2;       ///< resident blocks the grid counts on (Note [channels-last occupancy])
+  /// Output rows x columns of one block's tile, its input window staged in shared memory (Note
+  /// [channels-last staged tile]); 0 x 0: the block's threads walk pixel groups, reading x from L1.
+  int tile_rows = 0, tile_cols = 0;
+  LaunchShape launch;  ///< for 16-byte vectors (the launcher goes one channel at a time otherwise)
 };
 
 /// depthwise_wgrad (src/algorithms/depthwise_wgrad): the filter gradient of a layer with one input

@@ -124,7 +124,12 @@ struct TextOf {
   std::string operator()(const ChannelsLastDepthwiseDivision& d) const {
     std::ostringstream os;
     os << "division  " << d.chunk_channels << " channels a block, " << d.rows_per_thread << " x "
-       << d.outputs_per_thread << " output pixels a thread, " << d.pixel_groups << " pixel groups\n";
+       << d.outputs_per_thread << " output pixels a thread, ";
+    if (d.tile_rows > 0)
+      os << "tiles of " << d.tile_rows << " x " << d.tile_cols << " outputs, input window staged in shared memory";
+    else
+      os << d.pixel_groups << " pixel groups";
+    os << ", " << d.blocks_per_sm << " block(s) an SM\n";
     return os.str() + launch_text(d.launch);
   }
   std::string operator()(const DepthwiseWgradDivision& d) const {

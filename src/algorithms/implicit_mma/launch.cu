@@ -319,13 +319,13 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   if (tensor_maps) set_tensor_maps(prm, plan, t, a, b, x, w, d.image_pixel_rows);
   const auto y_type = tensor_map_type(plan.dtype());
   constexpr int kBox = cuda::wgmma::kRowBytes / 2;
-  if (persistent && esz == 4) {
-    // Note [wgmma tf32 stages]: y is stored from the accumulators.
-  } else if (persistent && a == GatherForm::Transposed) {  // Note [wgmma warp-specialized wgrad]: pixels contiguous
-    prm.output_map = cuda::tiled_map<2>(y, y_type, {prm.npq, kg}, {out.stride_k}, {kBox, t.block_n});
-  } else if (persistent) {  // a cooperative warpgroup stores its 64 pixels of a tile
-    prm.output_map = cuda::tiled_map<2>(y, y_type, {kg, prm.npq}, {out.stride_q},
-                                        {kBox, consumers == ConsumerSchedule::Cooperative ? 64 : t.block_m});
+  // Note [wgmma tf32 stages]: TF32 tiles store y from the accumulators, without an output map.
+  if (persistent && esz == 2) {
+    if (a == GatherForm::Transposed)  // Note [wgmma warp-specialized wgrad]: pixels contiguous
+      prm.output_map = cuda::tiled_map<2>(y, y_type, {prm.npq, kg}, {out.stride_k}, {kBox, t.block_n});
+    else  // a cooperative warpgroup stores its 64 pixels of a tile
+      prm.output_map = cuda::tiled_map<2>(y, y_type, {kg, prm.npq}, {out.stride_q},
+                                          {kBox, consumers == ConsumerSchedule::Cooperative ? 64 : t.block_m});
   }
   const int k_tiles = static_cast<int>(ceil_div(plan.rows(), t.row_bytes / esz));
   // Note [fused silu]: the persistent and warp-specialized tiles apply SiLU to their output buffer

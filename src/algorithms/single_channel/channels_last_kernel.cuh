@@ -118,6 +118,60 @@ __device__ __forceinline__ void fma_channels(float (&acc)[V], const InputValues<
   }
 }
 
+/// Stages the filters of channel vectors [cv0, cv0 + chunk) in shared memory, in fp32, tap-major
+/// (tap * chunk_vectors * V + channel), flipped where the plan says so. Channel-major reads: a
+/// filter's taps are contiguous (KCRS and KRSC alike when C/G = 1), so neighbouring threads read
+/// neighbouring taps. (Tap-major reads, R*S elements apart, cost more than the convolution itself on
+/// batch-1 layers, where many small blocks each load their filters.) The caller synchronises.
+template <class T, int V>
+__device__ __forceinline__ void stage_filters(const ChannelsLastDepthwiseParams& prm, float* sFilter, int cv0,
+                                              int chunk, int R, int S) {
+  const T* w = static_cast<const T*>(prm.ws);
+  const int taps = R * S, tc = prm.chunk_vectors;
+  for (int i = threadIdx.x; i < taps * chunk * V; i += blockDim.x) {
+    const int c = i / taps, tap = i - c * taps;
+    int r = tap / S, s = tap - r * S;
+    if (prm.flip) r = R - 1 - r, s = S - 1 - s;
+    const long long k = static_cast<long long>(cv0) * V + c;
+    sFilter[tap * tc * V + c] = to_float(w[k * prm.w_sk + r * prm.w_sr + s * prm.w_ss]);
+  }
+}
+
+/// The thread's bias values of its V output channels from c0 on (0 without a bias).
+template <int V>
+__device__ __forceinline__ void load_bias(const ChannelsLastDepthwiseParams& prm, long long c0, float (&bias)[V]) {
+#pragma unroll
+  for (int v = 0; v < V; ++v) bias[v] = prm.bias ? __ldg(prm.bias + c0 + v) : 0.0f;
+}
+
+/// Writes one output pixel's V channels at `out` through the epilogue.
+template <class T, int V>
+__device__ __forceinline__ void store_output(const ChannelsLastDepthwiseParams& prm, T* out, const float (&acc)[V],
+                                             const float (&bias)[V]) {
+  Vector<T, V> res;
+  if (prm.beta != 0.0f || prm.activation == kActivationSiLU) {  // SiLU: Note [fused silu]
+    Vector<T, V> old{};
+    if (prm.beta != 0.0f) old = *reinterpret_cast<const Vector<T, V>*>(out);
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      const float o = to_float(old.v[v]);
+      res.v[v] =
+          from_float<T>(epilogue_value<ActivationSet::Any>(prm.alpha, acc[v], prm.beta, &o, bias[v], prm.activation));
+    }
+  } else {
+    // Without beta (the usual call) y is not read and a value costs one FMA, the ReLU and its share
+    // of a paired conversion: at 3x3 the full epilogue was as many instructions as the taps.
+    float v_out[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      const float t = fmaf(prm.alpha, acc[v], bias[v]);
+      v_out[v] = activate<ActivationSet::NoSiLU>(t, prm.activation);
+    }
+    store_rounded<T, V>(res, v_out);
+  }
+  *reinterpret_cast<Vector<T, V>*>(out) = res;
+}
+
 /// T: storage type; V: output channels a thread (8: one 16-byte vector, or 1); XV: x values a thread
 /// reads per pixel, V or 1 (Note [channels-last shared input]); QT: outputs a thread along a row, PT:
 /// rows of them; KS: square filter size as a constant (1, 3, 5, 7: the tap loops unroll and a row's
@@ -133,18 +187,7 @@ __global__ void __launch_bounds__(kChannelsLastDepthwiseThreads, MinBlocks)
   const int cv0 = blockIdx.y * tc;
   const int chunk = min(tc, prm.channel_vectors - cv0);
   const int R = KS ? KS : prm.R, S = KS ? KS : prm.S;
-  const int taps = R * S;
-  const T* w = static_cast<const T*>(prm.ws);
-  // Channel-major: a filter's taps are contiguous (KCRS and KRSC alike when C/G = 1), so
-  // neighbouring threads read neighbouring taps. (Tap-major reads, R*S elements apart, cost more than
-  // the convolution itself on batch-1 layers, where many small blocks each load their filters.)
-  for (int i = threadIdx.x; i < taps * chunk * V; i += blockDim.x) {
-    const int c = i / taps, tap = i - c * taps;
-    int r = tap / S, s = tap - r * S;
-    if (prm.flip) r = R - 1 - r, s = S - 1 - s;
-    const long long k = static_cast<long long>(cv0) * V + c;
-    sFilter[tap * tc * V + c] = to_float(w[k * prm.w_sk + r * prm.w_sr + s * prm.w_ss]);
-  }
+  stage_filters<T, V>(prm, sFilter, cv0, chunk, R, S);
   __syncthreads();
   const int lane = threadIdx.x % tc, slot = threadIdx.x / tc, slots = blockDim.x / tc;
   if (lane >= chunk) return;
@@ -155,8 +198,7 @@ __global__ void __launch_bounds__(kChannelsLastDepthwiseThreads, MinBlocks)
   const T* x = static_cast<const T*>(prm.xs) + static_cast<long long>(x_channel) * prm.x_sc;
   T* y = static_cast<T*>(prm.ys) + c0;
   float bias[V];
-#pragma unroll
-  for (int v = 0; v < V; ++v) bias[v] = prm.bias ? __ldg(prm.bias + c0 + v) : 0.0f;
+  load_bias(prm, c0, bias);
 
   for (long long pg = static_cast<long long>(blockIdx.x) * slots + slot; pg < prm.pixel_groups;
        pg += static_cast<long long>(gridDim.x) * slots) {
@@ -247,29 +289,9 @@ __global__ void __launch_bounds__(kChannelsLastDepthwiseThreads, MinBlocks)
 #pragma unroll
       for (int j = 0; j < QT; ++j) {
         if (q0 + j >= prm.Q) break;
-        T* out = y + n * prm.y_sn + static_cast<long long>(p) * prm.y_sp + static_cast<long long>(q0 + j) * prm.y_sq;
-        Vector<T, V> res;
-        if (prm.beta != 0.0f || prm.activation == kActivationSiLU) {  // SiLU: Note [fused silu]
-          Vector<T, V> old{};
-          if (prm.beta != 0.0f) old = *reinterpret_cast<const Vector<T, V>*>(out);
-#pragma unroll
-          for (int v = 0; v < V; ++v) {
-            const float o = to_float(old.v[v]);
-            res.v[v] = from_float<T>(
-                epilogue_value<ActivationSet::Any>(prm.alpha, acc[i][j][v], prm.beta, &o, bias[v], prm.activation));
-          }
-        } else {
-          // Without beta (the usual call) y is not read and a value costs one FMA, the ReLU and its
-          // share of a paired conversion: at 3x3 the full epilogue was as many instructions as the taps.
-          float v_out[V];
-#pragma unroll
-          for (int v = 0; v < V; ++v) {
-            const float t = fmaf(prm.alpha, acc[i][j][v], bias[v]);
-            v_out[v] = activate<ActivationSet::NoSiLU>(t, prm.activation);
-          }
-          store_rounded<T, V>(res, v_out);
-        }
-        *reinterpret_cast<Vector<T, V>*>(out) = res;
+        store_output<T, V>(
+            prm, y + n * prm.y_sn + static_cast<long long>(p) * prm.y_sp + static_cast<long long>(q0 + j) * prm.y_sq,
+            acc[i][j], bias);
       }
     }
   }

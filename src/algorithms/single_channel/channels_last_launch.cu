@@ -11,10 +11,13 @@
 #include "../common/kernel_launch.cuh"
 #include "../launch.hpp"
 #include "channels_last_kernel.cuh"
+#include "channels_last_tile_kernel.cuh"
 #include "planner.hpp"
 
 namespace mconv::detail {
 namespace {
+
+constexpr int kThreads = cuda::kChannelsLastDepthwiseThreads;
 
 // The kernel of `qt` outputs a thread: four at stride 1, two at larger strides (the planner's only
 // choices; fewer on small grids measured slower, docs/PERFORMANCE.md).
@@ -32,12 +35,12 @@ void launch_outputs(const cuda::ChannelsLastDepthwiseParams& prm, int qt, dim3 g
               "single_channel channels-last: no kernel for " + std::to_string(qt) + " outputs a thread");
 }
 
-// Note [channels-last occupancy]: the vector kernels of 3x3 and 5x5 rows (x read as vectors or as
-// one shared value) are also compiled for three blocks an SM.
+// Note [channels-last occupancy]: the vector kernels of 1x1, 3x3 and 5x5 rows (x read as vectors or
+// as one shared value) are also compiled for three blocks an SM.
 template <class T, int V, int XV, int PT, int KS>
 void launch_size(const cuda::ChannelsLastDepthwiseParams& prm, int qt, bool three_blocks, dim3 grid, int threads,
                  int smem, cuda::LaunchStream s) {
-  if constexpr (V > 1 && PT == 1 && (KS == 3 || KS == 5)) {
+  if constexpr (V > 1 && PT == 1 && (KS == 1 || KS == 3 || KS == 5)) {
     if (three_blocks) return launch_outputs<T, V, XV, PT, KS, 3>(prm, qt, grid, threads, smem, s);
   }
   launch_outputs<T, V, XV, PT, KS, 1>(prm, qt, grid, threads, smem, s);
@@ -72,6 +75,27 @@ void launch_dtype(const cuda::ChannelsLastDepthwiseParams& prm, bool vector, boo
   launch<T, 8, 8>(prm, qt, pt, three_blocks, grid, threads, smem, s);
 }
 
+// Note [channels-last staged tile]: the tile kernel for square 3, 5, 7 filters at stride 1 or 2.
+template <class T>
+void launch_tile(const cuda::ChannelsLastTileParams& prm, dim3 grid, int smem, cuda::LaunchStream s) {
+  cuda::filter_size_switch(prm.R, prm.S, [&](auto k) {
+    constexpr int KS = decltype(k)::value;
+    if constexpr (KS > 1) {
+      constexpr int B1 = channels_last_tile_blocks_per_sm(KS, 1), B2 = channels_last_tile_blocks_per_sm(KS, 2);
+      if (prm.stride_w == 1)
+        return cuda::launch_with_smem(cuda::channels_last_tile_kernel<T, KS, 1, B1>, grid, kThreads, smem, s, prm);
+      return cuda::launch_with_smem(cuda::channels_last_tile_kernel<T, KS, 2, B2>, grid, kThreads, smem, s, prm);
+    }
+    throw Error(Status::Internal, "single_channel channels-last: no tile kernel for this filter size");
+  });
+}
+
+int log2_exact(int v) {
+  int shift = 0;
+  while ((1 << shift) < v) ++shift;
+  return shift;
+}
+
 bool aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
@@ -98,6 +122,30 @@ void channels_last_depthwise_forward(const Plan& plan, const ChannelsLastDepthwi
   if (!shared_x)
     for (int64_t stride : {xs[0], xs[2], xs[3]}) vector = vector && stride % 8 == 0;
   vector = vector && (shared_x || pr.k_per_group() == 1);
+  const cuda::LaunchStream s{static_cast<cudaStream_t>(stream), dependent_launch};
+  if (vector && d.tile_rows > 0) {
+    cuda::ChannelsLastTileParams tile{};
+    static_cast<cuda::ChannelsLastDepthwiseParams&>(tile) = prm;
+    tile.channel_vectors = static_cast<int>(pr.k / 8);
+    tile.chunk_vectors = d.chunk_channels / 8;
+    const ChannelsLastWindow window = channels_last_window(pr, tile.chunk_vectors, d.tile_rows, d.tile_cols);
+    tile.tile_rows = d.tile_rows;
+    tile.tile_cols = d.tile_cols;
+    tile.rows_shift = log2_exact(d.tile_rows);
+    tile.chunk_shift = log2_exact(tile.chunk_vectors);
+    tile.window_rows = window.rows;
+    tile.window_cols = window.cols;
+    tile.window_pitch = window.pitch;
+    tile.filter_floats = static_cast<int>(pr.r * pr.s) * d.chunk_channels;
+    tile.tiles_q = cuda::FastDivmod(static_cast<unsigned>(ceil_div(pr.q(), int64_t(d.tile_cols))));
+    tile.tiles_p = cuda::FastDivmod(static_cast<unsigned>(ceil_div(pr.p(), int64_t(d.tile_rows))));
+    tile.window_cols_div = cuda::FastDivmod(static_cast<unsigned>(window.cols));
+    const dim3 grid(static_cast<unsigned>(d.launch.grid_x), static_cast<unsigned>(d.launch.grid_y));
+    const int smem = static_cast<int>(window.smem_bytes);
+    if (plan.dtype() == DType::Float16) return launch_tile<__half>(tile, grid, smem, s);
+    if (plan.dtype() == DType::BFloat16) return launch_tile<__nv_bfloat16>(tile, grid, smem, s);
+    throw Error(Status::Internal, "single_channel channels-last: a plan in fp32 reached the 16-bit kernel");
+  }
   const int v = vector ? 8 : 1;
   prm.channel_vectors = static_cast<int>(pr.k / v);
   prm.chunk_vectors = d.chunk_channels / v;
@@ -110,14 +158,15 @@ void channels_last_depthwise_forward(const Plan& plan, const ChannelsLastDepthwi
   // A multiple of the chunk's vectors: one channel a thread needs at least the chunk's channels.
   const int threads = vector ? d.launch.threads : std::max(d.launch.threads, d.chunk_channels);
   const int slots = threads / prm.chunk_vectors;
-  // The planner's cap on blocks along the pixels (Note [channels-last grid]); the threads walk the rest.
-  const dim3 grid(static_cast<unsigned>(std::min(ceil_div(prm.pixel_groups, int64_t(slots)), d.launch.grid_x)),
+  // The planner's cap on blocks along the pixels (Note [channels-last grid]); the threads walk the
+  // rest. A tiled plan whose tensors allow no vectors has no cap: one block per `slots` pixel groups.
+  const int64_t blocks = ceil_div(prm.pixel_groups, int64_t(slots));
+  const dim3 grid(static_cast<unsigned>(d.tile_rows > 0 ? blocks : std::min(blocks, d.launch.grid_x)),
                   static_cast<unsigned>(prm.channel_vectors / prm.chunk_vectors));
-  const int smem = static_cast<int>(d.launch.smem_bytes);
-  const cuda::LaunchStream s{static_cast<cudaStream_t>(stream), dependent_launch};
+  const int smem = static_cast<int>(pr.r * pr.s * d.chunk_channels * 4);
   const int qt = d.outputs_per_thread;
-  // The planner's grid counted on this many blocks an SM (rows_per_thread is the planner's pt).
-  const bool three_blocks = channels_last_blocks_per_sm(pr, d.rows_per_thread) == 3;
+  // The planner's grid counted on this many blocks an SM.
+  const bool three_blocks = d.blocks_per_sm == 3;
   if (plan.dtype() == DType::Float16)
     launch_dtype<__half>(prm, vector, shared_x, qt, pt, three_blocks, grid, threads, smem, s);
   else if (plan.dtype() == DType::BFloat16)

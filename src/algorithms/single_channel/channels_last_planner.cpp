@@ -1,6 +1,8 @@
 // Planner of single_channel's channels-last kernel (Note [channels-last depthwise]): depthwise layers,
 // channel multipliers and single-channel layers in fp16/bf16.
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 #include "../common/host_math.hpp"
 #include "planner.hpp"
@@ -23,11 +25,68 @@ constexpr int64_t kFilterBytes = 48 << 10;  // the chunk's filters in fp32, with
 // The shared-x form (single-channel layers, channel multipliers; 4-36 bytes of spills) gained too:
 // single_h224_m64_k3 9.2 -> 6.8 us, k5 15.8 -> 12.2, h1024_m32_k3 48.1 -> 43.6, 1.06x over the
 // suite's 3x3 and 5x5 layers in bf16 and fp16. 7x7 filters (372 bytes of spills: convnext_dw7 at
-// batch 1 0.84x) and two rows a thread (3-11 KB) keep two blocks.
+// batch 1 0.84x) and two rows a thread (3-11 KB) keep two blocks. The 1x1 kernels (84-90 registers,
+// two blocks) fit three in 64-72 without spills and write y faster: single_h1024_m32_k1 29.5 -> 24.9
+// us, h224_m64_k1 4.7 -> 4.0, h512_m32_k1 8.9 -> 8.0, the small maps within 2% (H200, bf16, three
+// interleaved rounds; docs/PERFORMANCE.md).
 int channels_last_blocks_per_sm(const Problem& p, int rows_per_thread) {
-  const bool small_square = p.r == p.s && (p.r == 3 || p.r == 5);
+  const bool small_square = p.r == p.s && (p.r == 1 || p.r == 3 || p.r == 5);
   return small_square && rows_per_thread == 1 ? 3 : 2;
 }
+
+ChannelsLastWindow channels_last_window(const Problem& p, int chunk_vectors, int tile_rows, int tile_cols) {
+  ChannelsLastWindow w;
+  const int stride = static_cast<int>(p.stride_h);
+  w.rows = (tile_rows - 1) * stride + static_cast<int>(p.r);
+  w.cols = (tile_cols - 1) * stride + static_cast<int>(p.s);
+  // A quarter warp reads 8 16-byte units: chunk_vectors lanes of 8 / chunk_vectors slots on rows
+  // stride * pitch apart. The smallest pitch from cols * chunk_vectors on that puts them on 8
+  // distinct bank groups (none exists for one vector at stride 2: left unpadded, two-way).
+  const int slots = std::max(1, kVector / chunk_vectors);
+  w.pitch = w.cols * chunk_vectors;
+  for (int pad = 0; pad < kVector; ++pad) {
+    const int pitch = w.cols * chunk_vectors + pad;
+    unsigned groups = 0;
+    for (int k = 0; k < slots; ++k)
+      for (int lane = 0; lane < std::min(chunk_vectors, kVector); ++lane)
+        groups |= 1u << ((k * stride * pitch + lane) % kVector);
+    if (groups == 0xFFu) {
+      w.pitch = pitch;
+      break;
+    }
+  }
+  w.smem_bytes = p.r * p.s * chunk_vectors * kVector * 4 + int64_t(w.rows) * w.pitch * 16;
+  return w;
+}
+
+namespace {
+
+// Note [channels-last staged tile]: the tile of the chunk's 256 / chunk_vectors slots (tile_rows
+// down x the rest across, QT outputs each) that loads the fewest window pixels over the layer, among
+// those idling at most a quarter of their outputs, fitting the SM's blocks, and at least 8 / chunk
+// rows tall (a quarter warp's slots on distinct rows). {0, 0} where the layer takes no tile.
+std::pair<int, int> channels_last_tile(const Problem& p, const HardwareModel& hw, int chunk_vectors, int qt,
+                                       int blocks_per_sm) {
+  const bool square = p.r == p.s && (p.r == 3 || p.r == 5 || p.r == 7);
+  const bool stride =
+      p.stride_h == p.stride_w && (p.stride_h == 1 || p.stride_h == 2) && qt == (p.stride_w == 1 ? 4 : 2);
+  if (!square || !stride || p.dil_h != 1 || p.dil_w != 1 || p.k_per_group() != 1) return {0, 0};
+  const int slots = 256 / chunk_vectors;
+  const int64_t budget = std::min(hw.smem_per_sm / blocks_per_sm - kRuntimeSmemPerBlock, hw.smem_per_block_optin);
+  std::pair<int, int> best{0, 0};
+  int64_t best_pixels = 0;
+  for (int rows = std::min(slots, kVector / chunk_vectors); rows <= slots; rows *= 2) {
+    const int cols = slots / rows * qt;
+    const ChannelsLastWindow w = channels_last_window(p, chunk_vectors, rows, cols);
+    const int64_t tiles = p.n * ceil_div(p.p(), int64_t(rows)) * ceil_div(p.q(), int64_t(cols));
+    if (w.smem_bytes > budget || tiles * rows * cols * 3 > p.n * p.p() * p.q() * 4) continue;
+    const int64_t pixels = tiles * w.rows * w.cols;
+    if (best.first == 0 || pixels < best_pixels) best = {rows, cols}, best_pixels = pixels;
+  }
+  return best;
+}
+
+}  // namespace
 
 std::string channels_last_depthwise_unsupported(const Problem& p, const TensorDesc& x, const TensorDesc& y) {
   if (x.dtype == DType::Float32) return "fp32 depthwise and single-channel layers run on the plane streams";
@@ -70,7 +129,10 @@ ChannelsLastDepthwiseDivision plan_channels_last_depthwise(const Problem& p, con
                        p.dil_h == 1 && p.dil_w == 1;
   const int64_t two_row_blocks =
       ceil_div(p.n * ceil_div(p.p(), int64_t(2)) * q_groups, int64_t(slots)) * (vectors / chunk);
-  d.rows_per_thread = streams && two_row_blocks >= 2 * int64_t(hw.sm_count) ? 2 : 1;
+  // Note [channels-last staged tile]: where a tile fits the map, its window is staged in shared memory.
+  const int tile_blocks = channels_last_tile_blocks_per_sm(p.r, p.stride_h);
+  std::tie(d.tile_rows, d.tile_cols) = channels_last_tile(p, hw, chunk, d.outputs_per_thread, tile_blocks);
+  d.rows_per_thread = d.tile_rows == 0 && streams && two_row_blocks >= 2 * int64_t(hw.sm_count) ? 2 : 1;
   d.pixel_groups = p.n * ceil_div(p.p(), int64_t(d.rows_per_thread)) * q_groups;
   d.launch.threads = 256;
   // Note [channels-last grid]: a block loads its chunk's filters, then its threads walk pixel groups
@@ -79,18 +141,28 @@ ChannelsLastDepthwiseDivision plan_channels_last_depthwise(const Problem& p, con
   // are paid a few times an SM. Measured on the H100 (bf16, batch 32 / single-channel batch 1):
   // single_h1024_m32_k5 102 -> 88 us, mbv2_dw_c144_h56_s1 42.7 -> 39.3 us, c32_h112_s1 31.2 -> 28.0;
   // 1x1 layers only write y, need every block in flight, and lost (single_h1024_m32_k1 29.6 -> 33.4).
-  const int64_t blocks = ceil_div(d.pixel_groups, int64_t(slots));
-  const int64_t resident = channels_last_blocks_per_sm(p, d.rows_per_thread);
-  const int64_t two_waves = std::max<int64_t>(1, 2 * resident * hw.sm_count / (vectors / chunk));
-  d.launch.grid_x = p.r * p.s > 1 ? std::min(blocks, two_waves) : blocks;
   d.launch.grid_y = vectors / chunk;
-  d.launch.smem_bytes = p.r * p.s * d.chunk_channels * 4;
+  if (d.tile_rows > 0) {
+    d.blocks_per_sm = tile_blocks;
+    d.launch.grid_x = p.n * ceil_div(p.p(), int64_t(d.tile_rows)) * ceil_div(p.q(), int64_t(d.tile_cols));
+    d.launch.smem_bytes = channels_last_window(p, chunk, d.tile_rows, d.tile_cols).smem_bytes;
+  } else {
+    d.blocks_per_sm = channels_last_blocks_per_sm(p, d.rows_per_thread);
+    const int64_t blocks = ceil_div(d.pixel_groups, int64_t(slots));
+    const int64_t two_waves = std::max<int64_t>(1, 2 * d.blocks_per_sm * hw.sm_count / (vectors / chunk));
+    d.launch.grid_x = p.r * p.s > 1 ? std::min(blocks, two_waves) : blocks;
+    d.launch.smem_bytes = p.r * p.s * d.chunk_channels * 4;
+  }
   why.push_back(std::string("single_channel channels-last: fp16/bf16, one channel per group, ") +
                 (p.k_per_group() == 1 ? "x read as vectors of channels" : "a vector of filters sharing one x value") +
                 ", channels-last y, " + std::to_string(d.chunk_channels) + " channels x " + std::to_string(slots) +
                 " pixel groups of " + std::to_string(d.rows_per_thread) + " x " + std::to_string(d.outputs_per_thread) +
-                " a block, " + std::to_string(d.launch.grid_x * d.launch.grid_y) + " blocks on " +
-                std::to_string(hw.sm_count) + " SMs, " + std::to_string(resident) + " an SM");
+                " a block" +
+                (d.tile_rows > 0 ? ", tiles of " + std::to_string(d.tile_rows) + " x " + std::to_string(d.tile_cols) +
+                                       " outputs whose input window is staged in shared memory"
+                                 : std::string()) +
+                ", " + std::to_string(d.launch.grid_x * d.launch.grid_y) + " blocks on " + std::to_string(hw.sm_count) +
+                " SMs, " + std::to_string(d.blocks_per_sm) + " an SM");
   return d;
 }
 

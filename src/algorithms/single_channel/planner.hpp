@@ -186,9 +186,23 @@ inline constexpr char kChannelsLastDepthwiseTile[] = "single_channel_channels_la
 /// Empty when the channels-last depthwise kernel runs `p` with these tensors; otherwise the reason.
 std::string channels_last_depthwise_unsupported(const Problem& p, const TensorDesc& x, const TensorDesc& y);
 /// Blocks of 256 threads the kernel for `p` is compiled to fit on one SM (Note [channels-last
-/// occupancy]): 3 for square 3x3 or 5x5 filters with one output row a thread, else 2. The planner
+/// occupancy]): 3 for square 1x1, 3x3 or 5x5 filters with one output row a thread, else 2. The planner
 /// sizes the grid by it and the launcher picks the kernel by it.
 int channels_last_blocks_per_sm(const Problem& p, int rows_per_thread);
+/// Note [channels-last staged tile] (channels_last_tile_kernel.cuh): blocks of 256 threads the tile
+/// kernel of square `ks` x `ks` filters at `stride` is compiled to fit on one SM: 3 where ptxas
+/// (sm_90a, bf16) keeps it within 80 registers without spills (3x3, and 5x5 at stride 2), else 2.
+constexpr int channels_last_tile_blocks_per_sm(int64_t ks, int64_t stride) {
+  return ks == 3 || (ks == 5 && stride == 2) ? 3 : 2;
+}
+/// The input window of a tile of `tile_rows` x `tile_cols` outputs in shared memory: pixels down and
+/// across, the row pitch in 16-byte units (padded so a quarter warp's reads of rows stride * pitch
+/// apart fall on distinct banks), and the block's shared bytes with the chunk's fp32 filters.
+struct ChannelsLastWindow {
+  int rows = 0, cols = 0, pitch = 0;
+  int64_t smem_bytes = 0;
+};
+ChannelsLastWindow channels_last_window(const Problem& p, int chunk_vectors, int tile_rows, int tile_cols);
 /// The division, with its reasons appended to `why`.
 ChannelsLastDepthwiseDivision plan_channels_last_depthwise(const Problem& p, const HardwareModel& hw,
                                                            std::vector<std::string>& why);
