@@ -400,8 +400,8 @@ TEST(PlanDtypes, HalfDepthwiseChannelsLastRunsTheChannelsLastKernel) {
     EXPECT_EQ(s2_rows.tile_rows, 0);
     EXPECT_EQ(s2_rows.rows_per_thread, 2);
     // The same layer on 56 x 56 maps: 16 x 16 tiles of two outputs a thread, three blocks an SM.
-    const auto& s2_tiled = std::get<ChannelsLastDepthwiseDivision>(
-        plan_for(make(32, 144, 56, 56, 144, 3, 3, 1, 2, 1, 144), Layout::NHWC, t).division());
+    const Plan s2_tiled_plan = plan_for(make(32, 144, 56, 56, 144, 3, 3, 1, 2, 1, 144), Layout::NHWC, t);
+    const auto& s2_tiled = std::get<ChannelsLastDepthwiseDivision>(s2_tiled_plan.division());
     EXPECT_EQ(s2_tiled.tile_rows, 16);
     EXPECT_EQ(s2_tiled.tile_cols, 16);
     EXPECT_EQ(s2_tiled.rows_per_thread, 1);
