@@ -362,6 +362,7 @@ TEST(PlanDtypes, HalfDepthwiseChannelsLastRunsTheChannelsLastKernel) {
     EXPECT_EQ(window.rows, 10);
     EXPECT_EQ(window.cols, 66);
     EXPECT_EQ(window.pitch, 134);
+    EXPECT_EQ(d.window_pitch, 134);  // carried to the launcher
     EXPECT_EQ(d.launch.smem_bytes, 9 * 16 * 4 + 10 * 134 * 16);
     EXPECT_EQ(d.launch.grid_x, 32 * 7);
     EXPECT_EQ(d.launch.grid_y, 9);
@@ -406,6 +407,18 @@ TEST(PlanDtypes, HalfDepthwiseChannelsLastRunsTheChannelsLastKernel) {
     EXPECT_EQ(s2_tiled.tile_cols, 16);
     EXPECT_EQ(s2_tiled.rows_per_thread, 1);
     EXPECT_EQ(s2_tiled.blocks_per_sm, 3);
+    // A 7 x 7 map at stride 1: every tile of four outputs a thread would idle more than a quarter of
+    // its outputs (8 x 16 covers 49 of 128), so tiles of two: 8 x 8, one an image, 15 of its 64 idle.
+    const Plan small_plan = plan_for(make(32, 960, 7, 7, 960, 3, 3, 1, 1, 1, 960), Layout::NHWC, t);
+    const auto& small = std::get<ChannelsLastDepthwiseDivision>(small_plan.division());
+    EXPECT_EQ(small.outputs_per_thread, 2);
+    EXPECT_EQ(small.tile_rows, 8);
+    EXPECT_EQ(small.tile_cols, 8);
+    EXPECT_EQ(small.window_pitch, 10 * 8);  // chunks of 8 vectors: no padding
+    EXPECT_EQ(small.blocks_per_sm, 3);
+    EXPECT_EQ(small.launch.grid_x, 32);
+    EXPECT_EQ(small.launch.grid_y, 15);
+    EXPECT_EQ(small.launch.smem_bytes, 9 * 64 * 4 + 10 * 80 * 16);
     // Three blocks an SM only for 1x1, 3x3 and 5x5 rows (a channel multiplier's shared x value too):
     // two rows a thread and 7x7 filters keep two.
     EXPECT_EQ(detail::channels_last_blocks_per_sm(s2_plan.problem(), s2_rows.rows_per_thread), 2);

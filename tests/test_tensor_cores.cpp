@@ -442,7 +442,8 @@ TEST_F(TensorCores, ChannelsLastDepthwiseKernel) {
   cases.push_back(conv);
   // Note [channels-last staged tile]: maps the tiles cover with the last ones partly outside y, chunks
   // of 1, 2, 4 and 8 vectors (each its own padded window pitch) and three chunks, 3x3 to 7x7 at
-  // strides 1 and 2, the whole epilogue and a true convolution.
+  // strides 1 and 2, the whole epilogue and a true convolution; 7 x 7 maps at stride 1 on tiles of
+  // two outputs a thread (3x3 to 7x7 filters, many chunks).
   Case tiled_conv{make(2, 64, 28, 28, 64, 7, 7, 3, 1, 1, 64)};
   tiled_conv.p.mode = Mode::Convolution;
   const std::vector<Case> tiled{Case{make(1, 8, 30, 120, 8, 3, 3, 1, 1, 1, 8)},
@@ -452,7 +453,10 @@ TEST_F(TensorCores, ChannelsLastDepthwiseKernel) {
                                 Case{make(1, 192, 28, 28, 192, 5, 5, 2, 1, 1, 192)},
                                 Case{make(2, 64, 30, 30, 64, 5, 5, 2, 2, 1, 64)},
                                 with_whole_epilogue(Case{make(2, 48, 56, 56, 48, 3, 3, 1, 1, 1, 48)}),
-                                tiled_conv};
+                                tiled_conv,
+                                Case{make(4, 960, 7, 7, 960, 3, 3, 1, 1, 1, 960)},
+                                Case{make(2, 1152, 7, 7, 1152, 5, 5, 2, 1, 1, 1152)},
+                                Case{make(1, 768, 7, 7, 768, 7, 7, 3, 1, 1, 768)}};
   cases.insert(cases.end(), tiled.begin(), tiled.end());
   // Note [channels-last shared input]: single-channel layers (C = 1, K filters) and channel
   // multipliers of 8 and 16, where a vector of filters shares one x value: 1x1 to 7x7, strides 1 and

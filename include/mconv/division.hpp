@@ -210,6 +210,9 @@ struct ChannelsLastDepthwiseDivision {
   /// Output rows x columns of one block's tile, its input window staged in shared memory (Note
   /// [channels-last staged tile]); 0 x 0: the block's threads walk pixel groups, reading x from L1.
   int tile_rows = 0, tile_cols = 0;
+  /// 16-byte units from one row of the tile's window to the next in shared memory (padded so a
+  /// quarter warp's reads fall on distinct banks); 0 without a tile.
+  int window_pitch = 0;
   LaunchShape launch;  ///< for 16-byte vectors (the launcher goes one channel at a time otherwise)
 };
 

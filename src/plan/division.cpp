@@ -126,7 +126,8 @@ struct TextOf {
     os << "division  " << d.chunk_channels << " channels a block, " << d.rows_per_thread << " x "
        << d.outputs_per_thread << " output pixels a thread, ";
     if (d.tile_rows > 0)
-      os << "tiles of " << d.tile_rows << " x " << d.tile_cols << " outputs, input window staged in shared memory";
+      os << "tiles of " << d.tile_rows << " x " << d.tile_cols
+         << " outputs, input window staged in shared memory (row pitch " << d.window_pitch << " x 16 bytes)";
     else
       os << d.pixel_groups << " pixel groups";
     os << ", " << d.blocks_per_sm << " block(s) an SM\n";

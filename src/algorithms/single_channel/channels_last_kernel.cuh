@@ -43,16 +43,29 @@ struct alignas(V * sizeof(T)) Vector {
   T v[V];
 };
 
+/// Where value v of `lane`'s vector of filters for `tap` sits among the chunk's filters in shared
+/// memory. Lane-major ([lanes][V] floats a tap), or with Quads and V a multiple of 4 in quads of
+/// channels, each quad's lanes adjacent ([V / 4][lanes][4]). Lane-major puts a quarter warp's
+/// 16-byte reads 32 bytes apart, two lanes on each bank group with chunks of 8 vectors (ncu on
+/// mbv2_dw_c576_h14_s1: 291K of 872K shared-load wavefronts); quads read 128 contiguous bytes.
+/// Quads measured faster in the tile kernels (3x3 and 7x7 filters, and 5x5 with two outputs a thread)
+/// and 1.5-2% slower in that of 5x5 filters with four and in the pixel-group kernel, which keep
+/// lane-major (Note [channels-last staged tile]).
+template <int V, bool Quads = false>
+__device__ __forceinline__ int filter_slot(int tap, int tc, int lane, int v) {
+  if constexpr (V % 4 == 0 && Quads) return (tap * V + (v & ~3)) * tc + lane * 4 + (v & 3);
+  return (tap * tc + lane) * V + v;
+}
+
 /// The thread's V filter values of one tap, from the chunk's filters in shared memory: V / 4 16-byte
-/// reads (a tap's V floats start 32-byte aligned), which the compiler does not form on its own from a
-/// float pointer; read one float at a time they cost 8 shared loads per 32 FMAs.
-template <int V>
+/// reads, which the compiler does not form on its own from a float pointer; read one float at a time
+/// they cost 8 shared loads per 32 FMAs.
+template <int V, bool Quads = false>
 __device__ __forceinline__ void filter_tap(const float* sFilter, int tap, int tc, int lane, float (&wv)[V]) {
-  const float* wt = sFilter + (tap * tc + lane) * V;
   if constexpr (V % 4 == 0) {
 #pragma unroll
     for (int q = 0; q < V / 4; ++q) {
-      const float4 f = reinterpret_cast<const float4*>(wt)[q];
+      const float4 f = *reinterpret_cast<const float4*>(sFilter + filter_slot<V, Quads>(tap, tc, lane, 4 * q));
       wv[4 * q] = f.x;
       wv[4 * q + 1] = f.y;
       wv[4 * q + 2] = f.z;
@@ -60,7 +73,7 @@ __device__ __forceinline__ void filter_tap(const float* sFilter, int tap, int tc
     }
   } else {
 #pragma unroll
-    for (int v = 0; v < V; ++v) wv[v] = wt[v];
+    for (int v = 0; v < V; ++v) wv[v] = sFilter[filter_slot<V, Quads>(tap, tc, lane, v)];
   }
 }
 
@@ -119,11 +132,11 @@ __device__ __forceinline__ void fma_channels(float (&acc)[V], const InputValues<
 }
 
 /// Stages the filters of channel vectors [cv0, cv0 + chunk) in shared memory, in fp32, tap-major
-/// (tap * chunk_vectors * V + channel), flipped where the plan says so. Channel-major reads: a
+/// (at filter_slot), flipped where the plan says so. Channel-major reads: a
 /// filter's taps are contiguous (KCRS and KRSC alike when C/G = 1), so neighbouring threads read
 /// neighbouring taps. (Tap-major reads, R*S elements apart, cost more than the convolution itself on
 /// batch-1 layers, where many small blocks each load their filters.) The caller synchronises.
-template <class T, int V>
+template <class T, int V, bool Quads = false>
 __device__ __forceinline__ void stage_filters(const ChannelsLastDepthwiseParams& prm, float* sFilter, int cv0,
                                               int chunk, int R, int S) {
   const T* w = static_cast<const T*>(prm.ws);
@@ -133,7 +146,7 @@ __device__ __forceinline__ void stage_filters(const ChannelsLastDepthwiseParams&
     int r = tap / S, s = tap - r * S;
     if (prm.flip) r = R - 1 - r, s = S - 1 - s;
     const long long k = static_cast<long long>(cv0) * V + c;
-    sFilter[tap * tc * V + c] = to_float(w[k * prm.w_sk + r * prm.w_sr + s * prm.w_ss]);
+    sFilter[filter_slot<V, Quads>(tap, tc, c / V, c % V)] = to_float(w[k * prm.w_sk + r * prm.w_sr + s * prm.w_ss]);
   }
 }
 
@@ -182,7 +195,7 @@ __global__ void __launch_bounds__(kChannelsLastDepthwiseThreads, MinBlocks)
     channels_last_depthwise_kernel(const ChannelsLastDepthwiseParams prm) {
   // Note [dependent launch]
   detail::wait_then_allow_dependent_grids();
-  extern __shared__ __align__(16) float sFilter[];  // [R*S taps][chunk_vectors * V channels], fp32
+  extern __shared__ __align__(16) float sFilter[];  // [R*S taps][chunk_vectors * V channels], fp32 (filter_slot)
   const int tc = prm.chunk_vectors;
   const int cv0 = blockIdx.y * tc;
   const int chunk = min(tc, prm.channel_vectors - cv0);

@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "../common/cuda_check.cuh"
 #include "../common/filter_size_switch.cuh"
 #include "../common/host_math.hpp"
 #include "../common/kernel_launch.cuh"
+#include "../common/storage_dtype.cuh"
 #include "../launch.hpp"
 #include "channels_last_kernel.cuh"
 #include "channels_last_tile_kernel.cuh"
@@ -75,18 +77,24 @@ void launch_dtype(const cuda::ChannelsLastDepthwiseParams& prm, bool vector, boo
   launch<T, 8, 8>(prm, qt, pt, three_blocks, grid, threads, smem, s);
 }
 
-// Note [channels-last staged tile]: the tile kernel for square 3, 5, 7 filters at stride 1 or 2.
+// Note [channels-last staged tile]: the tile kernel for square 3, 5, 7 filters at stride 1 (four or
+// two outputs a thread) or 2 (two).
 template <class T>
-void launch_tile(const cuda::ChannelsLastTileParams& prm, dim3 grid, int smem, cuda::LaunchStream s) {
+void launch_tile(const cuda::ChannelsLastTileParams& prm, int qt, dim3 grid, int smem, cuda::LaunchStream s) {
   cuda::filter_size_switch(prm.R, prm.S, [&](auto k) {
     constexpr int KS = decltype(k)::value;
     if constexpr (KS > 1) {
-      constexpr int B1 = channels_last_tile_blocks_per_sm(KS, 1), B2 = channels_last_tile_blocks_per_sm(KS, 2);
-      if (prm.stride_w == 1)
-        return cuda::launch_with_smem(cuda::channels_last_tile_kernel<T, KS, 1, B1>, grid, kThreads, smem, s, prm);
-      return cuda::launch_with_smem(cuda::channels_last_tile_kernel<T, KS, 2, B2>, grid, kThreads, smem, s, prm);
+      constexpr int B4 = channels_last_tile_blocks_per_sm(KS, 1, 4);
+      constexpr int B2 = channels_last_tile_blocks_per_sm(KS, 1, 2), B2s2 = channels_last_tile_blocks_per_sm(KS, 2, 2);
+      if (prm.stride_w == 1 && qt == 4)
+        return cuda::launch_with_smem(cuda::channels_last_tile_kernel<T, KS, 1, 4, B4>, grid, kThreads, smem, s, prm);
+      if (prm.stride_w == 1 && qt == 2)
+        return cuda::launch_with_smem(cuda::channels_last_tile_kernel<T, KS, 1, 2, B2>, grid, kThreads, smem, s, prm);
+      if (prm.stride_w == 2 && qt == 2)
+        return cuda::launch_with_smem(cuda::channels_last_tile_kernel<T, KS, 2, 2, B2s2>, grid, kThreads, smem, s, prm);
     }
-    throw Error(Status::Internal, "single_channel channels-last: no tile kernel for this filter size");
+    throw Error(Status::Internal, "single_channel channels-last: no tile kernel for this filter size, stride and " +
+                                      std::to_string(qt) + " outputs a thread");
   });
 }
 
@@ -98,6 +106,18 @@ int log2_exact(int v) {
 
 bool aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+// Calls f(T{}) for the plan's 16-bit storage type: the planner gives fp32 layers the plane streams.
+template <class F>
+void visit_half_dtype(DType t, F&& f) {
+  visit_storage_dtype(t, "single_channel channels-last", [&](auto v) {
+    using T = decltype(v);
+    if constexpr (std::is_same_v<T, float>)
+      throw Error(Status::Internal, "single_channel channels-last: a plan in fp32 reached the 16-bit kernel");
+    else
+      f(v);
+  });
 }
 
 }  // namespace
@@ -128,23 +148,21 @@ void channels_last_depthwise_forward(const Plan& plan, const ChannelsLastDepthwi
     static_cast<cuda::ChannelsLastDepthwiseParams&>(tile) = prm;
     tile.channel_vectors = static_cast<int>(pr.k / 8);
     tile.chunk_vectors = d.chunk_channels / 8;
-    const ChannelsLastWindow window = channels_last_window(pr, tile.chunk_vectors, d.tile_rows, d.tile_cols);
     tile.tile_rows = d.tile_rows;
     tile.tile_cols = d.tile_cols;
     tile.rows_shift = log2_exact(d.tile_rows);
     tile.chunk_shift = log2_exact(tile.chunk_vectors);
-    tile.window_rows = window.rows;
-    tile.window_cols = window.cols;
-    tile.window_pitch = window.pitch;
+    tile.window_rows = static_cast<int>((d.tile_rows - 1) * pr.stride_h + pr.r);
+    tile.window_cols = static_cast<int>((d.tile_cols - 1) * pr.stride_w + pr.s);
+    tile.window_pitch = d.window_pitch;
     tile.filter_floats = static_cast<int>(pr.r * pr.s) * d.chunk_channels;
     tile.tiles_q = cuda::FastDivmod(static_cast<unsigned>(ceil_div(pr.q(), int64_t(d.tile_cols))));
     tile.tiles_p = cuda::FastDivmod(static_cast<unsigned>(ceil_div(pr.p(), int64_t(d.tile_rows))));
-    tile.window_cols_div = cuda::FastDivmod(static_cast<unsigned>(window.cols));
+    tile.window_cols_div = cuda::FastDivmod(static_cast<unsigned>(tile.window_cols));
     const dim3 grid(static_cast<unsigned>(d.launch.grid_x), static_cast<unsigned>(d.launch.grid_y));
-    const int smem = static_cast<int>(window.smem_bytes);
-    if (plan.dtype() == DType::Float16) return launch_tile<__half>(tile, grid, smem, s);
-    if (plan.dtype() == DType::BFloat16) return launch_tile<__nv_bfloat16>(tile, grid, smem, s);
-    throw Error(Status::Internal, "single_channel channels-last: a plan in fp32 reached the 16-bit kernel");
+    return visit_half_dtype(plan.dtype(), [&](auto t) {
+      launch_tile<decltype(t)>(tile, d.outputs_per_thread, grid, static_cast<int>(d.launch.smem_bytes), s);
+    });
   }
   const int v = vector ? 8 : 1;
   prm.channel_vectors = static_cast<int>(pr.k / v);
@@ -167,12 +185,9 @@ void channels_last_depthwise_forward(const Plan& plan, const ChannelsLastDepthwi
   const int qt = d.outputs_per_thread;
   // The planner's grid counted on this many blocks an SM.
   const bool three_blocks = d.blocks_per_sm == 3;
-  if (plan.dtype() == DType::Float16)
-    launch_dtype<__half>(prm, vector, shared_x, qt, pt, three_blocks, grid, threads, smem, s);
-  else if (plan.dtype() == DType::BFloat16)
-    launch_dtype<__nv_bfloat16>(prm, vector, shared_x, qt, pt, three_blocks, grid, threads, smem, s);
-  else
-    throw Error(Status::Internal, "single_channel channels-last: a plan in fp32 reached the 16-bit kernel");
+  visit_half_dtype(plan.dtype(), [&](auto t) {
+    launch_dtype<decltype(t)>(prm, vector, shared_x, qt, pt, three_blocks, grid, threads, smem, s);
+  });
 }
 
 }  // namespace mconv::detail

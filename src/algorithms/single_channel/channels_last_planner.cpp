@@ -1,8 +1,6 @@
 // Planner of single_channel's channels-last kernel (Note [channels-last depthwise]): depthwise layers,
 // channel multipliers and single-channel layers in fp16/bf16.
 #include <algorithm>
-#include <tuple>
-#include <utility>
 
 #include "../common/host_math.hpp"
 #include "planner.hpp"
@@ -62,26 +60,35 @@ ChannelsLastWindow channels_last_window(const Problem& p, int chunk_vectors, int
 namespace {
 
 // Note [channels-last staged tile]: the tile of the chunk's 256 / chunk_vectors slots (tile_rows
-// down x the rest across, QT outputs each) that loads the fewest window pixels over the layer, among
+// down x the rest across, `outputs` each) that loads the fewest window pixels over the layer, among
 // those idling at most a quarter of their outputs, fitting the SM's blocks, and at least 8 / chunk
-// rows tall (a quarter warp's slots on distinct rows). {0, 0} where the layer takes no tile.
-std::pair<int, int> channels_last_tile(const Problem& p, const HardwareModel& hw, int chunk_vectors, int qt,
-                                       int blocks_per_sm) {
+// rows tall (a quarter warp's slots on distinct rows). At stride 1 a slot holds four outputs, or
+// two where no tile of four fits the map (7 x 7 maps: 8 x 16 tiles would idle 79 of 128); rows
+// 0 where the layer takes no tile.
+struct ChannelsLastTile {
+  int rows = 0, cols = 0, outputs = 0, blocks_per_sm = 0;
+  ChannelsLastWindow window;
+};
+
+ChannelsLastTile channels_last_tile(const Problem& p, const HardwareModel& hw, int chunk_vectors) {
   const bool square = p.r == p.s && (p.r == 3 || p.r == 5 || p.r == 7);
-  const bool stride =
-      p.stride_h == p.stride_w && (p.stride_h == 1 || p.stride_h == 2) && qt == (p.stride_w == 1 ? 4 : 2);
-  if (!square || !stride || p.dil_h != 1 || p.dil_w != 1 || p.k_per_group() != 1) return {0, 0};
+  const bool stride = p.stride_h == p.stride_w && (p.stride_h == 1 || p.stride_h == 2);
+  if (!square || !stride || p.dil_h != 1 || p.dil_w != 1 || p.k_per_group() != 1) return {};
   const int slots = 256 / chunk_vectors;
-  const int64_t budget = std::min(hw.smem_per_sm / blocks_per_sm - kRuntimeSmemPerBlock, hw.smem_per_block_optin);
-  std::pair<int, int> best{0, 0};
+  ChannelsLastTile best;
   int64_t best_pixels = 0;
-  for (int rows = std::min(slots, kVector / chunk_vectors); rows <= slots; rows *= 2) {
-    const int cols = slots / rows * qt;
-    const ChannelsLastWindow w = channels_last_window(p, chunk_vectors, rows, cols);
-    const int64_t tiles = p.n * ceil_div(p.p(), int64_t(rows)) * ceil_div(p.q(), int64_t(cols));
-    if (w.smem_bytes > budget || tiles * rows * cols * 3 > p.n * p.p() * p.q() * 4) continue;
-    const int64_t pixels = tiles * w.rows * w.cols;
-    if (best.first == 0 || pixels < best_pixels) best = {rows, cols}, best_pixels = pixels;
+  for (int outputs : {4, 2}) {
+    if ((p.stride_w == 1 ? 4 : 2) < outputs || best.rows > 0) continue;
+    const int blocks_per_sm = channels_last_tile_blocks_per_sm(p.r, p.stride_h, outputs);
+    const int64_t budget = std::min(hw.smem_per_sm / blocks_per_sm - kRuntimeSmemPerBlock, hw.smem_per_block_optin);
+    for (int rows = std::min(slots, kVector / chunk_vectors); rows <= slots; rows *= 2) {
+      const int cols = slots / rows * outputs;
+      const ChannelsLastWindow w = channels_last_window(p, chunk_vectors, rows, cols);
+      const int64_t tiles = p.n * ceil_div(p.p(), int64_t(rows)) * ceil_div(p.q(), int64_t(cols));
+      if (w.smem_bytes > budget || tiles * rows * cols * 3 > p.n * p.p() * p.q() * 4) continue;
+      const int64_t pixels = tiles * w.rows * w.cols;
+      if (best.rows == 0 || pixels < best_pixels) best = {rows, cols, outputs, blocks_per_sm, w}, best_pixels = pixels;
+    }
   }
   return best;
 }
@@ -117,6 +124,14 @@ ChannelsLastDepthwiseDivision plan_channels_last_depthwise(const Problem& p, con
   // 7x7 layers, and 256 threads of one or two outputs where four leave SMs idle lost too (H200, bf16:
   // single_h56_m256_k5 6.3 -> 8.7 us, ConvNeXt's batch-1 7x7 layers 0.80x; docs/PERFORMANCE.md).
   d.outputs_per_thread = p.stride_w == 1 ? 4 : 2;
+  // Note [channels-last staged tile]: where a tile fits the map, its window is staged in shared memory.
+  const ChannelsLastTile tile = channels_last_tile(p, hw, chunk);
+  if (tile.rows > 0) {
+    d.outputs_per_thread = tile.outputs;
+    d.tile_rows = tile.rows;
+    d.tile_cols = tile.cols;
+    d.window_pitch = tile.window.pitch;
+  }
   const int slots = 256 / chunk;
   // Note [channels-last row window]: two rows of outputs a thread where the row window streams them
   // (square 3, 5 or 7 filters, stride 2 both ways, no dilation) and the grid keeps at least two blocks
@@ -129,9 +144,6 @@ ChannelsLastDepthwiseDivision plan_channels_last_depthwise(const Problem& p, con
                        p.dil_h == 1 && p.dil_w == 1;
   const int64_t two_row_blocks =
       ceil_div(p.n * ceil_div(p.p(), int64_t(2)) * q_groups, int64_t(slots)) * (vectors / chunk);
-  // Note [channels-last staged tile]: where a tile fits the map, its window is staged in shared memory.
-  const int tile_blocks = channels_last_tile_blocks_per_sm(p.r, p.stride_h);
-  std::tie(d.tile_rows, d.tile_cols) = channels_last_tile(p, hw, chunk, d.outputs_per_thread, tile_blocks);
   d.rows_per_thread = d.tile_rows == 0 && streams && two_row_blocks >= 2 * int64_t(hw.sm_count) ? 2 : 1;
   d.pixel_groups = p.n * ceil_div(p.p(), int64_t(d.rows_per_thread)) * q_groups;
   d.launch.threads = 256;
@@ -143,9 +155,9 @@ ChannelsLastDepthwiseDivision plan_channels_last_depthwise(const Problem& p, con
   // 1x1 layers only write y, need every block in flight, and lost (single_h1024_m32_k1 29.6 -> 33.4).
   d.launch.grid_y = vectors / chunk;
   if (d.tile_rows > 0) {
-    d.blocks_per_sm = tile_blocks;
+    d.blocks_per_sm = tile.blocks_per_sm;
     d.launch.grid_x = p.n * ceil_div(p.p(), int64_t(d.tile_rows)) * ceil_div(p.q(), int64_t(d.tile_cols));
-    d.launch.smem_bytes = channels_last_window(p, chunk, d.tile_rows, d.tile_cols).smem_bytes;
+    d.launch.smem_bytes = tile.window.smem_bytes;
   } else {
     d.blocks_per_sm = channels_last_blocks_per_sm(p, d.rows_per_thread);
     const int64_t blocks = ceil_div(d.pixel_groups, int64_t(slots));

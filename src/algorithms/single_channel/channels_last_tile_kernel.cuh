@@ -7,7 +7,8 @@
 // vectors; it copies the tile's whole input window (the halo included, zeros outside the map) into
 // shared memory with 16-byte cp.async copies, all of them in flight at once, stages the filters
 // while they land, and then computes from shared memory: a thread's QT adjacent outputs of one row
-// read each window row's (QT - 1) * stride + R vectors once, as the register window does. One tile a
+// read each window row's (QT - 1) * stride + R vectors once, as the register window does (QT: four
+// at stride 1, two at stride 2 and on maps whose tiles of four would idle too many outputs). One tile a
 // block: the copies of one block overlap the arithmetic of the others on its SM.
 //
 // The block's threads are chunk lanes (fastest) x slots, and consecutive slots go down the tile's
@@ -30,18 +31,20 @@ struct ChannelsLastTileParams : ChannelsLastDepthwiseParams {
   FastDivmod window_cols_div;    // window pixel -> (row, column)
 };
 
-/// T: 16-bit storage type; KS: square filter size; SW: the stride both ways (1: four outputs a
-/// thread, 2: two); MinBlocks: blocks an SM must hold. Dilation 1, x and y channels-last with
-/// 16-byte aligned pixels, one channel and one filter per group (the planner's conditions).
-template <class T, int KS, int SW, int MinBlocks>
+/// T: 16-bit storage type; KS: square filter size; SW: the stride both ways; QT: adjacent outputs a
+/// thread (4 or 2 at stride 1, 2 at stride 2); MinBlocks: blocks an SM must hold. Dilation 1, x and
+/// y channels-last with 16-byte aligned pixels, one channel and one filter per group (the planner's
+/// conditions).
+template <class T, int KS, int SW, int QT, int MinBlocks>
 __global__ void __launch_bounds__(kChannelsLastDepthwiseThreads, MinBlocks)
     channels_last_tile_kernel(const ChannelsLastTileParams prm) {
-  constexpr int V = 8, QT = SW == 1 ? 4 : 2, kWindow = (QT - 1) * SW + KS;
+  constexpr int V = 8, kWindow = (QT - 1) * SW + KS;
+  constexpr bool kQuads = !(KS == 5 && QT == 4);  // the filters' layout (filter_slot)
   static_assert(sizeof(T) * V == 16, "a 16-byte vector of 16-bit values");
   // Note [dependent launch]
   detail::wait_then_allow_dependent_grids();
   extern __shared__ __align__(16) float smem[];
-  float* sFilter = smem;  // [KS*KS taps][chunk_vectors * V channels], fp32
+  float* sFilter = smem;  // [KS*KS taps][chunk_vectors * V channels], fp32 (filter_slot)
   uint4* sWindow = reinterpret_cast<uint4*>(smem + prm.filter_floats);
   const int tc = prm.chunk_vectors;
   const int cv0 = blockIdx.y * tc;
@@ -64,7 +67,7 @@ __global__ void __launch_bounds__(kChannelsLastDepthwiseThreads, MinBlocks)
     detail::cp_async_16_or_zero(sWindow + wr * prm.window_pitch + (wc << prm.chunk_shift) + lane, src, inside);
   }
   detail::cp_async_commit();
-  stage_filters<T, V>(prm, sFilter, cv0, tc, KS, KS);
+  stage_filters<T, V, kQuads>(prm, sFilter, cv0, tc, KS, KS);
   const int lane = threadIdx.x & (tc - 1), slot = threadIdx.x >> prm.chunk_shift;
   const long long c0 = (static_cast<long long>(cv0) + lane) * V;  // first output channel
   float bias[V];
@@ -89,7 +92,7 @@ __global__ void __launch_bounds__(kChannelsLastDepthwiseThreads, MinBlocks)
 #pragma unroll
     for (int s = 0; s < KS; ++s) {
       float wv[V];
-      filter_tap(sFilter, r * KS + s, tc, lane, wv);
+      filter_tap<V, kQuads>(sFilter, r * KS + s, tc, lane, wv);
 #pragma unroll
       for (int j = 0; j < QT; ++j) fma_channels<T, V, V>(acc[j], window[j * SW + s], wv);
     }

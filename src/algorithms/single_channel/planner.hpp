@@ -190,10 +190,11 @@ std::string channels_last_depthwise_unsupported(const Problem& p, const TensorDe
 /// sizes the grid by it and the launcher picks the kernel by it.
 int channels_last_blocks_per_sm(const Problem& p, int rows_per_thread);
 /// Note [channels-last staged tile] (channels_last_tile_kernel.cuh): blocks of 256 threads the tile
-/// kernel of square `ks` x `ks` filters at `stride` is compiled to fit on one SM: 3 where ptxas
-/// (sm_90a, bf16) keeps it within 80 registers without spills (3x3, and 5x5 at stride 2), else 2.
-constexpr int channels_last_tile_blocks_per_sm(int64_t ks, int64_t stride) {
-  return ks == 3 || (ks == 5 && stride == 2) ? 3 : 2;
+/// kernel of square `ks` x `ks` filters at `stride` with `qt` outputs a thread is compiled to fit on
+/// one SM: 3 where ptxas (sm_90a, bf16) keeps it within 80 registers without spills (3x3; two
+/// outputs a thread with 5x5 filters, or 7x7 at stride 1), else 2.
+constexpr int channels_last_tile_blocks_per_sm(int64_t ks, int64_t stride, int qt) {
+  return ks == 3 || (qt == 2 && (ks == 5 || (ks == 7 && stride == 1))) ? 3 : 2;
 }
 /// The input window of a tile of `tile_rows` x `tile_cols` outputs in shared memory: pixels down and
 /// across, the row pitch in 16-byte units (padded so a quarter warp's reads of rows stride * pitch
