@@ -407,18 +407,33 @@ TEST(PlanDtypes, HalfDepthwiseChannelsLastRunsTheChannelsLastKernel) {
     EXPECT_EQ(s2_tiled.tile_cols, 16);
     EXPECT_EQ(s2_tiled.rows_per_thread, 1);
     EXPECT_EQ(s2_tiled.blocks_per_sm, 3);
+    // A tiled plan's division: outputs a thread, tile, window pitch, three blocks an SM, grid, shared bytes.
+    auto expect_tile = [](const Plan& plan, int outputs, int rows, int cols, int pitch, int64_t grid_x, int64_t grid_y,
+                          int64_t smem_bytes) {
+      const auto& d = std::get<ChannelsLastDepthwiseDivision>(plan.division());
+      EXPECT_EQ(d.outputs_per_thread, outputs);
+      EXPECT_EQ(d.tile_rows, rows);
+      EXPECT_EQ(d.tile_cols, cols);
+      EXPECT_EQ(d.window_pitch, pitch);
+      EXPECT_EQ(d.blocks_per_sm, 3);
+      EXPECT_EQ(d.launch.grid_x, grid_x);
+      EXPECT_EQ(d.launch.grid_y, grid_y);
+      EXPECT_EQ(d.launch.smem_bytes, smem_bytes);
+    };
     // A 7 x 7 map at stride 1: every tile of four outputs a thread would idle more than a quarter of
-    // its outputs (8 x 16 covers 49 of 128), so tiles of two: 8 x 8, one an image, 15 of its 64 idle.
-    const Plan small_plan = plan_for(make(32, 960, 7, 7, 960, 3, 3, 1, 1, 1, 960), Layout::NHWC, t);
-    const auto& small = std::get<ChannelsLastDepthwiseDivision>(small_plan.division());
-    EXPECT_EQ(small.outputs_per_thread, 2);
-    EXPECT_EQ(small.tile_rows, 8);
-    EXPECT_EQ(small.tile_cols, 8);
-    EXPECT_EQ(small.window_pitch, 10 * 8);  // chunks of 8 vectors: no padding
-    EXPECT_EQ(small.blocks_per_sm, 3);
-    EXPECT_EQ(small.launch.grid_x, 32);
-    EXPECT_EQ(small.launch.grid_y, 15);
-    EXPECT_EQ(small.launch.smem_bytes, 9 * 64 * 4 + 10 * 80 * 16);
+    // its outputs (8 x 16 covers 49 of 128), so tiles of two: 8 x 8, one an image, 15 of its 64 idle;
+    // chunks of 8 vectors need no padding.
+    expect_tile(plan_for(make(32, 960, 7, 7, 960, 3, 3, 1, 1, 1, 960), Layout::NHWC, t), 2, 8, 8, 10 * 8, 32, 15,
+                9 * 64 * 4 + 10 * 80 * 16);
+    // A batch-1 layer whose tiles of four (8 x 16: 28 tiles x 2 chunks) leave most of the 132 SMs
+    // without a block takes tiles of two: 8 x 8, 49 tiles x 2 chunks.
+    expect_tile(plan_for(make(1, 128, 56, 56, 128, 7, 7, 3, 1, 1, 128), Layout::NHWC, t), 2, 8, 8, 14 * 8, 49, 2,
+                49 * 64 * 4 + 14 * 112 * 16);
+    // At batch 32 the same layer's 1792 tiles of four fill the SMs and keep four outputs a thread.
+    const Plan batch32_plan = plan_for(make(32, 128, 56, 56, 128, 7, 7, 3, 1, 1, 128), Layout::NHWC, t);
+    const auto& batch32 = std::get<ChannelsLastDepthwiseDivision>(batch32_plan.division());
+    EXPECT_EQ(batch32.outputs_per_thread, 4);
+    EXPECT_EQ(batch32.tile_rows * batch32.tile_cols, 128);
     // Three blocks an SM only for 1x1, 3x3 and 5x5 rows (a channel multiplier's shared x value too):
     // two rows a thread and 7x7 filters keep two.
     EXPECT_EQ(detail::channels_last_blocks_per_sm(s2_plan.problem(), s2_rows.rows_per_thread), 2);

@@ -70,6 +70,31 @@ __device__ __forceinline__ uint32_t lds_u16(uint32_t addr) {
   return v;
 }
 
+/// One 32-bit shared word: a register of an MMA fragment.
+__device__ __forceinline__ uint32_t lds_u32(uint32_t addr) {
+  uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(addr));
+  return v;
+}
+
+/// 16 shared bytes (16-byte aligned) as four 32-bit words, and back.
+__device__ __forceinline__ void lds_128(uint32_t addr, uint32_t (&v)[4]) {
+  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n" : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3]) : "r"(addr));
+}
+__device__ __forceinline__ void sts_128(uint32_t addr, const uint32_t (&v)[4]) {
+  asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};\n" ::"r"(addr), "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3]));
+}
+
+/// Rounds the four fp32 values of 16 shared bytes to TF32 in place (MmaTf32::convert_fragment):
+/// wgmma reads an operand's fp32 bits from shared memory and would truncate them.
+__device__ __forceinline__ void round_shared_to_tf32(uint32_t addr) {
+  uint32_t v[4];
+  lds_128(addr, v);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) MmaTf32::convert_fragment(v[e]);
+  sts_128(addr, v);
+}
+
 /// Two 8x8 matrices: lanes 0-7 address the first's rows, lanes 8-15 the second's.
 __device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], uint32_t smem_addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(smem_addr));

@@ -63,18 +63,6 @@ struct FewChannelParams : ConvGeometry, StoragePointers {
 
 namespace detail {
 
-__device__ __forceinline__ uint32_t lds_u32(uint32_t addr) {
-  uint32_t v;
-  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(addr));
-  return v;
-}
-
-__device__ __forceinline__ int4 lds_v4(uint32_t addr) {
-  int4 v;
-  asm volatile("ld.shared.v4.s32 {%0,%1,%2,%3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
-  return v;
-}
-
 /// The two elements at `lo` and `hi` as one MMA register (the lower column in the low half).
 __device__ __forceinline__ uint32_t pair_at(uint32_t lo, uint32_t hi) {
   return __byte_perm(lds_u16(lo), lds_u16(hi), 0x5410);
@@ -225,7 +213,9 @@ __global__ void __launch_bounds__(kFewChannelThreads, 2) few_channel_kernel(cons
           for (int e = 0; e < 4; ++e) acc[f][j][e] = 0.0f;
 
       for (int ks = 0; ks < ksteps; ++ks) {
-        const int4 off = detail::lds_v4(offsets_s + ks * 64);
+        uint32_t words[4];
+        detail::lds_128(offsets_s + ks * 64, words);
+        const int4 off = make_int4(int(words[0]), int(words[1]), int(words[2]), int(words[3]));
         if constexpr (kTf32) {
           // Two m16n8k8 steps: a[f][0..1] rows g, g+8 at column t (then t+4: a[f][2..3]); the
           // second step's columns are t+8 and t+12.

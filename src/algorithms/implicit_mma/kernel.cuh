@@ -221,10 +221,10 @@ namespace detail {
 /// one 32-bit word a register, at base, base + first, base + second and base + first + second
 /// (Note [mma tf32 pixel runs], Note [mma tf32 transposed filters]: the steps differ by operand).
 __device__ __forceinline__ void lds_tf32_fragment(uint32_t (&r)[4], uint32_t base, uint32_t first, uint32_t second) {
-  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(r[0]) : "r"(base));
-  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(r[1]) : "r"(base + first));
-  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(r[2]) : "r"(base + second));
-  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(r[3]) : "r"(base + first + second));
+  r[0] = lds_u32(base);
+  r[1] = lds_u32(base + first);
+  r[2] = lds_u32(base + second);
+  r[3] = lds_u32(base + first + second);
 }
 
 __device__ __forceinline__ void cp_async_16(uint32_t smem_addr, const void* gmem, bool pred) {
@@ -444,11 +444,9 @@ __device__ __forceinline__ void store_output_tail(const ImplicitMmaParams& prm, 
       const long long m = tile_m + row;
       const int f = tile_n + BN / 64 * 64 + run * 8;
       if (m >= prm.npq || f >= prm.kg) continue;
-      uint4 v;
-      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                   : "r"(tail + (row * kRuns + run) * 16));
-      *reinterpret_cast<uint4*>(gY + (m * prm.y_sq + f) * 2) = v;
+      uint32_t v[4];
+      detail::lds_128(tail + (row * kRuns + run) * 16, v);
+      *reinterpret_cast<uint4*>(gY + (m * prm.y_sq + f) * 2) = make_uint4(v[0], v[1], v[2], v[3]);
     }
   }
 }
@@ -463,9 +461,7 @@ __device__ __forceinline__ void silu_output_buffer(uint32_t out_base, int tid) {
   static_assert(Math::kBytes == 2 && kBytes % 16 == 0, "output buffers hold 16-bit runs of 16 bytes");
   for (int i = tid; i < kBytes / 16; i += kThreads) {
     uint32_t v[4];
-    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
-                 : "r"(out_base + i * 16));
+    detail::lds_128(out_base + i * 16, v);
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       __align__(4) T pair[2];
@@ -474,9 +470,7 @@ __device__ __forceinline__ void silu_output_buffer(uint32_t out_base, int tid) {
       pair[1] = Math::from_float(silu(Math::to_float(pair[1])));
       v[k] = *reinterpret_cast<const uint32_t*>(pair);
     }
-    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(out_base + i * 16), "r"(v[0]), "r"(v[1]), "r"(v[2]),
-                 "r"(v[3])
-                 : "memory");
+    detail::sts_128(out_base + i * 16, v);
   }
 }
 
@@ -737,7 +731,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
         for (int e = 0; e < 4; ++e) {
           const int kk = ks * 8 + t + (e >> 1) * 4, px = pixel + (e & 1) * 8;
           const uint32_t addr = pixel_run_chunk(st, kk, px >> 2) + (px & 3) * 4;
-          asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(a[ks][e]) : "r"(addr));
+          a[ks][e] = detail::lds_u32(addr);
           Math::convert_fragment(a[ks][e]);
         }
       const uint64_t db = wgmma::descriptor(filter_row(st, 0));
@@ -919,22 +913,14 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
       // TF32: wgmma reads the fp32 bits and ignores the low 13, which truncates. Each thread rounds its
       // own landed copies to nearest first, as the mma.sync path rounds its fragments.
       auto round_own_copies = [&](int stage) {
-        auto round4 = [](uint32_t addr) {
-          uint32_t v[4];
-          asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-                       : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
-                       : "r"(addr));
-#pragma unroll
-          for (int e = 0; e < 4; ++e) Math::convert_fragment(v[e]);
-          asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};\n" ::"r"(addr), "r"(v[0]), "r"(v[1]), "r"(v[2]),
-                       "r"(v[3]));
-        };
         const int vec = tid % VR;
 #pragma unroll
         for (int i = 0; i < kPix; ++i)  // transposed images round in registers (kImageRegisters)
-          if constexpr (kA == GatherForm::Vector) round4(image_chunk(stage, (tid + i * NT) / VR, vec));
+          if constexpr (kA == GatherForm::Vector)
+            detail::round_shared_to_tf32(image_chunk(stage, (tid + i * NT) / VR, vec));
 #pragma unroll
-        for (int i = 0; i < BN * VR / NT; ++i) round4(filter_chunk(stage, (tid + i * NT) / VR, vec));
+        for (int i = 0; i < BN * VR / NT; ++i)
+          detail::round_shared_to_tf32(filter_chunk(stage, (tid + i * NT) / VR, vec));
       };
       for (int kt = 0; kt < k_tiles; ++kt) {
         detail::cp_async_wait<kAhead - 1>();

@@ -171,17 +171,13 @@ __device__ __forceinline__ void round_chunks_to_tf32(uint32_t base, int reader) 
     uint32_t v[kAtOnce][4];
 #pragma unroll
     for (int u = 0; u < kAtOnce; ++u)
-      if (i0 + u * kReaders < kChunks)
-        asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-                     : "=r"(v[u][0]), "=r"(v[u][1]), "=r"(v[u][2]), "=r"(v[u][3])
-                     : "r"(base + (i0 + u * kReaders) * 16));
+      if (i0 + u * kReaders < kChunks) detail::lds_128(base + (i0 + u * kReaders) * 16, v[u]);
 #pragma unroll
     for (int u = 0; u < kAtOnce; ++u)
       if (i0 + u * kReaders < kChunks) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) MmaTf32::convert_fragment(v[u][e]);
-        asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};\n" ::"r"(base + (i0 + u * kReaders) * 16), "r"(v[u][0]),
-                     "r"(v[u][1]), "r"(v[u][2]), "r"(v[u][3]));
+        detail::sts_128(base + (i0 + u * kReaders) * 16, v[u]);
       }
   }
 }

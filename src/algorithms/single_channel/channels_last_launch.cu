@@ -152,8 +152,8 @@ void channels_last_depthwise_forward(const Plan& plan, const ChannelsLastDepthwi
     tile.tile_cols = d.tile_cols;
     tile.rows_shift = log2_exact(d.tile_rows);
     tile.chunk_shift = log2_exact(tile.chunk_vectors);
-    tile.window_rows = static_cast<int>((d.tile_rows - 1) * pr.stride_h + pr.r);
-    tile.window_cols = static_cast<int>((d.tile_cols - 1) * pr.stride_w + pr.s);
+    tile.window_rows = channels_last_window_extent(d.tile_rows, pr.stride_h, pr.r);
+    tile.window_cols = channels_last_window_extent(d.tile_cols, pr.stride_w, pr.s);
     tile.window_pitch = d.window_pitch;
     tile.filter_floats = static_cast<int>(pr.r * pr.s) * d.chunk_channels;
     tile.tiles_q = cuda::FastDivmod(static_cast<unsigned>(ceil_div(pr.q(), int64_t(d.tile_cols))));

@@ -35,8 +35,8 @@ int channels_last_blocks_per_sm(const Problem& p, int rows_per_thread) {
 ChannelsLastWindow channels_last_window(const Problem& p, int chunk_vectors, int tile_rows, int tile_cols) {
   ChannelsLastWindow w;
   const int stride = static_cast<int>(p.stride_h);
-  w.rows = (tile_rows - 1) * stride + static_cast<int>(p.r);
-  w.cols = (tile_cols - 1) * stride + static_cast<int>(p.s);
+  w.rows = channels_last_window_extent(tile_rows, p.stride_h, p.r);
+  w.cols = channels_last_window_extent(tile_cols, p.stride_w, p.s);
   // A quarter warp reads 8 16-byte units: chunk_vectors lanes of 8 / chunk_vectors slots on rows
   // stride * pitch apart. The smallest pitch from cols * chunk_vectors on that puts them on 8
   // distinct bank groups (none exists for one vector at stride 2: left unpadded, two-way).
@@ -62,35 +62,46 @@ namespace {
 // Note [channels-last staged tile]: the tile of the chunk's 256 / chunk_vectors slots (tile_rows
 // down x the rest across, `outputs` each) that loads the fewest window pixels over the layer, among
 // those idling at most a quarter of their outputs, fitting the SM's blocks, and at least 8 / chunk
-// rows tall (a quarter warp's slots on distinct rows). At stride 1 a slot holds four outputs, or
-// two where no tile of four fits the map (7 x 7 maps: 8 x 16 tiles would idle 79 of 128); rows
-// 0 where the layer takes no tile.
+// rows tall (a quarter warp's slots on distinct rows); rows 0 where none does.
 struct ChannelsLastTile {
   int rows = 0, cols = 0, outputs = 0, blocks_per_sm = 0;
   ChannelsLastWindow window;
+  int64_t blocks = 0, window_pixels = 0;  // over the layer
 };
 
+ChannelsLastTile fewest_pixel_tile(const Problem& p, const HardwareModel& hw, int chunk_vectors, int outputs) {
+  const int slots = 256 / chunk_vectors;
+  const int blocks_per_sm = channels_last_tile_blocks_per_sm(p.r, p.stride_h, outputs);
+  const int64_t budget = std::min(hw.smem_per_sm / blocks_per_sm - kRuntimeSmemPerBlock, hw.smem_per_block_optin);
+  ChannelsLastTile best;
+  for (int rows = std::min(slots, kVector / chunk_vectors); rows <= slots; rows *= 2) {
+    const int cols = slots / rows * outputs;
+    const ChannelsLastWindow w = channels_last_window(p, chunk_vectors, rows, cols);
+    const int64_t tiles = p.n * ceil_div(p.p(), int64_t(rows)) * ceil_div(p.q(), int64_t(cols));
+    if (w.smem_bytes > budget || tiles * rows * cols * 3 > p.n * p.p() * p.q() * 4) continue;
+    const int64_t pixels = tiles * w.rows * w.cols;
+    if (best.rows == 0 || pixels < best.window_pixels)
+      best = {rows, cols, outputs, blocks_per_sm, w, tiles * (p.k / kVector / chunk_vectors), pixels};
+  }
+  return best;
+}
+
+// Note [channels-last staged tile]: at stride 1 a slot holds four outputs, or two where no tile of
+// four fits the map (7 x 7 maps: 8 x 16 tiles would idle 79 of 128) or where the tiles of four leave
+// SMs without a block (batch-1 layers): halving the tiles puts twice the SMs to work. On grids that
+// already fill the SMs two outputs read more window columns an output (2 against 1.5 with 3x3
+// filters) and lost (H200, bf16, batch 32, one build, three rounds: MobileNetV2 0.92x,
+// EfficientNet's 5x5 layers 0.93x; ConvNeXt's 7x7 layers at batch 1, 16-56 blocks of four, 1.17x:
+// docs/PERFORMANCE.md). At stride 2 a slot holds two.
 ChannelsLastTile channels_last_tile(const Problem& p, const HardwareModel& hw, int chunk_vectors) {
   const bool square = p.r == p.s && (p.r == 3 || p.r == 5 || p.r == 7);
   const bool stride = p.stride_h == p.stride_w && (p.stride_h == 1 || p.stride_h == 2);
   if (!square || !stride || p.dil_h != 1 || p.dil_w != 1 || p.k_per_group() != 1) return {};
-  const int slots = 256 / chunk_vectors;
-  ChannelsLastTile best;
-  int64_t best_pixels = 0;
-  for (int outputs : {4, 2}) {
-    if ((p.stride_w == 1 ? 4 : 2) < outputs || best.rows > 0) continue;
-    const int blocks_per_sm = channels_last_tile_blocks_per_sm(p.r, p.stride_h, outputs);
-    const int64_t budget = std::min(hw.smem_per_sm / blocks_per_sm - kRuntimeSmemPerBlock, hw.smem_per_block_optin);
-    for (int rows = std::min(slots, kVector / chunk_vectors); rows <= slots; rows *= 2) {
-      const int cols = slots / rows * outputs;
-      const ChannelsLastWindow w = channels_last_window(p, chunk_vectors, rows, cols);
-      const int64_t tiles = p.n * ceil_div(p.p(), int64_t(rows)) * ceil_div(p.q(), int64_t(cols));
-      if (w.smem_bytes > budget || tiles * rows * cols * 3 > p.n * p.p() * p.q() * 4) continue;
-      const int64_t pixels = tiles * w.rows * w.cols;
-      if (best.rows == 0 || pixels < best_pixels) best = {rows, cols, outputs, blocks_per_sm, w}, best_pixels = pixels;
-    }
-  }
-  return best;
+  if (p.stride_w == 2) return fewest_pixel_tile(p, hw, chunk_vectors, 2);
+  const ChannelsLastTile four = fewest_pixel_tile(p, hw, chunk_vectors, 4);
+  if (four.rows > 0 && four.blocks >= hw.sm_count) return four;
+  const ChannelsLastTile two = fewest_pixel_tile(p, hw, chunk_vectors, 2);
+  return two.rows > 0 ? two : four;
 }
 
 }  // namespace
@@ -121,8 +132,9 @@ ChannelsLastDepthwiseDivision plan_channels_last_depthwise(const Problem& p, con
   // A row's adjacent outputs share input columns (S - 1 of every S at stride 1): 4 per thread, 2 at
   // larger strides, where they share fewer. 256 threads even where that leaves batch-1 layers a few
   // dozen blocks: smaller blocks with one output a thread measured 46% slower on ConvNeXt's batch-1
-  // 7x7 layers, and 256 threads of one or two outputs where four leave SMs idle lost too (H200, bf16:
-  // single_h56_m256_k5 6.3 -> 8.7 us, ConvNeXt's batch-1 7x7 layers 0.80x; docs/PERFORMANCE.md).
+  // 7x7 layers, and in this pixel-group walk 256 threads of one or two outputs where four leave SMs
+  // idle lost too (H200, bf16: single_h56_m256_k5 6.3 -> 8.7 us, ConvNeXt's batch-1 7x7 layers 0.80x;
+  // docs/PERFORMANCE.md). Staged tiles of two gain there (channels_last_tile).
   d.outputs_per_thread = p.stride_w == 1 ? 4 : 2;
   // Note [channels-last staged tile]: where a tile fits the map, its window is staged in shared memory.
   const ChannelsLastTile tile = channels_last_tile(p, hw, chunk);

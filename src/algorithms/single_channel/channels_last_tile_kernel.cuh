@@ -8,8 +8,9 @@
 // shared memory with 16-byte cp.async copies, all of them in flight at once, stages the filters
 // while they land, and then computes from shared memory: a thread's QT adjacent outputs of one row
 // read each window row's (QT - 1) * stride + R vectors once, as the register window does (QT: four
-// at stride 1, two at stride 2 and on maps whose tiles of four would idle too many outputs). One tile a
-// block: the copies of one block overlap the arithmetic of the others on its SM.
+// at stride 1, two at stride 2, on maps whose tiles of four would idle too many outputs, and on grids
+// whose tiles of four leave SMs without a block). One tile a block: the copies of one block overlap
+// the arithmetic of the others on its SM.
 //
 // The block's threads are chunk lanes (fastest) x slots, and consecutive slots go down the tile's
 // rows: the 8 / chunk slots of a quarter warp then read rows stride * pitch apart, and the window's

@@ -196,6 +196,11 @@ int channels_last_blocks_per_sm(const Problem& p, int rows_per_thread);
 constexpr int channels_last_tile_blocks_per_sm(int64_t ks, int64_t stride, int qt) {
   return ks == 3 || (qt == 2 && (ks == 5 || (ks == 7 && stride == 1))) ? 3 : 2;
 }
+/// Input pixels along one axis that `tile` outputs at `stride` read with `taps` filter taps (dilation 1):
+/// the extent of a staged tile's window, which the planner sizes and the launcher hands the kernel.
+constexpr int channels_last_window_extent(int tile, int64_t stride, int64_t taps) {
+  return static_cast<int>((tile - 1) * stride + taps);
+}
 /// The input window of a tile of `tile_rows` x `tile_cols` outputs in shared memory: pixels down and
 /// across, the row pitch in 16-byte units (padded so a quarter warp's reads of rows stride * pitch
 /// apart fall on distinct banks), and the block's shared bytes with the chunk's fp32 filters.
