@@ -363,8 +363,10 @@ TEST(PlanDtypes, HalfDepthwiseChannelsLastRunsTheChannelsLastKernel) {
     EXPECT_EQ(window.cols, 66);
     EXPECT_EQ(window.pitch, 134);
     EXPECT_EQ(d.window_pitch, 134);  // carried to the launcher
-    EXPECT_EQ(d.launch.smem_bytes, 9 * 16 * 4 + 10 * 134 * 16);
-    EXPECT_EQ(d.launch.grid_x, 32 * 7);
+    // Note [channels-last persistent tiles]: 32 * 7 tiles a chunk for 3 * 132 / 9 = 44 resident blocks
+    // a chunk: 44 blocks walk them, each with two window buffers.
+    EXPECT_EQ(d.launch.smem_bytes, 9 * 16 * 4 + 2 * 10 * 134 * 16);
+    EXPECT_EQ(d.launch.grid_x, 44);
     EXPECT_EQ(d.launch.grid_y, 9);
     EXPECT_NE(nhwc.to_text(0).find("tiles of 8 x 64 outputs"), std::string::npos) << nhwc.to_text(0);
     // Chunks of 8 vectors need no padding (a quarter warp reads one pixel's 128 bytes); one vector at
@@ -422,9 +424,10 @@ TEST(PlanDtypes, HalfDepthwiseChannelsLastRunsTheChannelsLastKernel) {
     };
     // A 7 x 7 map at stride 1: every tile of four outputs a thread would idle more than a quarter of
     // its outputs (8 x 16 covers 49 of 128), so tiles of two: 8 x 8, one an image, 15 of its 64 idle;
-    // chunks of 8 vectors need no padding.
-    expect_tile(plan_for(make(32, 960, 7, 7, 960, 3, 3, 1, 1, 1, 960), Layout::NHWC, t), 2, 8, 8, 10 * 8, 32, 15,
-                9 * 64 * 4 + 10 * 80 * 16);
+    // chunks of 8 vectors need no padding. 32 tiles a chunk for 3 * 132 / 15 = 26 resident blocks: 26
+    // persistent blocks with two window buffers.
+    expect_tile(plan_for(make(32, 960, 7, 7, 960, 3, 3, 1, 1, 1, 960), Layout::NHWC, t), 2, 8, 8, 10 * 8, 26, 15,
+                9 * 64 * 4 + 2 * 10 * 80 * 16);
     // A batch-1 layer whose tiles of four (8 x 16: 28 tiles x 2 chunks) leave most of the 132 SMs
     // without a block takes tiles of two: 8 x 8, 49 tiles x 2 chunks.
     expect_tile(plan_for(make(1, 128, 56, 56, 128, 7, 7, 3, 1, 1, 128), Layout::NHWC, t), 2, 8, 8, 14 * 8, 49, 2,

@@ -159,6 +159,9 @@ void channels_last_depthwise_forward(const Plan& plan, const ChannelsLastDepthwi
     tile.tiles_q = cuda::FastDivmod(static_cast<unsigned>(ceil_div(pr.q(), int64_t(d.tile_cols))));
     tile.tiles_p = cuda::FastDivmod(static_cast<unsigned>(ceil_div(pr.p(), int64_t(d.tile_rows))));
     tile.window_cols_div = cuda::FastDivmod(static_cast<unsigned>(tile.window_cols));
+    tile.tiles =
+        static_cast<int>(pr.n * ceil_div(pr.p(), int64_t(d.tile_rows)) * ceil_div(pr.q(), int64_t(d.tile_cols)));
+    tile.window_units = tile.window_rows * d.window_pitch;
     const dim3 grid(static_cast<unsigned>(d.launch.grid_x), static_cast<unsigned>(d.launch.grid_y));
     return visit_half_dtype(plan.dtype(), [&](auto t) {
       launch_tile<decltype(t)>(tile, d.outputs_per_thread, grid, static_cast<int>(d.launch.smem_bytes), s);
