@@ -824,7 +824,8 @@ TEST(PlanDtypes, Tf32LoadsThroughTensorMapsOnWarpSpecializedTilesOnly) {
   auto division = [&](const Problem& p, PlanOptions o) {
     return std::get<ImplicitMmaDivision>(plan_for(p, Layout::NHWC, DType::Float32, o).division());
   };
-  for (auto [p, name] : {std::pair{make(32, 256, 56, 56, 128, 1, 1), "wgmma128x128_s3_tma_pingpong"},
+  for (auto [p, name] : {std::pair{make(32, 256, 56, 56, 128, 1, 1), "wgmma128x128_s3_tma_cooperative"},
+                         {make(32, 64, 56, 56, 256, 1, 1), "wgmma128x128_s3_tma_cooperative"},
                          {make(32, 64, 112, 112, 128, 3, 3, 1), "wgmma128x128_s3_tma_pingpong"},
                          {make(32, 256, 56, 56, 256, 3, 3, 1), "wgmma128x128_s3_tma_cooperative"},
                          {make(32, 512, 28, 28, 256, 1, 1), "wgmma128x128_s3_tma_cooperative"},

@@ -276,7 +276,10 @@ struct TileRunForm {
 // vgg16 c64_h112's 576 rows 385 against 409, l2_1x1a, l2_ds); split 2 ways in a cluster where a long
 // reduction (4096 rows and more) makes one to two waves (vgg16 c512_h14, 196 tiles: 191 against 214)
 // or the tiles fill less than half the SMs (stage 4's 52 tiles: l4_3x3 66.2 against 108.8 unsplit),
-// cooperative unsplit between.
+// cooperative unsplit between. With the image rows rounded in registers rather than in place
+// (Note [wgmma tf32 stages]; bench/results/latest/tf32_image_registers/), cooperative 128x128 also
+// won resnet50's 1x1 layers of 64-256 rows that had run ping-pong (l1_1x1b 70.5 against 65.9 us,
+// l3_1x1b 33.5 against 30.5, l2_ds even), so every 1x1 layer over a wave takes it.
 int choose_tf32_specialized_tile(const Problem& p, const HardwareModel& hw, int64_t rows, TileRunForm& form,
                                  std::vector<std::string>& why) {
   const int64_t cols = p.n * p.p() * p.q(), kg = p.k_per_group();
@@ -297,8 +300,9 @@ int choose_tf32_specialized_tile(const Problem& p, const HardwareModel& hw, int6
   if (kg <= 64) return specialized("wgmma128x64_s3", 128, 64, blocks(128, 64) > sms ? kPingPong : kCooperative, 1);
   const int64_t tiles = blocks(128, 128);
   if (tiles > sms && tiles <= 2 * sms && rows >= 4096) return specialized("wgmma128x128_s3", 128, 128, kCooperative, 2);
-  // Not plan_implicit_mma's long_reduction (a wgrad step's): many rows a tile, which cooperative blocks favour.
-  const bool many_rows = rows >= 1024 || (p.r * p.s == 1 && rows >= 512);
+  // Not plan_implicit_mma's long_reduction (a wgrad step's): many rows a tile, which cooperative blocks
+  // favour, and every 1x1 layer since the image rows are rounded in registers.
+  const bool many_rows = rows >= 1024 || p.r * p.s == 1;
   if (tiles > sms) return specialized("wgmma128x128_s3", 128, 128, many_rows ? kCooperative : kPingPong, 1);
   return specialized("wgmma128x128_s3", 128, 128, kCooperative, tiles * 2 > sms ? 1 : 2);
 }

@@ -153,15 +153,20 @@ __device__ __forceinline__ void write_output_buffer_m_major(const ImplicitMmaPar
 // 32 channels a 128-byte row, the same bytes as a 16-bit stage, and wgmma would read their fp32
 // bits and ignore the low 13, which truncates. cuDNN and cuBLAS round to nearest (on the H200 their
 // TF32 outputs lie 7e-6 from the exact product of the rounded inputs and 8.7e-4 from the truncated
-// ones, against 2.9e-4 from the exact result), so the consumers round every stage in place before
-// they multiply it: each thread a share of its 16-byte chunks, four loads in flight (every chunk is
-// rounded, so the swizzle does not matter), then a proxy fence and a named barrier of the
-// warpgroups that read the stage (its own warpgroup in ping-pong, both in the cooperative schedule,
-// each rounding half). The rounding of a stage overlaps the wgmma group of the one before. (The
-// producer warpgroup's three idle warps rounding the stages ahead instead, at its 40 registers a
-// thread, ran 1.2-1.6x slower: docs/PERFORMANCE.md.) y is fp32: the accumulators go straight to a dense
-// channels-last y, a pair of filters (8 bytes) a store, through the whole epilogue (SiLU included),
-// with no output buffer.
+// ones, against 2.9e-4 from the exact result), so the consumers round every stage before they
+// multiply it:
+// - the filter rows in place: each thread a share of their 16-byte chunks, four loads in flight,
+//   then a proxy fence and a named barrier of the warpgroups that read the stage (its own warpgroup
+//   in ping-pong, both in the cooperative schedule, each rounding half); this overlaps the wgmma
+//   group of the stage before;
+// - the image rows in registers: each warp loads its 16 pixels' fragments with ldmatrix (wgmma's
+//   register A has mma.sync's m16n8k8 layout), rounds them and multiplies them from there, once the
+//   previous group, which reads the registers they replace, is done.
+// Rounding the image rows in place too had them cross shared memory twice more: 1.08x slower on
+// resnet50 and 1.11x on vgg16 (docs/PERFORMANCE.md). (The producer warpgroup's three idle warps
+// rounding the stages ahead instead, at its 40 registers a thread, ran 1.2-1.6x slower.) y is fp32:
+// the accumulators go straight to a dense channels-last y, a pair of filters (8 bytes) a store,
+// through the whole epilogue (SiLU included), with no output buffer.
 /// Note [wgmma tf32 stages]: rounds the 16-byte chunks reader, reader + readers, ... of the `chunks`
 /// at `base` to TF32 (to nearest, ties away) in place, four loads in flight a thread.
 template <int kChunks, int kReaders>
@@ -179,6 +184,23 @@ __device__ __forceinline__ void round_chunks_to_tf32(uint32_t base, int reader) 
         for (int e = 0; e < 4; ++e) MmaTf32::convert_fragment(v[u][e]);
         detail::sts_128(base + (i0 + u * kReaders) * 16, v[u]);
       }
+  }
+}
+
+/// Note [wgmma tf32 stages]: one warp's image fragments of the K-major swizzled TF32 stage at
+/// `stage` (pixels first_row.. +15, every k-step of 8 rows), rounded in registers for wgmma's
+/// register A. ldmatrix's four 8 x 16-byte matrices are pixels +0 and +8 at a k-step's floats 0-3 and
+/// 4-7, so lane (g, t) receives mma.sync's TF32 layout: (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4).
+/// Each matrix's eight rows sit in eight distinct chunks of the swizzle: no bank conflict.
+template <class Math, int kSteps>
+__device__ __forceinline__ void load_tf32_image_fragments(uint32_t (&a)[kSteps][4], uint32_t stage, int first_row,
+                                                          int lane) {
+  const int matrix = lane >> 3, row = first_row + (matrix & 1) * 8 + (lane & 7);
+#pragma unroll
+  for (int ks = 0; ks < kSteps; ++ks) {
+    detail::ldmatrix_x4(a[ks], wgmma::swizzled_chunk(stage, row, 2 * ks + (matrix >> 1)));
+#pragma unroll
+    for (int e = 0; e < 4; ++e) Math::convert_fragment(a[ks][e]);
   }
 }
 
@@ -348,11 +370,34 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
     for (int kt = 0; kt < k_count; ++kt) {
       const int u = u0 + kt, st = u % S;
       detail::mbarrier_wait(&landed[st], (u / S) & 1);
-      if constexpr (kTf32) {  // Note [wgmma tf32 stages]: the image and filter rows are contiguous
+      if constexpr (kTf32) {
+        // Note [wgmma tf32 stages]: the filter rows rounded in place, the image rows in registers.
         constexpr int kReaders = (kCooperative ? 2 : 1) * kConsumerThreads;
-        round_chunks_to_tf32<(BM + BN) * wgmma::kRowBytes / 16, kReaders>(image_stage(st), kCooperative ? tid : wg_tid);
+        round_chunks_to_tf32<BN * wgmma::kRowBytes / 16, kReaders>(filter_stage(st), kCooperative ? tid : wg_tid);
         wgmma::fence_shared_for_async();
         detail::named_barrier_sync(kCooperative ? 3 : 1 + wg, kReaders);
+        // The image registers the previous group reads are reloaded only once it is done.
+        wgmma::wait<0>();
+#pragma unroll
+        for (int mb = 0; mb < MB; ++mb) wgmma::pin(d[mb]);
+        if (kt > 0) release(u - 1);
+        uint32_t a[MB][wgmma::kRowBytes / 32][4];
+#pragma unroll
+        for (int mb = 0; mb < MB; ++mb)
+          load_tf32_image_fragments<Math>(a[mb], image_stage(st), (kCooperative ? wg : mb) * 64 + (warp % 4) * 16,
+                                          lane);
+        const uint64_t db = wgmma::descriptor(filter_stage(st));
+#pragma unroll
+        for (int mb = 0; mb < MB; ++mb) wgmma::pin(d[mb]);
+        wgmma::fence();
+#pragma unroll
+        for (int ks = 0; ks < wgmma::kRowBytes / 32; ++ks)
+#pragma unroll
+          for (int mb = 0; mb < MB; ++mb) wgmma::mma_async_tf32_registers<BN>(d[mb], a[mb][ks], db + 2 * ks);
+        wgmma::commit();
+        if (!kCooperative && kt == k_count - 1 && wg_tid == 0)
+          detail::mbarrier_arrive(&turn[1 - wg]);  // the other's turn
+        continue;
       }
       const uint64_t da = kMMajorA ? wgmma::descriptor(image_stage(st) + wg * kBlockBytes, kBlockBytes)
                                    : wgmma::descriptor(image_stage(st));

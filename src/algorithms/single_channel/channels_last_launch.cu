@@ -156,11 +156,11 @@ void channels_last_depthwise_forward(const Plan& plan, const ChannelsLastDepthwi
     tile.window_cols = channels_last_window_extent(d.tile_cols, pr.stride_w, pr.s);
     tile.window_pitch = d.window_pitch;
     tile.filter_floats = static_cast<int>(pr.r * pr.s) * d.chunk_channels;
-    tile.tiles_q = cuda::FastDivmod(static_cast<unsigned>(ceil_div(pr.q(), int64_t(d.tile_cols))));
-    tile.tiles_p = cuda::FastDivmod(static_cast<unsigned>(ceil_div(pr.p(), int64_t(d.tile_rows))));
+    const ChannelsLastTileCount count = channels_last_tile_count(pr, d.tile_rows, d.tile_cols);
+    tile.tiles_q = cuda::FastDivmod(static_cast<unsigned>(count.across));
+    tile.tiles_p = cuda::FastDivmod(static_cast<unsigned>(count.down));
     tile.window_cols_div = cuda::FastDivmod(static_cast<unsigned>(tile.window_cols));
-    tile.tiles =
-        static_cast<int>(pr.n * ceil_div(pr.p(), int64_t(d.tile_rows)) * ceil_div(pr.q(), int64_t(d.tile_cols)));
+    tile.tiles = static_cast<int>(count.per_chunk);
     tile.window_units = tile.window_rows * d.window_pitch;
     const dim3 grid(static_cast<unsigned>(d.launch.grid_x), static_cast<unsigned>(d.launch.grid_y));
     return visit_half_dtype(plan.dtype(), [&](auto t) {

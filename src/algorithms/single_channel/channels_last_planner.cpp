@@ -77,7 +77,7 @@ ChannelsLastTile fewest_pixel_tile(const Problem& p, const HardwareModel& hw, in
   for (int rows = std::min(slots, kVector / chunk_vectors); rows <= slots; rows *= 2) {
     const int cols = slots / rows * outputs;
     const ChannelsLastWindow w = channels_last_window(p, chunk_vectors, rows, cols);
-    const int64_t tiles = p.n * ceil_div(p.p(), int64_t(rows)) * ceil_div(p.q(), int64_t(cols));
+    const int64_t tiles = channels_last_tile_count(p, rows, cols).per_chunk;
     if (w.smem_bytes > budget || tiles * rows * cols * 3 > p.n * p.p() * p.q() * 4) continue;
     const int64_t pixels = tiles * w.rows * w.cols;
     if (best.rows == 0 || pixels < best.window_pixels)
@@ -168,7 +168,7 @@ ChannelsLastDepthwiseDivision plan_channels_last_depthwise(const Problem& p, con
   d.launch.grid_y = vectors / chunk;
   if (d.tile_rows > 0) {
     d.blocks_per_sm = tile.blocks_per_sm;
-    d.launch.grid_x = p.n * ceil_div(p.p(), int64_t(d.tile_rows)) * ceil_div(p.q(), int64_t(d.tile_cols));
+    d.launch.grid_x = channels_last_tile_count(p, d.tile_rows, d.tile_cols).per_chunk;
     d.launch.smem_bytes = tile.window.smem_bytes;
     // Note [channels-last persistent tiles] (channels_last_tile_kernel.cuh): more tiles than one round
     // of resident blocks takes that round, each block walking its tiles with a second window buffer.

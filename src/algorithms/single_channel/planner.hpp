@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/host_math.hpp"
 #include "mconv/division.hpp"
 #include "mconv/hardware.hpp"
 #include "mconv/plan.hpp"
@@ -200,6 +201,18 @@ constexpr int channels_last_tile_blocks_per_sm(int64_t ks, int64_t stride, int q
 /// the extent of a staged tile's window, which the planner sizes and the launcher hands the kernel.
 constexpr int channels_last_window_extent(int tile, int64_t stride, int64_t taps) {
   return static_cast<int>((tile - 1) * stride + taps);
+}
+/// Staged tiles of `tile_rows` x `tile_cols` outputs down and across one image's output map: the
+/// tiles of one channel chunk over the batch are images x down x across.
+struct ChannelsLastTileCount {
+  int64_t down = 0, across = 0, per_chunk = 0;
+};
+inline ChannelsLastTileCount channels_last_tile_count(const Problem& p, int tile_rows, int tile_cols) {
+  ChannelsLastTileCount c;
+  c.down = ceil_div(p.p(), int64_t(tile_rows));
+  c.across = ceil_div(p.q(), int64_t(tile_cols));
+  c.per_chunk = p.n * c.down * c.across;
+  return c;
 }
 /// The input window of a tile of `tile_rows` x `tile_cols` outputs in shared memory: pixels down and
 /// across, the row pitch in 16-byte units (padded so a quarter warp's reads of rows stride * pitch
