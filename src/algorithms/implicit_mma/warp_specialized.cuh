@@ -370,8 +370,9 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
     for (int kt = 0; kt < k_count; ++kt) {
       const int u = u0 + kt, st = u % S;
       detail::mbarrier_wait(&landed[st], (u / S) & 1);
+      // Note [wgmma tf32 stages]: the filter rows rounded in place, the image rows in registers.
+      [[maybe_unused]] uint32_t a[kTf32 ? MB : 1][wgmma::kRowBytes / 32][4];
       if constexpr (kTf32) {
-        // Note [wgmma tf32 stages]: the filter rows rounded in place, the image rows in registers.
         constexpr int kReaders = (kCooperative ? 2 : 1) * kConsumerThreads;
         round_chunks_to_tf32<BN * wgmma::kRowBytes / 16, kReaders>(filter_stage(st), kCooperative ? tid : wg_tid);
         wgmma::fence_shared_for_async();
@@ -381,26 +382,13 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
 #pragma unroll
         for (int mb = 0; mb < MB; ++mb) wgmma::pin(d[mb]);
         if (kt > 0) release(u - 1);
-        uint32_t a[MB][wgmma::kRowBytes / 32][4];
 #pragma unroll
         for (int mb = 0; mb < MB; ++mb)
           load_tf32_image_fragments<Math>(a[mb], image_stage(st), (kCooperative ? wg : mb) * 64 + (warp % 4) * 16,
                                           lane);
-        const uint64_t db = wgmma::descriptor(filter_stage(st));
-#pragma unroll
-        for (int mb = 0; mb < MB; ++mb) wgmma::pin(d[mb]);
-        wgmma::fence();
-#pragma unroll
-        for (int ks = 0; ks < wgmma::kRowBytes / 32; ++ks)
-#pragma unroll
-          for (int mb = 0; mb < MB; ++mb) wgmma::mma_async_tf32_registers<BN>(d[mb], a[mb][ks], db + 2 * ks);
-        wgmma::commit();
-        if (!kCooperative && kt == k_count - 1 && wg_tid == 0)
-          detail::mbarrier_arrive(&turn[1 - wg]);  // the other's turn
-        continue;
       }
-      const uint64_t da = kMMajorA ? wgmma::descriptor(image_stage(st) + wg * kBlockBytes, kBlockBytes)
-                                   : wgmma::descriptor(image_stage(st));
+      [[maybe_unused]] const uint64_t da = kMMajorA ? wgmma::descriptor(image_stage(st) + wg * kBlockBytes, kBlockBytes)
+                                                    : wgmma::descriptor(image_stage(st));
       const uint64_t db =
           kNMajorB ? wgmma::descriptor(filter_stage(st), BK * wgmma::kRowBytes) : wgmma::descriptor(filter_stage(st));
 #pragma unroll
@@ -410,18 +398,25 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
 #pragma unroll
       for (int ks = 0; ks < wgmma::kRowBytes / 32; ++ks)
 #pragma unroll
-        for (int mb = 0; mb < MB; ++mb)
-          wgmma::mma_async<T, BN, kMMajorA, kNMajorB>(
-              d[mb],
-              kMMajorA ? da + kStepMN * ks : da + (kCooperative ? wg : mb) * (64 * wgmma::kRowBytes / 16) + 2 * ks,
-              db + kStepB * ks);
+        for (int mb = 0; mb < MB; ++mb) {
+          if constexpr (kTf32)
+            wgmma::mma_async_tf32_registers<BN>(d[mb], a[mb][ks], db + kStepB * ks);
+          else
+            wgmma::mma_async<T, BN, kMMajorA, kNMajorB>(
+                d[mb],
+                kMMajorA ? da + kStepMN * ks : da + (kCooperative ? wg : mb) * (64 * wgmma::kRowBytes / 16) + 2 * ks,
+                db + kStepB * ks);
+        }
       wgmma::commit();
       if (!kCooperative && kt == k_count - 1 && wg_tid == 0)
         detail::mbarrier_arrive(&turn[1 - wg]);  // the other's turn
-      wgmma::wait<1>();                          // the previous stage's group is done
+      // TF32's group stays in flight until the next stage's filter rows are rounded (above).
+      if constexpr (!kTf32) {
+        wgmma::wait<1>();  // the previous stage's group is done
 #pragma unroll
-      for (int mb = 0; mb < MB; ++mb) wgmma::pin(d[mb]);
-      if (kt > 0) release(u - 1);
+        for (int mb = 0; mb < MB; ++mb) wgmma::pin(d[mb]);
+        if (kt > 0) release(u - 1);
+      }
     }
     wgmma::wait<0>();
 #pragma unroll
