@@ -312,9 +312,12 @@ TEST_F(TensorCores, PersistentTilesMatchTheReference) {
 // Note [wgmma tf32 stages]: TF32 on every warp-specialized tile through tensor maps, in both
 // schedules, on the tensor-map layers above and one of several tiles a block (partial pixel and
 // filter tiles, strides, dilation, true convolution, the whole epilogue), cooperative tiles split 2
-// and 3 ways among a cluster, and SiLU. The consumers round each stage to nearest: an output then
-// lies within fp32 accumulation error of the exact result of the rounded inputs, where truncated
-// inputs would put it about 1e-3 away (under the TF32 tolerance, so that bound is the test's own).
+// and 3 ways among a cluster, and SiLU. Unsplit tiles have an even count of 32-row stages (C is a
+// multiple of 64); a block's slice of a split tile may not (18 stages split 2 ways: 9), which leaves
+// a cooperative warpgroup's last stage without its pair in the other register set. The consumers
+// round each stage to nearest: an output then lies within fp32 accumulation error of the exact
+// result of the rounded inputs, where truncated inputs would put it about 1e-3 away (under the TF32
+// tolerance, so that bound is the test's own).
 TEST_F(TensorCores, Tf32WarpSpecializedTilesRoundTheirStages) {
   Engine engine(Target::Cuda);
   if (!wgmma_device(engine)) GTEST_SKIP() << "wgmma tiles run on sm_90 only";

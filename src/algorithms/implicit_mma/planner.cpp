@@ -279,7 +279,12 @@ struct TileRunForm {
 // cooperative unsplit between. With the image rows rounded in registers rather than in place
 // (Note [wgmma tf32 stages]; bench/results/latest/tf32_image_registers/), cooperative 128x128 also
 // won resnet50's 1x1 layers of 64-256 rows that had run ping-pong (l1_1x1b 70.5 against 65.9 us,
-// l3_1x1b 33.5 against 30.5, l2_ds even), so every 1x1 layer over a wave takes it.
+// l3_1x1b 33.5 against 30.5, l2_ds even), so every 1x1 layer over a wave takes it. With two register
+// sets of image fragments in the cooperative form (bench/results/latest/tf32_register_sets/, two
+// sweeps), ping-pong won the 3x3 layers of 1152 rows over many waves (vgg16 c128_h112, 3136 tiles:
+// 624 and 629 us against 665 and 663; c128_h56, 1568 tiles: 318 and 320 against 333 twice) and lost on
+// 1.5 waves (resnet50 l2_3x3, 196 tiles: 63.0 and 62.4 against 58.0 and 57.7); from 2304 rows on
+// cooperative won or tied (vgg16 c256_h56 610-614 against 615-619). Four waves splits the two cases.
 int choose_tf32_specialized_tile(const Problem& p, const HardwareModel& hw, int64_t rows, TileRunForm& form,
                                  std::vector<std::string>& why) {
   const int64_t cols = p.n * p.p() * p.q(), kg = p.k_per_group();
@@ -300,10 +305,11 @@ int choose_tf32_specialized_tile(const Problem& p, const HardwareModel& hw, int6
   if (kg <= 64) return specialized("wgmma128x64_s3", 128, 64, blocks(128, 64) > sms ? kPingPong : kCooperative, 1);
   const int64_t tiles = blocks(128, 128);
   if (tiles > sms && tiles <= 2 * sms && rows >= 4096) return specialized("wgmma128x128_s3", 128, 128, kCooperative, 2);
-  // Not plan_implicit_mma's long_reduction (a wgrad step's): many rows a tile, which cooperative blocks
-  // favour, and every 1x1 layer since the image rows are rounded in registers.
-  const bool many_rows = rows >= 1024 || p.r * p.s == 1;
-  if (tiles > sms) return specialized("wgmma128x128_s3", 128, 128, many_rows ? kCooperative : kPingPong, 1);
+  // Cooperative blocks favour many rows a tile (not plan_implicit_mma's long_reduction, a wgrad
+  // step's) and, since the image rows are rounded in registers, every 1x1 layer; ping-pong keeps
+  // reductions under 2048 rows over four waves and more.
+  const bool cooperative_layer = p.r * p.s == 1 || rows >= 2048 || (rows >= 1024 && tiles < 4 * sms);
+  if (tiles > sms) return specialized("wgmma128x128_s3", 128, 128, cooperative_layer ? kCooperative : kPingPong, 1);
   return specialized("wgmma128x128_s3", 128, 128, kCooperative, tiles * 2 > sms ? 1 : 2);
 }
 

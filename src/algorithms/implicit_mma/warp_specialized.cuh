@@ -160,8 +160,11 @@ __device__ __forceinline__ void write_output_buffer_m_major(const ImplicitMmaPar
 //   in ping-pong, both in the cooperative schedule, each rounding half); this overlaps the wgmma
 //   group of the stage before;
 // - the image rows in registers: each warp loads its 16 pixels' fragments with ldmatrix (wgmma's
-//   register A has mma.sync's m16n8k8 layout), rounds them and multiplies them from there, once the
-//   previous group, which reads the registers they replace, is done.
+//   register A has mma.sync's m16n8k8 layout), rounds them and multiplies them from there. A group
+//   reads its registers until it is done, so cooperative warps (16 registers of fragments a stage)
+//   alternate two sets, even stages and odd, and load a stage's fragments while the previous
+//   stage's group runs; ping-pong warps (32 a stage beside 128 accumulators) have room for one set
+//   and wait for the previous group first, the other warpgroup's tile keeping the tensor cores busy.
 // Rounding the image rows in place too had them cross shared memory twice more: 1.08x slower on
 // resnet50 and 1.11x on vgg16 (docs/PERFORMANCE.md). (The producer warpgroup's three idle warps
 // rounding the stages ahead instead, at its 40 registers a thread, ran 1.2-1.6x slower.) y is fp32:
@@ -354,6 +357,9 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
     if (lane == 0) detail::mbarrier_arrive(&freed[u % S]);
   };
   float d[MB][BN / 2];
+  // Note [wgmma tf32 stages]: a warp's image fragments of a stage, two sets in cooperative tiles.
+  constexpr bool kTwoImageSets = kTf32 && kCooperative;
+  [[maybe_unused]] uint32_t a[kTwoImageSets ? 2 : 1][kTf32 ? MB : 1][wgmma::kRowBytes / 32][4];
   // Note [wgmma warp-specialized wgrad]: groups of blocks adding their slices' sums into y.
   const bool atomic = kWgrad && prm.atomic_slices > 1;
   // The block's tile index (its j-th tile is blockIdx.x + j * gridDim.x).
@@ -367,56 +373,71 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
     // This warpgroup's turn: the other one has waited for every stage of the block's previous tile.
     if (!kCooperative && j > 0) detail::mbarrier_wait(&turn[wg], ((j - 1) / 2) & 1);
     const int u0 = j * k_count;
-    for (int kt = 0; kt < k_count; ++kt) {
+    // Multiplies the block's stage u0 + kt; TF32 tiles load its image fragments into `image`.
+    auto multiply_stage = [&](int kt, [[maybe_unused]] auto& image) {
       const int u = u0 + kt, st = u % S;
       detail::mbarrier_wait(&landed[st], (u / S) & 1);
-      // Note [wgmma tf32 stages]: the filter rows rounded in place, the image rows in registers.
-      [[maybe_unused]] uint32_t a[kTf32 ? MB : 1][wgmma::kRowBytes / 32][4];
-      if constexpr (kTf32) {
+      if constexpr (kTf32) {  // Note [wgmma tf32 stages]: the filter rows in place, the image rows in registers
         constexpr int kReaders = (kCooperative ? 2 : 1) * kConsumerThreads;
         round_chunks_to_tf32<BN * wgmma::kRowBytes / 16, kReaders>(filter_stage(st), kCooperative ? tid : wg_tid);
         wgmma::fence_shared_for_async();
         detail::named_barrier_sync(kCooperative ? 3 : 1 + wg, kReaders);
-        // The image registers the previous group reads are reloaded only once it is done.
-        wgmma::wait<0>();
+        if constexpr (!kTwoImageSets) {  // the previous group reads the registers reloaded here
+          wgmma::wait<0>();
 #pragma unroll
-        for (int mb = 0; mb < MB; ++mb) wgmma::pin(d[mb]);
-        if (kt > 0) release(u - 1);
+          for (int mb = 0; mb < MB; ++mb) wgmma::pin(d[mb]);
+          if (kt > 0) release(u - 1);
+        }
 #pragma unroll
         for (int mb = 0; mb < MB; ++mb)
-          load_tf32_image_fragments<Math>(a[mb], image_stage(st), (kCooperative ? wg : mb) * 64 + (warp % 4) * 16,
+          load_tf32_image_fragments<Math>(image[mb], image_stage(st), (kCooperative ? wg : mb) * 64 + (warp % 4) * 16,
                                           lane);
       }
-      [[maybe_unused]] const uint64_t da = kMMajorA ? wgmma::descriptor(image_stage(st) + wg * kBlockBytes, kBlockBytes)
-                                                    : wgmma::descriptor(image_stage(st));
       const uint64_t db =
           kNMajorB ? wgmma::descriptor(filter_stage(st), BK * wgmma::kRowBytes) : wgmma::descriptor(filter_stage(st));
 #pragma unroll
       for (int mb = 0; mb < MB; ++mb) wgmma::pin(d[mb]);
       wgmma::fence();
-      // A row block of 64 pixels is 64 rows of 128 bytes on (the descriptor counts 16-byte units).
+      if constexpr (kTf32) {
 #pragma unroll
-      for (int ks = 0; ks < wgmma::kRowBytes / 32; ++ks)
+        for (int ks = 0; ks < wgmma::kRowBytes / 32; ++ks)
 #pragma unroll
-        for (int mb = 0; mb < MB; ++mb) {
-          if constexpr (kTf32)
-            wgmma::mma_async_tf32_registers<BN>(d[mb], a[mb][ks], db + kStepB * ks);
-          else
+          for (int mb = 0; mb < MB; ++mb) wgmma::mma_async_tf32_registers<BN>(d[mb], image[mb][ks], db + kStepB * ks);
+      } else {
+        // A row block of 64 pixels is 64 rows of 128 bytes on (the descriptor counts 16-byte units).
+        const uint64_t da = kMMajorA ? wgmma::descriptor(image_stage(st) + wg * kBlockBytes, kBlockBytes)
+                                     : wgmma::descriptor(image_stage(st));
+#pragma unroll
+        for (int ks = 0; ks < wgmma::kRowBytes / 32; ++ks)
+#pragma unroll
+          for (int mb = 0; mb < MB; ++mb)
             wgmma::mma_async<T, BN, kMMajorA, kNMajorB>(
                 d[mb],
                 kMMajorA ? da + kStepMN * ks : da + (kCooperative ? wg : mb) * (64 * wgmma::kRowBytes / 16) + 2 * ks,
                 db + kStepB * ks);
-        }
+      }
       wgmma::commit();
       if (!kCooperative && kt == k_count - 1 && wg_tid == 0)
         detail::mbarrier_arrive(&turn[1 - wg]);  // the other's turn
-      // TF32's group stays in flight until the next stage's filter rows are rounded (above).
-      if constexpr (!kTf32) {
+      if constexpr (!kTf32 || kTwoImageSets) {
         wgmma::wait<1>();  // the previous stage's group is done
 #pragma unroll
         for (int mb = 0; mb < MB; ++mb) wgmma::pin(d[mb]);
         if (kt > 0) release(u - 1);
       }
+    };
+    if constexpr (kTwoImageSets) {
+      // Note [wgmma tf32 stages]: even stages' fragments in one register set, odd ones' in the other.
+      // Pairs unconditionally, so that ptxas sees the in-flight group read the other set at every
+      // stage and keeps the groups overlapped (a conditional second stage had it serialize them).
+      int kt = 0;
+      for (; kt + 1 < k_count; kt += 2) {
+        multiply_stage(kt, a[0]);
+        multiply_stage(kt + 1, a[1]);
+      }
+      if (kt < k_count) multiply_stage(kt, a[0]);
+    } else {
+      for (int kt = 0; kt < k_count; ++kt) multiply_stage(kt, a[0]);
     }
     wgmma::wait<0>();
 #pragma unroll
