@@ -281,16 +281,21 @@ TEST(Backward, WgradStepsGatherRunsOfTapsOrTransposedOperands) {
 // im2col column, w as N-major boxes) where dy has a multiple of 64 channels, every phase step of a
 // stride-2 layer included; with 48 they gather, and say why.
 // The plans of a bf16 channels-last backward pass's steps on the reference H100.
-std::vector<Plan> bf16_step_plans(Pass pass, const Problem& p) {
+std::vector<Plan> bf16_step_plans(Pass pass, const Problem& p, const std::string& tile = "") {
   const TensorDesc x = p.x_desc(Layout::NHWC, DType::BFloat16), y = p.y_desc(Layout::NHWC, DType::BFloat16),
                    w = p.w_desc(Layout::NHWC, DType::BFloat16);
   PlanOptions o;
   o.target = Target::Cuda;
+  if (!tile.empty()) {
+    o.algorithm = Algorithm::ImplicitMma;
+    o.tile = tile;
+  }
   const BackwardDecomposition d =
       pass == Pass::BackwardData ? decompose_backward_data(p, y, w, x) : decompose_backward_filter(p, x, y, w);
   std::vector<Plan> plans;
-  for (const ForwardStep& s : d.steps)
-    plans.push_back(Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o));
+  for (const ForwardStep& s : d.steps)  // as the engine plans them: several steps run beside each other
+    plans.push_back(Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o,
+                                StepContext{s.group_strides, false, d.steps.size() > 1}));
   return plans;
 }
 
@@ -309,6 +314,51 @@ TEST(Backward, DgradStepsLoadThroughTensorMapsWhereDyHas64Channels) {
   for (const Plan& plan : dgrad_steps(make(32, 64, 28, 28, 48, 3, 3, 1))) {
     EXPECT_FALSE(std::get<ImplicitMmaDivision>(plan.division()).tensor_maps);
     EXPECT_NE(plan.to_text(0).find("C = 48 is not a multiple of 64"), std::string::npos) << plan.to_text(0);
+  }
+}
+
+// Note [wgmma strided dgrad stores]: a stride-2 layer's dgrad phases write every other pixel of dx,
+// which no tensor-map store covers; forced onto warp-specialized blocks they keep that form and
+// store filter pairs from the accumulators, and say so. The persistent form without consumers
+// stores only through the map, so those steps run the tile's plain form.
+TEST(Backward, StridedDgradStepsOnWarpSpecializedBlocksStoreFromTheAccumulators) {
+  const Problem strided = make(32, 256, 28, 28, 256, 3, 3, 1, 2);
+  for (const char* tile :
+       {"wgmma128x128_s3_tma_cooperative", "wgmma128x128_s3_tma_pingpong", "wgmma128x64_s3_tma_cooperative"}) {
+    const std::vector<Plan> plans = bf16_step_plans(Pass::BackwardData, strided, tile);
+    ASSERT_EQ(plans.size(), 4u);
+    for (const Plan& plan : plans) {
+      const auto& d = std::get<ImplicitMmaDivision>(plan.division());
+      EXPECT_EQ(division_name(d), tile) << plan.to_text(0);
+      EXPECT_TRUE(d.persistent && d.consumers != ConsumerSchedule::None) << plan.to_text(0);
+      EXPECT_NE(plan.to_text(0).find("filter pairs stored from the accumulators"), std::string::npos)
+          << plan.to_text(0);
+    }
+  }
+  for (const Plan& plan : bf16_step_plans(Pass::BackwardData, strided, "wgmma128x128_s3_tma_persistent")) {
+    const auto& d = std::get<ImplicitMmaDivision>(plan.division());
+    EXPECT_FALSE(d.persistent) << plan.to_text(0);
+    EXPECT_NE(plan.to_text(0).find("stores through a tensor map of y"), std::string::npos) << plan.to_text(0);
+  }
+  // The rule: a 1x1 stride-2 layer's step on cooperative 128x128 over one round of the SMs (l4_ds,
+  // 104 tiles) or three and more (l2_ds, 392), the plain tile between (l3_ds, 196).
+  for (const auto& [p, name] : {std::pair{make(32, 1024, 14, 14, 2048, 1, 1, 0, 2), "wgmma128x128_s3_tma_cooperative"},
+                                {make(32, 256, 56, 56, 512, 1, 1, 0, 2), "wgmma128x128_s3_tma_cooperative"},
+                                {make(32, 512, 28, 28, 1024, 1, 1, 0, 2), "wgmma128x128_s3_tma"}}) {
+    int steps = 0;
+    for (const Plan& plan : bf16_step_plans(Pass::BackwardData, p)) {
+      const auto* d = std::get_if<ImplicitMmaDivision>(&plan.division());
+      if (!d) continue;
+      ++steps;
+      EXPECT_EQ(division_name(*d), name) << plan.to_text(0);
+    }
+    EXPECT_EQ(steps, 1) << p.to_string();
+  }
+  // A stride-1 dgrad step's dx is dense: the tensor-map store, not the accumulators'.
+  for (const Plan& plan :
+       bf16_step_plans(Pass::BackwardData, make(32, 256, 14, 14, 256, 3, 3, 1), "wgmma128x128_s3_tma_cooperative")) {
+    EXPECT_TRUE(std::get<ImplicitMmaDivision>(plan.division()).persistent);
+    EXPECT_EQ(plan.to_text(0).find("filter pairs stored from the accumulators"), std::string::npos);
   }
 }
 

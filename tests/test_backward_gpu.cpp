@@ -290,7 +290,9 @@ TEST_F(BackwardGpu, ChannelsLastHalfStepsTransposedGathersAndClusterSplits) {
 // 7x7 with 16 filters in a 64-wide box, a partial second box (96), late-stage reductions, true
 // convolution (flipped taps) and alpha/beta, also on persistent and warp-specialized tiles (Note
 // [wgmma persistent tiles], [wgmma warp-specialized tiles]; the phases' dx is not dense, so they run
-// the plain form). Every warpgroup step must take the maps; each case against the double reference.
+// the plain form on persistent tiles and store filter pairs from the accumulators on warp-specialized
+// ones, Note [wgmma strided dgrad stores]). Every warpgroup step must take the maps; each case
+// against the double reference.
 TEST_F(BackwardGpu, DgradTensorMapLoads) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 956);
@@ -303,6 +305,8 @@ TEST_F(BackwardGpu, DgradTensorMapLoads) {
   cases.push_back(conv);
   cases[0].alpha = 0.5f;
   cases[0].beta = 0.75f;
+  cases[1].alpha = 1.5f;  // a strided layer's phases, beta reading dx at each phase's pixels
+  cases[1].beta = -0.5f;
   const bool few = std::getenv("MCONV_GPU_TEST_FEW") != nullptr;
   if (few) cases = {cases[0], cases[1]};
   // The planner's tiles (small grids take mma.sync tiles, which gather), then every step forced onto
@@ -332,6 +336,10 @@ TEST_F(BackwardGpu, DgradTensorMapLoads) {
           if (tile[0] != 0 || d.tile_name.rfind("wgmma", 0) == 0)
             EXPECT_TRUE(d.tensor_maps) << c.name() << ": " << step->to_text(0);
           EXPECT_EQ(d.b_gather, GatherForm::Transposed) << c.name();
+          // Warp-specialized tiles keep their form on every step, strided ones included.
+          const std::string forced = tile;
+          if (forced.find("_pingpong") != std::string::npos || forced.find("_cooperative") != std::string::npos)
+            EXPECT_TRUE(d.persistent && d.consumers != ConsumerSchedule::None) << c.name() << ": " << step->to_text(0);
         }
         EXPECT_LT(run_gpu(engine, c, Pass::BackwardData, pr, g, o), pr.tolerance)
             << dtype_name(pr.dtype) << " tile " << tile << " " << c.name();

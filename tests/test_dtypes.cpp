@@ -600,7 +600,9 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
     o.target = Target::Cuda;
     std::vector<ImplicitMmaDivision> v;
     for (const ForwardStep& s : dg.steps) {
-      const Plan step = Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o);
+      // As the engine plans them: several steps run beside each other.
+      const Plan step = Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o,
+                                    StepContext{s.group_strides, false, dg.steps.size() > 1});
       v.push_back(std::get<ImplicitMmaDivision>(step.division()));
     }
     return v;
@@ -635,16 +637,18 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
   EXPECT_EQ(dgrad_steps(make(32, 64, 56, 56, 256, 1, 1))[0].consumers, ConsumerSchedule::None);
   // The phases run 128x128 unsplit (stage 4's too, where the forward layer's rules would split),
   // or where 128x128 tiles would make more than half a wave and at most one, 128x64 over at most
-  // 1024 rows (stage 3's 3x3 phases: 98 tiles) and 64x128 on a 1x1 layer's step of 2048 rows or
-  // more (stage 4's 1x1 stride-2 step: 104 tiles of 128x128).
-  for (const auto& [p, name] : {std::pair{make(32, 128, 56, 56, 128, 3, 3, 1, 2), "wgmma128x128_s3_tma"},
-                                std::pair{make(32, 512, 14, 14, 512, 3, 3, 1, 2), "wgmma128x128_s3_tma"},
-                                std::pair{make(32, 256, 28, 28, 256, 3, 3, 1, 2), "wgmma128x64_s3_tma"},
-                                std::pair{make(32, 1024, 14, 14, 2048, 1, 1, 0, 2), "wgmma64x128_s4_tma"}}) {
+  // 1024 rows (stage 3's 3x3 phases: 98 tiles), their one-tap phases included (they run beside the
+  // others); a 1x1 layer's one strided step on cooperative 128x128 over one round of the SMs (stage
+  // 4's, 104 tiles; Note [wgmma strided dgrad stores]).
+  for (const auto& [p, name] :
+       {std::pair{make(32, 128, 56, 56, 128, 3, 3, 1, 2), "wgmma128x128_s3_tma"},
+        std::pair{make(32, 512, 14, 14, 512, 3, 3, 1, 2), "wgmma128x128_s3_tma"},
+        std::pair{make(32, 256, 28, 28, 256, 3, 3, 1, 2), "wgmma128x64_s3_tma"},
+        std::pair{make(32, 1024, 14, 14, 2048, 1, 1, 0, 2), "wgmma128x128_s3_tma_cooperative"}}) {
     const auto phases = dgrad_steps(p);
     EXPECT_EQ(phases.size(), p.r == 3 ? 4u : 1u);
     for (const ImplicitMmaDivision& d : phases) {
-      EXPECT_FALSE(d.persistent) << division_name(d);
+      EXPECT_EQ(d.persistent, p.r == 1) << division_name(d);
       EXPECT_EQ(division_name(d), name) << p.to_string();
     }
   }

@@ -149,10 +149,13 @@ struct PlanOptions {
 };
 
 /// What a step of a backward pass (include/mconv/backward.hpp) adds to Plan::build: the group strides
-/// its views cannot express, and whether it is a wgrad step, which Auto first offers depthwise_wgrad.
+/// its views cannot express, whether it is a wgrad step, which Auto first offers depthwise_wgrad,
+/// and whether it runs beside other steps of its pass (a strided dgrad's phases, on side streams),
+/// where a grid of one block an SM would hold SMs its siblings' blocks could use.
 struct StepContext {
   std::optional<GroupStrides> group_strides;
   bool filter_gradient = false;
+  bool beside_other_steps = false;
 };
 
 class Plan {

@@ -370,9 +370,9 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
       // taken it 7.25 -> 4.73 ms; channels-last steps (both transposed, Note [mma tf32 transposed
       // filters]) 6.82 -> 2.70 ms.
       plan.algorithm_ = Algorithm::ImplicitMma;
-      plan.division_ =
-          detail::plan_implicit_mma(pr, x, w, y, plan.valid_rows_, plan.row_order_ == RowOrder::RSC, hw, options.tile,
-                                    options.split_k, options.deterministic, step.filter_gradient, plan.decisions_);
+      plan.division_ = detail::plan_implicit_mma(pr, x, w, y, plan.valid_rows_, plan.row_order_ == RowOrder::RSC, hw,
+                                                 options.tile, options.split_k, options.deterministic,
+                                                 step.filter_gradient, step.beside_other_steps, plan.decisions_);
       return plan;
     }
   } else if (options.algorithm == Algorithm::ImplicitMma) {

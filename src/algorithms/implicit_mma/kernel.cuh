@@ -193,6 +193,9 @@ struct ImplicitMmaParams : ImplicitGemmGeometry {
   int filter_r, filter_s, dil_h, dil_w, flip;
   // Note [wgmma pixel-row maps]: x as a tiled map (C, N*H*W) of a 1x1 stride-1 layer.
   int image_pixel_rows;
+  // Note [wgmma strided dgrad stores]: warp-specialized 16-bit dgrad steps whose y takes no
+  // tensor-map store store filter pairs from the accumulators (no output map).
+  int accumulator_stores;
 };
 
 /// The output pixel (n, p, q) of GEMM column m in the plan's pixel order. m < npq < 2^31, so the

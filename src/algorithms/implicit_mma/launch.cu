@@ -311,7 +311,13 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   // this y cannot take their store, the tile gathers.
   const bool tensor_maps = keep && d.tensor_maps && (esz == 2 || (y_store && d.consumers != ConsumerSchedule::None));
   const int64_t kg = plan.problem().k_per_group();
-  const bool persistent = tensor_maps && y_store;
+  // Note [wgmma strided dgrad stores]: a 16-bit dgrad step on warp-specialized blocks whose y takes
+  // no tensor-map store (a phase's strided dx) stores aligned pairs of filters from the accumulators.
+  const bool accumulator_stores = tensor_maps && !y_store && d.persistent && d.consumers != ConsumerSchedule::None &&
+                                  esz == 2 && a == GatherForm::Vector && b == GatherForm::Transposed &&
+                                  prm.pair_store && kg % 2 == 0 && !grouped;
+  prm.accumulator_stores = accumulator_stores;
+  const bool persistent = tensor_maps && (y_store || accumulator_stores);
   // Note [wgmma warp-specialized tiles]: the persistent form's conditions, the block's tiles shared by
   // two consumer warpgroups.
   const ConsumerSchedule consumers = persistent ? d.consumers : ConsumerSchedule::None;
@@ -320,7 +326,7 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   const auto y_type = tensor_map_type(plan.dtype());
   constexpr int kBox = cuda::wgmma::kRowBytes / 2;
   // Note [wgmma tf32 stages]: TF32 tiles store y from the accumulators, without an output map.
-  if (persistent && esz == 2) {
+  if (persistent && esz == 2 && !accumulator_stores) {
     if (a == GatherForm::Transposed)  // Note [wgmma warp-specialized wgrad]: pixels contiguous
       prm.output_map = cuda::tiled_map<2>(y, y_type, {prm.npq, kg}, {out.stride_k}, {kBox, t.block_n});
     else  // a cooperative warpgroup stores its 64 pixels of a tile
@@ -329,7 +335,7 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
   }
   const int k_tiles = static_cast<int>(ceil_div(plan.rows(), t.row_bytes / esz));
   // Note [fused silu]: the persistent and warp-specialized tiles apply SiLU to their output buffer
-  // (TF32: to their accumulators); the others run identity, and silu_view follows.
+  // (TF32 and accumulator stores: to their accumulators); the others run identity, and silu_view follows.
   const bool silu_pass = e.activation == Activation::SiLU && !persistent;
   if (silu_pass) prm.activation = cuda::kActivationIdentity;
   // Note [mma atomic slices]: an activation needs the whole sum, so the groups then run as one (the clusters

@@ -394,9 +394,10 @@ int choose_tf32_specialized_tile(const Problem& p, const HardwareModel& hw, int6
 // up to 15x (a cluster's blocks hand over every tile's sums), as did stage 4's 1x1 forward layers
 // (l4_1x1c 14.6 -> 15.5).
 // `form`: the split, persistent or warp-specialized form the tile was measured with, where the rule
-// sets one.
+// sets one; `beside_other_steps`: a backward step sharing the GPU with others of its pass.
 int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, bool warpgroup, bool tensor_maps,
-                       bool y_dense, bool filters_k_major, TileRunForm& form, std::vector<std::string>& why) {
+                       bool y_dense, bool filters_k_major, bool beside_other_steps, TileRunForm& form,
+                       std::vector<std::string>& why) {
   const int64_t cols = p.n * p.p() * p.q(), kg = p.k_per_group();
   const int sms = std::max(hw.sm_count, 1);
   auto blocks = [&](int bm, int bn) { return ceil_div(cols, bm) * ceil_div(kg, bn) * p.groups; };
@@ -424,16 +425,29 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
     // four steps of 98 tiles 33.4 -> 30.6 us, 33.9 -> 30.9 in the suite's run against cuDNN; l4_ds's
     // step, 104 tiles of 2048 rows, 33.2 -> 32.4 in the sweep but 33.8 -> 36.1 in the suite's run,
     // keeps 128x128; stage 4's 52 tiles a step and stage 2-3's 196 and more ran 10-45% slower).
-    // A 1x1 stride-2 layer's one step over a reduction of 2048 rows or more, where 128x128 makes
-    // one round of the SMs or less, 64x128 (stage 4's l4_ds, 200 tiles: 39.7 -> 29.4 us in a sweep
-    // with every step forced onto it; l2-l4's strided 3x3 and l2_ds, l3_ds ran 4-25% slower there).
+    // (A 1x1 stride-2 layer's one step over one round of 128x128 tiles had run 64x128 before the
+    // cooperative rule below: l4_ds 39.7 -> 29.4 us in a sweep forcing every step onto it.)
+    // A strided 1x1 layer's one step on cooperative 128x128 (Note [wgmma strided dgrad stores]: its
+    // filter pairs stored from the accumulators; bf16, resnet50's dgrad, every step forced onto each
+    // warp-specialized form, one call, bench/results/latest/dgrad_accumulator_stores/): l4_ds's 104
+    // tiles 28.9 -> 25.4 us against 64x128, l2_ds's 392 42.4 -> 39.2 against plain 128x128; on
+    // l3_ds's 196 tiles, between one and two waves of one block an SM, plain 128x128 two an SM won
+    // (29.3 against 31.6). Not the phase steps that run beside each other (a strided 3x3 layer's):
+    // forced there they ran 1-33% slower, and with only the one-tap phase of l3_3x3s2 on it (98
+    // tiles) that layer went 30.1 -> 39.1 us, its blocks holding SMs the other phases could use.
+    if (tensor_maps && !y_dense && !filters_k_major && kg >= 128 && p.r * p.s == 1 && !beside_other_steps &&
+        (blocks(128, 128) <= sms || blocks(128, 128) > 2 * sms)) {
+      form.split = 1;
+      form.persistent = true;
+      form.consumers = ConsumerSchedule::Cooperative;
+      return pick("wgmma128x128_s3", shape + std::to_string(blocks(128, 128)) +
+                                         " tiles, cooperative blocks (N-major filters, a strided y, one round of "
+                                         "the SMs or three and more)");
+    }
     if (tensor_maps && !y_dense && !filters_k_major && kg >= 128) {
       form.split = 1;
       const int64_t tiles_128 = blocks(128, 128);
       const bool one_round_128 = tiles_128 * 2 > sms && tiles_128 <= sms;
-      if (one_round_128 && p.r * p.s == 1 && rows >= 2048)
-        return pick("wgmma64x128_s4", shape + std::to_string(blocks(64, 128)) +
-                                          " blocks, unsplit (N-major filters, a strided y, a long reduction)");
       if (one_round_128 && rows <= 1024)
         return pick("wgmma128x64_s3", shape + std::to_string(blocks(128, 64)) +
                                           " blocks, unsplit (N-major filters, a strided y; 128x128 would make one "
@@ -732,7 +746,7 @@ int choose_pixel_run_tile(const Problem& p, const HardwareModel& hw, int64_t row
   if (!warpgroup) return -1;
   std::vector<std::string> reason;
   TileRunForm unused;
-  const int tile = choose_vector_tile(p, hw, rows, true, false, false, false, unused, reason);
+  const int tile = choose_vector_tile(p, hw, rows, true, false, false, false, false, unused, reason);
   if (!kMmaTileCatalog[tile].warpgroup) return -1;
   why.insert(why.end(), reason.begin(), reason.end());
   return tile;
@@ -1018,6 +1032,12 @@ bool dense_channels_last(const Problem& p, const TensorDesc& y) {
   const auto& st = y.strides;
   return p.groups == 1 && st[1] == 1 && st[3] == p.k && st[2] == p.q() * p.k && (p.n == 1 || st[0] == p.p() * st[2]);
 }
+// Note [wgmma strided dgrad stores]: a channels-last y of any pixel strides (a dgrad phase's dx)
+// whose filter pairs 2t, 2t+1 are each one aligned store (the launcher checks the pointer).
+bool y_takes_accumulator_pairs(const Problem& p, const TensorDesc& y) {
+  const auto& st = y.strides;  // (n, k, p, q)
+  return p.groups == 1 && st[1] == 1 && st[0] % 2 == 0 && st[2] % 2 == 0 && st[3] % 2 == 0 && p.k_per_group() % 2 == 0;
+}
 }  // namespace
 
 bool y_takes_tensor_map_store(const Problem& p, const TensorDesc& y, GatherForm a) {
@@ -1043,7 +1063,7 @@ std::string implicit_mma_tile_names() {
 ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y,
                                       int64_t rows, bool rows_order_rsc, const HardwareModel& hw,
                                       const std::string& forced_tile, int forced_split, bool deterministic,
-                                      bool filter_gradient, std::vector<std::string>& why) {
+                                      bool filter_gradient, bool beside_other_steps, std::vector<std::string>& why) {
   const GatherForms forms = choose_gather_forms(p, x, w, rows_order_rsc);
   // Note [wgmma tensor-map loads]: what keeps the copy engine from loading the stages, tiles aside.
   std::string no_tensor_maps = tensor_map_refusal(p, x, w, rows_order_rsc, forms);
@@ -1124,7 +1144,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
       tile = choose_tf32_specialized_tile(p, hw, rows, form, rule);  // Note [wgmma tf32 stages]
     } else if (vector_tile) {
       tile = choose_vector_tile(p, hw, rows, warpgroup, no_tensor_maps.empty(), dense_channels_last(p, y),
-                                forms.b == GatherForm::Vector, form, rule);
+                                forms.b == GatherForm::Vector, beside_other_steps, form, rule);
       rule_split = !warpgroup && form.split > 0;  // mma.sync tiles: no tensor maps to wait for
     } else if (long_reduction) {
       tile = choose_split_tile(p, hw, rows, esz, warpgroup && (both_transposed || forms.reduction_runs),
@@ -1227,10 +1247,17 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   }
   if (rule_persistent || forced_persistent) {
     const ConsumerSchedule consumers = forced_persistent ? forced_consumers : form.consumers;
-    if (y_takes_store) {
+    // Note [wgmma strided dgrad stores]: a 16-bit dgrad step's warp-specialized blocks store filter
+    // pairs from the accumulators where y takes no tensor-map store.
+    const bool accumulator_pairs = consumers != ConsumerSchedule::None && esz == 2 && forms.a == GatherForm::Vector &&
+                                   forms.b == GatherForm::Transposed && y_takes_accumulator_pairs(p, y);
+    if (y_takes_store || accumulator_pairs) {
       d.persistent = true;
       d.consumers = consumers;
-      why.push_back(persistent_blocks_reason(consumers, forced_persistent, esz == 4));
+      why.push_back(persistent_blocks_reason(consumers, forced_persistent, esz == 4) +
+                    (y_takes_store ? ""
+                                   : "; y takes no tensor-map store (a strided dx): filter pairs stored from the "
+                                     "accumulators"));
     } else {
       why.push_back(std::string("blocks: one a tile; the ") + (forced_persistent ? "forced " : "") +
                     persistent_form_word(consumers) + " form stores through a tensor map of y, " +

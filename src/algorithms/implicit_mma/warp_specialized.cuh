@@ -86,6 +86,8 @@
 // 64x128, and ping-pong 64x208 (250 tiles, two a block) lost to 128x208 on both layers it won.
 #pragma once
 
+#include <type_traits>
+
 #include "kernel.cuh"
 
 namespace mconv::cuda {
@@ -170,6 +172,12 @@ __device__ __forceinline__ void write_output_buffer_m_major(const ImplicitMmaPar
 // rounding the stages ahead instead, at its 40 registers a thread, ran 1.2-1.6x slower.) y is fp32:
 // the accumulators go straight to a dense channels-last y, a pair of filters (8 bytes) a store,
 // through the whole epilogue (SiLU included), with no output buffer.
+// Note [wgmma strided dgrad stores]: a strided layer's dgrad runs one step an output phase, each
+// writing every stride-th pixel of dx (src/plan/backward.cpp), which no tensor-map box of y covers.
+// On these tiles such a step (16-bit, N-major filters) stores as TF32 tiles do: each warp its
+// filter pairs straight from the accumulators, at the pixel's (n, p, q) address through dx's
+// strides, through the whole epilogue, with no output buffer; the launcher asks for it where y
+// cannot take the tensor-map store but takes aligned pairs of filters.
 /// Note [wgmma tf32 stages]: rounds the 16-byte chunks reader, reader + readers, ... of the `chunks`
 /// at `base` to TF32 (to nearest, ties away) in place, four loads in flight a thread.
 template <int kChunks, int kReaders>
@@ -207,15 +215,32 @@ __device__ __forceinline__ void load_tf32_image_fragments(uint32_t (&a)[kSteps][
   }
 }
 
-/// Note [wgmma tf32 stages]: one warp's accumulators (pixels first_pixel.. +15 in wgmma's fragment
-/// layout, BN filters from tile_n) through the epilogue (alpha, bias, beta reading y, the
-/// activation) into a dense channels-last fp32 y whose K/G is a multiple of 4, so that a pair of
-/// filters inside K/G is one aligned 8-byte store.
-template <int BN>
-__device__ __forceinline__ void store_accumulators_fp32(const ImplicitMmaParams& prm, const float (&d)[BN / 2],
+/// Note [wgmma tf32 stages], Note [wgmma strided dgrad stores]: one warp's accumulators (pixels
+/// first_pixel.. +15 in wgmma's fragment layout, BN filters from tile_n) through the epilogue (alpha,
+/// bias, beta reading y, the activation) into a channels-last y whose filter pairs 2t, 2t+1 inside
+/// K/G are each one aligned store: TF32's dense y (pixel m at m * y_sq), or with kPixelCoords a
+/// dgrad phase's dx (pixel m at its (n, p, q) through y's strides).
+template <class Math, int BN, bool kPixelCoords>
+__device__ __forceinline__ void store_accumulator_pairs(const ImplicitMmaParams& prm, const float (&d)[BN / 2],
                                                         long long first_pixel, int tile_n, int lane) {
-  float* __restrict__ gY = static_cast<float*>(prm.y);
+  using T = typename Math::Storage;
+  using Pair = std::conditional_t<sizeof(T) == 4, float2, uint32_t>;  // two elements, one store
+  T* __restrict__ gY = static_cast<T*>(prm.y);
   const int g = lane >> 2, t4 = lane & 3;
+  T* pixel[2];  // pixels g and g + 8 of the 16, nullptr past N*P*Q
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const long long m = first_pixel + g + half * 8;
+    pixel[half] = nullptr;
+    if (m >= prm.npq) continue;
+    if constexpr (kPixelCoords) {
+      int n, p, q;
+      pixel_coords(prm, m, n, p, q);
+      pixel[half] = gY + n * prm.y_sn + p * prm.y_sp + q * prm.y_sq;
+    } else {
+      pixel[half] = gY + m * prm.y_sq;
+    }
+  }
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j) {
     const int f = tile_n + j * 8 + t4 * 2;
@@ -223,16 +248,17 @@ __device__ __forceinline__ void store_accumulators_fp32(const ImplicitMmaParams&
     const float b0 = prm.bias ? __ldg(prm.bias + f) : 0.0f, b1 = prm.bias ? __ldg(prm.bias + f + 1) : 0.0f;
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const long long m = first_pixel + g + half * 8;
-      if (m >= prm.npq) continue;
-      float2* dst = reinterpret_cast<float2*>(gY + m * prm.y_sq + f);
+      if (!pixel[half]) continue;
+      Pair* dst = reinterpret_cast<Pair*>(pixel[half] + f);
       float v0 = fmaf(prm.alpha, d[j * 4 + half * 2], b0), v1 = fmaf(prm.alpha, d[j * 4 + half * 2 + 1], b1);
       if (prm.beta != 0.0f) {
-        const float2 old = *dst;
-        v0 = fmaf(prm.beta, old.x, v0), v1 = fmaf(prm.beta, old.y, v1);
+        __align__(8) const Pair old = *dst;
+        const T* o = reinterpret_cast<const T*>(&old);
+        v0 = fmaf(prm.beta, Math::to_float(o[0]), v0), v1 = fmaf(prm.beta, Math::to_float(o[1]), v1);
       }
-      *dst = make_float2(activate<ActivationSet::Any>(v0, prm.activation),
-                         activate<ActivationSet::Any>(v1, prm.activation));
+      __align__(8) T out[2] = {Math::from_float(activate<ActivationSet::Any>(v0, prm.activation)),
+                               Math::from_float(activate<ActivationSet::Any>(v1, prm.activation))};
+      *dst = *reinterpret_cast<const Pair*>(out);
     }
   }
 }
@@ -256,6 +282,8 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
   static_assert(!kClusterSplit || kCooperative, "cluster splits: cooperative tiles");
   // Note [wgmma warp-specialized wgrad]: M-major x and N-major dy, cooperative only.
   constexpr bool kWgrad = kA == GatherForm::Transposed;
+  // Note [wgmma strided dgrad stores]: dgrad steps' N-major filters, 16-bit.
+  constexpr bool kDgradForms = !kTf32 && kA == GatherForm::Vector && kB == GatherForm::Transposed;
   static_assert(kA == GatherForm::Vector || (kWgrad && kB == GatherForm::Transposed && kCooperative),
                 "warp-specialized tiles: forward, dgrad or cooperative wgrad steps");
   constexpr int kConsumerThreads = 128;              // one warpgroup
@@ -290,7 +318,8 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
   if (tid == 0) {
     detail::prefetch_tensor_map(prm.image_map);
     detail::prefetch_tensor_map(prm.filter_map);
-    if (!kTf32) detail::prefetch_tensor_map(prm.output_map);  // TF32 stores from the accumulators
+    // TF32 and strided dgrad steps store from the accumulators (no output map).
+    if (!kTf32 && !prm.accumulator_stores) detail::prefetch_tensor_map(prm.output_map);
 #pragma unroll
     for (int s = 0; s < S; ++s) {
       detail::mbarrier_init(&landed[s]);
@@ -480,8 +509,15 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
     if constexpr (kTf32) {  // Note [wgmma tf32 stages]
 #pragma unroll
       for (int mb = 0; mb < MB; ++mb)
-        store_accumulators_fp32<BN>(prm, d[mb], tile_m + mb * 64 + (warp % 4) * 16, tile_n, lane);
+        store_accumulator_pairs<Math, BN, false>(prm, d[mb], tile_m + mb * 64 + (warp % 4) * 16, tile_n, lane);
     } else {
+      if constexpr (kDgradForms)
+        if (prm.accumulator_stores) {  // Note [wgmma strided dgrad stores]
+#pragma unroll
+          for (int mb = 0; mb < MB; ++mb)
+            store_accumulator_pairs<Math, BN, true>(prm, d[mb], tile_m + mb * 64 + (warp % 4) * 16, tile_n, lane);
+          continue;
+        }
       // The buffer is free once this warpgroup's previous store has read it.
       if (wg_tid == 0) detail::bulk_wait_read<0>();
       detail::named_barrier_sync(1 + wg, kConsumerThreads);
