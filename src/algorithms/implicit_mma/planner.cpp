@@ -435,18 +435,16 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
     // (29.3 against 31.6). Not the phase steps that run beside each other (a strided 3x3 layer's):
     // forced there they ran 1-33% slower, and with only the one-tap phase of l3_3x3s2 on it (98
     // tiles) that layer went 30.1 -> 39.1 us, its blocks holding SMs the other phases could use.
-    if (tensor_maps && !y_dense && !filters_k_major && kg >= 128 && p.r * p.s == 1 && !beside_other_steps &&
-        (blocks(128, 128) <= sms || blocks(128, 128) > 2 * sms)) {
-      form.split = 1;
-      form.persistent = true;
-      form.consumers = ConsumerSchedule::Cooperative;
-      return pick("wgmma128x128_s3", shape + std::to_string(blocks(128, 128)) +
-                                         " tiles, cooperative blocks (N-major filters, a strided y, one round of "
-                                         "the SMs or three and more)");
-    }
     if (tensor_maps && !y_dense && !filters_k_major && kg >= 128) {
       form.split = 1;
       const int64_t tiles_128 = blocks(128, 128);
+      if (p.r * p.s == 1 && !beside_other_steps && (tiles_128 <= sms || tiles_128 > 2 * sms)) {
+        form.persistent = true;
+        form.consumers = ConsumerSchedule::Cooperative;
+        return pick("wgmma128x128_s3", shape + std::to_string(tiles_128) +
+                                           " tiles, cooperative blocks (N-major filters, a strided y, one round of "
+                                           "the SMs or three and more)");
+      }
       const bool one_round_128 = tiles_128 * 2 > sms && tiles_128 <= sms;
       if (one_round_128 && rows <= 1024)
         return pick("wgmma128x64_s3", shape + std::to_string(blocks(128, 64)) +
