@@ -293,9 +293,12 @@ std::vector<Plan> bf16_step_plans(Pass pass, const Problem& p, const std::string
   const BackwardDecomposition d =
       pass == Pass::BackwardData ? decompose_backward_data(p, y, w, x) : decompose_backward_filter(p, x, y, w);
   std::vector<Plan> plans;
-  for (const ForwardStep& s : d.steps)  // as the engine plans them: several steps run beside each other
+  const std::vector<double> shares = step_sm_shares(d);
+  for (size_t i = 0; i < d.steps.size(); ++i) {  // as the engine plans them: each on its share of the SMs
+    const ForwardStep& s = d.steps[i];
     plans.push_back(Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o,
-                                StepContext{s.group_strides, false, d.steps.size() > 1}));
+                                StepContext{s.group_strides, false, shares[i]}));
+  }
   return plans;
 }
 
@@ -331,16 +334,65 @@ TEST(Backward, StridedDgradStepsOnWarpSpecializedBlocksStoreFromTheAccumulators)
       const auto& d = std::get<ImplicitMmaDivision>(plan.division());
       EXPECT_EQ(division_name(d), tile) << plan.to_text(0);
       EXPECT_TRUE(d.persistent && d.consumers != ConsumerSchedule::None) << plan.to_text(0);
-      EXPECT_NE(plan.to_text(0).find("filter pairs stored from the accumulators"), std::string::npos)
+      EXPECT_NE(plan.to_text(0).find("stores its rows at their pixels' addresses"), std::string::npos)
           << plan.to_text(0);
     }
   }
+  // Note [phase steps' SM shares]: the four phases (4, 2, 2 and 1 of the 9 taps) run side by side,
+  // each persistent grid its share of the 132 SMs, together one block an SM.
+  const BackwardDecomposition phases = decompose_backward_data(strided, strided.y_desc(Layout::NHWC, DType::BFloat16),
+                                                               strided.w_desc(Layout::NHWC, DType::BFloat16),
+                                                               strided.x_desc(Layout::NHWC, DType::BFloat16));
+  const std::vector<double> shares = step_sm_shares(phases);
+  ASSERT_EQ(shares.size(), 4u);
+  const std::vector<Plan> cooperative = bf16_step_plans(Pass::BackwardData, strided, "wgmma128x128_s3_tma_cooperative");
+  int64_t blocks = 0;
+  double total = 0;
+  for (size_t i = 0; i < shares.size(); ++i) {
+    const Problem& step = phases.steps[i].problem;
+    EXPECT_NEAR(shares[i], step.r * step.s / 9.0, 1e-12) << step.to_string();
+    total += shares[i];
+    const auto& d = std::get<ImplicitMmaDivision>(cooperative[i].division());
+    EXPECT_EQ(d.launch.grid_x, std::llround(132 * step.r * step.s / 9.0)) << cooperative[i].to_text(0);
+    EXPECT_NE(cooperative[i].to_text(0).find("this step's share"), std::string::npos) << cooperative[i].to_text(0);
+    blocks += d.launch.grid_x * d.launch.grid_z;
+  }
+  EXPECT_NEAR(total, 1.0, 1e-12);
+  EXPECT_EQ(blocks, 132);
+  // A pass of one step runs alone: its persistent grid is a whole wave.
+  const Problem one_step = make(32, 256, 14, 14, 256, 3, 3, 1);
+  const BackwardDecomposition alone = decompose_backward_data(one_step, one_step.y_desc(Layout::NHWC, DType::BFloat16),
+                                                              one_step.w_desc(Layout::NHWC, DType::BFloat16),
+                                                              one_step.x_desc(Layout::NHWC, DType::BFloat16));
+  EXPECT_EQ(step_sm_shares(alone), std::vector<double>{1.0});
   for (const Plan& plan : bf16_step_plans(Pass::BackwardData, strided, "wgmma128x128_s3_tma_persistent")) {
     const auto& d = std::get<ImplicitMmaDivision>(plan.division());
     EXPECT_FALSE(d.persistent) << plan.to_text(0);
     EXPECT_NE(plan.to_text(0).find("stores through a tensor map of y"), std::string::npos) << plan.to_text(0);
   }
-  // The rule: a 1x1 stride-2 layer's step on cooperative 128x128 over one round of the SMs (l4_ds,
+  // The rule: a strided 3x3 layer's phases on ping-pong 128x128, each on its share of the SMs
+  // (resnet50's l2_3x3s2, l3_3x3s2, l4_3x3s2: 196, 98 and 52 tiles a phase).
+  for (const Problem& p : {make(32, 128, 56, 56, 128, 3, 3, 1, 2), make(32, 256, 28, 28, 256, 3, 3, 1, 2),
+                           make(32, 512, 14, 14, 512, 3, 3, 1, 2)}) {
+    const BackwardDecomposition d =
+        decompose_backward_data(p, p.y_desc(Layout::NHWC, DType::BFloat16), p.w_desc(Layout::NHWC, DType::BFloat16),
+                                p.x_desc(Layout::NHWC, DType::BFloat16));
+    const std::vector<double> share = step_sm_shares(d);
+    const std::vector<Plan> plans = bf16_step_plans(Pass::BackwardData, p);
+    ASSERT_EQ(plans.size(), 4u) << p.to_string();
+    int64_t blocks = 0;
+    for (size_t i = 0; i < plans.size(); ++i) {
+      const auto& div = std::get<ImplicitMmaDivision>(plans[i].division());
+      EXPECT_EQ(division_name(div), "wgmma128x128_s3_tma_pingpong") << plans[i].to_text(0);
+      EXPECT_TRUE(div.persistent && div.consumers == ConsumerSchedule::PingPong) << plans[i].to_text(0);
+      const Problem& step = d.steps[i].problem;
+      const int64_t tiles = (step.n * step.p() * step.q() + 127) / 128 * ((step.k + 127) / 128);
+      EXPECT_EQ(div.launch.grid_x, std::min<int64_t>(tiles, std::llround(132 * share[i]))) << plans[i].to_text(0);
+      blocks += div.launch.grid_x;
+    }
+    EXPECT_LE(blocks, 132) << p.to_string();
+  }
+  // A 1x1 stride-2 layer's step on cooperative 128x128 over one round of the SMs (l4_ds,
   // 104 tiles) or three and more (l2_ds, 392), the plain tile between (l3_ds, 196).
   for (const auto& [p, name] : {std::pair{make(32, 1024, 14, 14, 2048, 1, 1, 0, 2), "wgmma128x128_s3_tma_cooperative"},
                                 {make(32, 256, 56, 56, 512, 1, 1, 0, 2), "wgmma128x128_s3_tma_cooperative"},
@@ -358,7 +410,7 @@ TEST(Backward, StridedDgradStepsOnWarpSpecializedBlocksStoreFromTheAccumulators)
   for (const Plan& plan :
        bf16_step_plans(Pass::BackwardData, make(32, 256, 14, 14, 256, 3, 3, 1), "wgmma128x128_s3_tma_cooperative")) {
     EXPECT_TRUE(std::get<ImplicitMmaDivision>(plan.division()).persistent);
-    EXPECT_EQ(plan.to_text(0).find("filter pairs stored from the accumulators"), std::string::npos);
+    EXPECT_EQ(plan.to_text(0).find("stores its rows at their pixels' addresses"), std::string::npos);
   }
 }
 

@@ -296,10 +296,16 @@ TEST_F(BackwardGpu, ChannelsLastHalfStepsTransposedGathersAndClusterSplits) {
 TEST_F(BackwardGpu, DgradTensorMapLoads) {
   Engine engine(Target::Cuda);
   std::mt19937_64 g(test_seed() + 956);
-  std::vector<Case> cases = {{make(4, 64, 10, 9, 128, 3, 3, 1)},     {make(4, 96, 15, 15, 64, 3, 3, 1, 2)},
-                             {make(2, 128, 14, 14, 64, 1, 1, 0, 2)}, {make(2, 32, 12, 12, 64, 3, 3, 2, 1, 2)},
-                             {make(2, 16, 23, 23, 64, 7, 7, 3, 2)},  {make(2, 256, 7, 7, 512, 3, 3, 1)},
-                             {make(2, 64, 9, 11, 192, 3, 5, 1)}};
+  std::vector<Case> cases = {{make(4, 64, 10, 9, 128, 3, 3, 1)},
+                             {make(4, 96, 15, 15, 64, 3, 3, 1, 2)},
+                             {make(2, 128, 14, 14, 64, 1, 1, 0, 2)},
+                             {make(2, 32, 12, 12, 64, 3, 3, 2, 1, 2)},
+                             {make(2, 16, 23, 23, 64, 7, 7, 3, 2)},
+                             {make(2, 256, 7, 7, 512, 3, 3, 1)},
+                             {make(2, 64, 9, 11, 192, 3, 5, 1)},
+                             // Note [strided dgrad pixel runs]: phases of 72 channels, beta 0, a
+                             // tile's last runs past K/G.
+                             {make(2, 72, 13, 13, 64, 3, 3, 1, 2)}};
   Case conv{make(2, 64, 9, 9, 64, 3, 3, 1)};
   conv.p.mode = Mode::Convolution;
   cases.push_back(conv);

@@ -599,10 +599,12 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
     PlanOptions o;
     o.target = Target::Cuda;
     std::vector<ImplicitMmaDivision> v;
-    for (const ForwardStep& s : dg.steps) {
-      // As the engine plans them: several steps run beside each other.
+    const std::vector<double> shares = step_sm_shares(dg);
+    for (size_t i = 0; i < dg.steps.size(); ++i) {
+      // As the engine plans them: each step on its share of the SMs.
+      const ForwardStep& s = dg.steps[i];
       const Plan step = Plan::build(s.problem, s.x, s.w, s.y, HardwareModel::reference_h100(), o,
-                                    StepContext{s.group_strides, false, dg.steps.size() > 1});
+                                    StepContext{s.group_strides, false, shares[i]});
       v.push_back(std::get<ImplicitMmaDivision>(step.division()));
     }
     return v;
@@ -635,20 +637,18 @@ TEST(PlanDtypes, PersistentTilesOnManyOrFewShortTiles) {
     EXPECT_EQ(steps[0].launch.threads, pingpong_threads);
   }
   EXPECT_EQ(dgrad_steps(make(32, 64, 56, 56, 256, 1, 1))[0].consumers, ConsumerSchedule::None);
-  // The phases run 128x128 unsplit (stage 4's too, where the forward layer's rules would split),
-  // or where 128x128 tiles would make more than half a wave and at most one, 128x64 over at most
-  // 1024 rows (stage 3's 3x3 phases: 98 tiles), their one-tap phases included (they run beside the
-  // others); a 1x1 layer's one strided step on cooperative 128x128 over one round of the SMs (stage
-  // 4's, 104 tiles; Note [wgmma strided dgrad stores]).
+  // A strided 3x3 layer's phases, which run beside each other, on ping-pong 128x128 (Note [phase
+  // steps' SM shares]), the one-tap phases included; a 1x1 layer's one strided step on cooperative
+  // 128x128 over one round of the SMs (stage 4's, 104 tiles; Note [wgmma strided dgrad stores]).
   for (const auto& [p, name] :
-       {std::pair{make(32, 128, 56, 56, 128, 3, 3, 1, 2), "wgmma128x128_s3_tma"},
-        std::pair{make(32, 512, 14, 14, 512, 3, 3, 1, 2), "wgmma128x128_s3_tma"},
-        std::pair{make(32, 256, 28, 28, 256, 3, 3, 1, 2), "wgmma128x64_s3_tma"},
+       {std::pair{make(32, 128, 56, 56, 128, 3, 3, 1, 2), "wgmma128x128_s3_tma_pingpong"},
+        std::pair{make(32, 512, 14, 14, 512, 3, 3, 1, 2), "wgmma128x128_s3_tma_pingpong"},
+        std::pair{make(32, 256, 28, 28, 256, 3, 3, 1, 2), "wgmma128x128_s3_tma_pingpong"},
         std::pair{make(32, 1024, 14, 14, 2048, 1, 1, 0, 2), "wgmma128x128_s3_tma_cooperative"}}) {
     const auto phases = dgrad_steps(p);
     EXPECT_EQ(phases.size(), p.r == 3 ? 4u : 1u);
     for (const ImplicitMmaDivision& d : phases) {
-      EXPECT_EQ(d.persistent, p.r == 1) << division_name(d);
+      EXPECT_TRUE(d.persistent) << division_name(d);
       EXPECT_EQ(division_name(d), name) << p.to_string();
     }
   }

@@ -63,6 +63,11 @@ BackwardDecomposition decompose_backward_data(const Problem& problem, const Tens
 BackwardDecomposition decompose_backward_filter(const Problem& problem, const TensorDesc& x, const TensorDesc& dy,
                                                 const TensorDesc& dw, GroupSteps groups = GroupSteps::Fused);
 
+/// Each step's share of the SMs where the GPU runs a pass's steps at once (one step: 1): its share of
+/// the pass's multiply-adds, so that a persistent grid of each fills its part of the GPU and the
+/// steps end together (Note [phase steps' SM shares] in src/plan/backward.cpp).
+std::vector<double> step_sm_shares(const BackwardDecomposition& decomposition);
+
 /// A backward pass made once per layer: its steps and the forward Plan of each. Made by
 /// Engine::plan_backward_data / plan_backward_filter, run by conv2d_backward_data / _filter.
 struct BackwardPlan {

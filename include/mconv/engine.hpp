@@ -198,7 +198,7 @@ class Engine {
   std::unique_ptr<detail::cuda_device::StreamFork> fork_;
 
   std::shared_ptr<const Plan> step_plan(const ForwardStep& step, const PlanOptions& options,
-                                        bool filter_gradient = false, bool beside_other_steps = false);
+                                        bool filter_gradient = false, double sm_share = 1.0);
   std::shared_ptr<const BackwardPlan> plan_backward(Pass pass, const Problem& problem, const TensorDesc& a,
                                                     const TensorDesc& b, const TensorDesc& out, PlanOptions options);
   void run_backward(const BackwardPlan& plan, Pass pass, const void* a, const void* b, void* out, float alpha,

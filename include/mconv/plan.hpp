@@ -150,12 +150,15 @@ struct PlanOptions {
 
 /// What a step of a backward pass (include/mconv/backward.hpp) adds to Plan::build: the group strides
 /// its views cannot express, whether it is a wgrad step, which Auto first offers depthwise_wgrad,
-/// and whether it runs beside other steps of its pass (a strided dgrad's phases, on side streams),
-/// where a grid of one block an SM would hold SMs its siblings' blocks could use.
+/// and its share of the SMs where it runs beside other steps of its pass (a strided dgrad's phases,
+/// on side streams; `step_sm_shares`): a grid of one block an SM would hold SMs its siblings'
+/// blocks could use, so a persistent grid takes that share of them.
 struct StepContext {
   std::optional<GroupStrides> group_strides;
   bool filter_gradient = false;
-  bool beside_other_steps = false;
+  /// In (0, 1]; 1: the step runs alone.
+  double sm_share = 1.0;
+  bool beside_other_steps() const { return sm_share < 1.0; }
 };
 
 class Plan {

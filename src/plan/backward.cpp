@@ -250,6 +250,20 @@ bool BackwardPlan::deterministic() const {
   return true;
 }
 
+// Note [phase steps' SM shares]: a strided dgrad's phase steps run at once on side streams. A
+// persistent grid of one block an SM for each would hold the whole GPU for one phase while the
+// others waited, so each step's persistent grid takes a share of the SMs in proportion to its
+// multiply-adds (a 3x3 stride-2 layer: 4, 2, 2 and 1 taps of 9), and the phases run side by side,
+// ending about together. Grids of one block a tile are not capped: the hardware interleaves them.
+std::vector<double> step_sm_shares(const BackwardDecomposition& d) {
+  double total = 0;
+  for (const ForwardStep& st : d.steps) total += st.problem.flops();
+  std::vector<double> shares;
+  for (const ForwardStep& st : d.steps)
+    shares.push_back(d.steps.size() == 1 || total <= 0 ? 1.0 : std::min(st.problem.flops() / total, 1.0));
+  return shares;
+}
+
 int64_t BackwardPlan::table_bytes() const {
   int64_t b = 0;
   for (const auto& p : plans)  // only the implicit GEMMs read an offset table

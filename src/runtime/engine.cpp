@@ -43,7 +43,7 @@ namespace {
 
 detail::PlanKey plan_key(Pass pass, const Problem& p, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y,
                          const PlanOptions& o, const std::optional<GroupStrides>& groups = std::nullopt,
-                         bool beside_other_steps = false) {
+                         double sm_share = 1.0) {
   detail::PlanKey key;
   size_t i = 0;
   auto put = [&](int64_t v) { key.fields.at(i++) = v; };
@@ -60,7 +60,7 @@ detail::PlanKey plan_key(Pass pass, const Problem& p, const TensorDesc& x, const
   for (int64_t v :
        {int64_t(o.target), int64_t(o.algorithm), int64_t(o.split_k), int64_t(o.deterministic), int64_t(o.math)})
     put(v);
-  put(int64_t(beside_other_steps));
+  put(std::llround(sm_share * 1e6));  // millionths
   key.tile = o.tile;
   return key;  // 4 + 17 + 3 * 9 + 5 + 1 = 54 fields
 }
@@ -104,14 +104,14 @@ std::shared_ptr<const Plan> Engine::plan(const Problem& problem, const TensorDes
 }
 
 std::shared_ptr<const Plan> Engine::step_plan(const ForwardStep& step, const PlanOptions& options, bool filter_gradient,
-                                              bool beside_other_steps) {
+                                              double sm_share) {
   const detail::PlanKey key = plan_key(filter_gradient ? Pass::BackwardFilter : Pass::Forward, step.problem, step.x,
-                                       step.w, step.y, options, step.group_strides, beside_other_steps);
+                                       step.w, step.y, options, step.group_strides, sm_share);
   const HardwareModel& hw = hardware();
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto hit = plans_.find(key)) return hit;
   auto plan = std::make_shared<Plan>(Plan::build(step.problem, step.x, step.w, step.y, hw, options,
-                                                 StepContext{step.group_strides, filter_gradient, beside_other_steps}));
+                                                 StepContext{step.group_strides, filter_gradient, sm_share}));
   if (target_ == Target::Cuda) {
     detail::cuda_device::DeviceGuard guard(device_);
     plan->device_ = device_;
@@ -147,10 +147,12 @@ std::shared_ptr<const BackwardPlan> Engine::plan_backward(Pass pass, const Probl
   const GroupSteps groups = target_ == Target::Cuda ? GroupSteps::Fused : GroupSteps::PerGroup;
   plan->decomposition = pass == Pass::BackwardData ? decompose_backward_data(problem, a, b, out, groups)
                                                    : decompose_backward_filter(problem, a, b, out, groups);
-  // Several steps run at once on side streams on the GPU (Note [dependent launch] aside).
-  const bool beside = target_ == Target::Cuda && plan->decomposition.steps.size() > 1;
-  for (const ForwardStep& step : plan->decomposition.steps)
-    plan->plans.push_back(step_plan(step, options, pass == Pass::BackwardFilter, beside));
+  // Several steps run at once on side streams on the GPU (Note [dependent launch] aside), each on its
+  // share of the SMs (Note [phase steps' SM shares]).
+  const std::vector<double> shares = step_sm_shares(plan->decomposition);
+  for (size_t i = 0; i < plan->decomposition.steps.size(); ++i)
+    plan->plans.push_back(step_plan(plan->decomposition.steps[i], options, pass == Pass::BackwardFilter,
+                                    target_ == Target::Cuda ? shares[i] : 1.0));
   std::lock_guard<std::mutex> lock(mutex_);
   if (target_ == Target::Cuda && plan->plans.size() > 1 && !fork_)
     fork_ = std::make_unique<detail::cuda_device::StreamFork>(device_);

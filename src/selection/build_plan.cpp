@@ -372,7 +372,7 @@ Plan Plan::build(const Problem& pr, const TensorDesc& x, const TensorDesc& w, co
       plan.algorithm_ = Algorithm::ImplicitMma;
       plan.division_ = detail::plan_implicit_mma(pr, x, w, y, plan.valid_rows_, plan.row_order_ == RowOrder::RSC, hw,
                                                  options.tile, options.split_k, options.deterministic,
-                                                 step.filter_gradient, step.beside_other_steps, plan.decisions_);
+                                                 step.filter_gradient, step.sm_share, plan.decisions_);
       return plan;
     }
   } else if (options.algorithm == Algorithm::ImplicitMma) {

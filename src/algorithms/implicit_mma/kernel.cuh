@@ -196,6 +196,9 @@ struct ImplicitMmaParams : ImplicitGemmGeometry {
   // Note [wgmma strided dgrad stores]: warp-specialized 16-bit dgrad steps whose y takes no
   // tensor-map store store filter pairs from the accumulators (no output map).
   int accumulator_stores;
+  // Note [strided dgrad pixel runs]: such a step's y takes 16-byte runs of filters (staged_store,
+  // K/G a multiple of 8): the tiles then store through their output buffers.
+  int buffered_pixel_runs;
 };
 
 /// The output pixel (n, p, q) of GEMM column m in the plan's pixel order. m < npq < 2^31, so the
@@ -359,8 +362,9 @@ __device__ __forceinline__ void issue_tensor_map_stage(const ImplicitMmaParams& 
 /// 16 pixels x 16 filters are four 8x8 matrices in stmatrix's layout, so one stmatrix stores what
 /// took sixteen 4-byte stores, each with its own swizzled address. Beta's reads of y (their bounds
 /// tests and addresses) are compiled into a second instance, taken by a uniform branch, so the
-/// common call issues none of them.
-template <class Math, int BN, bool kBeta>
+/// common call issues none of them. With kPixelCoords beta reads pixel m at its (n, p, q) address
+/// through y's strides (Note [strided dgrad pixel runs]: a dgrad phase's dx).
+template <class Math, int BN, bool kBeta, bool kPixelCoords = false>
 __device__ __forceinline__ void write_output_buffer_as(const ImplicitMmaParams& prm, const float (&d)[BN / 2],
                                                        uint32_t out_base, int rows, int row0, long long tile_m,
                                                        int tile_n, int lane) {
@@ -386,7 +390,14 @@ __device__ __forceinline__ void write_output_buffer_as(const ImplicitMmaParams& 
         if constexpr (kBeta) {
           const long long m = tile_m + row0 + (lane >> 2) + half * 8;
           if (m < prm.npq && f < prm.kg) {
-            const T* old = static_cast<const T*>(prm.y) + m * prm.y_sq + f;
+            const T* old = static_cast<const T*>(prm.y) + f;
+            if constexpr (kPixelCoords) {
+              int n, p, q;
+              pixel_coords(prm, m, n, p, q);
+              old += n * prm.y_sn + p * prm.y_sp + q * prm.y_sq;
+            } else {
+              old += m * prm.y_sq;
+            }
             v0 = fmaf(prm.beta, Math::to_float(old[0]), v0);
             v1 = fmaf(prm.beta, Math::to_float(old[1]), v1);
           }

@@ -317,6 +317,8 @@ void implicit_mma_forward(const Plan& plan, const ImplicitMmaDivision& d, const 
                                   esz == 2 && a == GatherForm::Vector && b == GatherForm::Transposed &&
                                   prm.pair_store && kg % 2 == 0 && !grouped;
   prm.accumulator_stores = accumulator_stores;
+  // Note [strided dgrad pixel runs]: whole 16-byte runs of filters through the output buffer.
+  prm.buffered_pixel_runs = accumulator_stores && prm.staged_store && kg % run == 0;
   const bool persistent = tensor_maps && (y_store || accumulator_stores);
   // Note [wgmma warp-specialized tiles]: the persistent form's conditions, the block's tiles shared by
   // two consumer warpgroups.

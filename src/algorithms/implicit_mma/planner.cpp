@@ -2,6 +2,7 @@
 #include "planner.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <tuple>
 #include <utility>
@@ -433,8 +434,9 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
     // tiles 28.9 -> 25.4 us against 64x128, l2_ds's 392 42.4 -> 39.2 against plain 128x128; on
     // l3_ds's 196 tiles, between one and two waves of one block an SM, plain 128x128 two an SM won
     // (29.3 against 31.6). Not the phase steps that run beside each other (a strided 3x3 layer's):
-    // forced there they ran 1-33% slower, and with only the one-tap phase of l3_3x3s2 on it (98
-    // tiles) that layer went 30.1 -> 39.1 us, its blocks holding SMs the other phases could use.
+    // forced there on whole waves with pair stores they ran 1-33% slower, and with only the one-tap
+    // phase of l3_3x3s2 on it (98 tiles) that layer went 30.1 -> 39.1 us, its blocks holding SMs
+    // the other phases could use; such steps take SM shares below.
     if (tensor_maps && !y_dense && !filters_k_major && kg >= 128) {
       form.split = 1;
       const int64_t tiles_128 = blocks(128, 128);
@@ -444,6 +446,19 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
         return pick("wgmma128x128_s3", shape + std::to_string(tiles_128) +
                                            " tiles, cooperative blocks (N-major filters, a strided y, one round of "
                                            "the SMs or three and more)");
+      }
+      // The phases of a strided layer, which run beside each other: ping-pong 128x128, each step's
+      // persistent grid its share of the SMs (Note [phase steps' SM shares]), storing 16-byte runs
+      // of filters (Note [strided dgrad pixel runs]). bf16, resnet50's dgrad, one build, the best
+      // of two calls each, against these layers' plain 128x128 and 128x64 tiles: l2_3x3s2 35.1 ->
+      // 30.7 us, l3_3x3s2 30.0 -> 22.8, l4_3x3s2 32.7 -> 21.2; cooperative blocks on the same
+      // shares 34.5, 23.5, 20.5; a whole wave for each step 32.7-33.4, 25.8-27.9, 28.3-30.6.
+      if (beside_other_steps) {
+        form.persistent = true;
+        form.consumers = ConsumerSchedule::PingPong;
+        return pick("wgmma128x128_s3", shape + std::to_string(tiles_128) +
+                                           " tiles, ping-pong blocks on this step's share of the SMs (N-major "
+                                           "filters, a strided y, beside the other steps of its pass)");
       }
       const bool one_round_128 = tiles_128 * 2 > sms && tiles_128 <= sms;
       if (one_round_128 && rows <= 1024)
@@ -1061,7 +1076,8 @@ std::string implicit_mma_tile_names() {
 ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y,
                                       int64_t rows, bool rows_order_rsc, const HardwareModel& hw,
                                       const std::string& forced_tile, int forced_split, bool deterministic,
-                                      bool filter_gradient, bool beside_other_steps, std::vector<std::string>& why) {
+                                      bool filter_gradient, double sm_share, std::vector<std::string>& why) {
+  const bool beside_other_steps = sm_share < 1.0;
   const GatherForms forms = choose_gather_forms(p, x, w, rows_order_rsc);
   // Note [wgmma tensor-map loads]: what keeps the copy engine from loading the stages, tiles aside.
   std::string no_tensor_maps = tensor_map_refusal(p, x, w, rows_order_rsc, forms);
@@ -1254,8 +1270,9 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
       d.consumers = consumers;
       why.push_back(persistent_blocks_reason(consumers, forced_persistent, esz == 4) +
                     (y_takes_store ? ""
-                                   : "; y takes no tensor-map store (a strided dx): filter pairs stored from the "
-                                     "accumulators"));
+                                   : "; y takes no tensor-map store (a strided dx): each warp stores its rows at "
+                                     "their pixels' addresses, 16-byte runs of filters through the output buffer "
+                                     "(filter pairs from the accumulators where dx takes no whole runs)"));
     } else {
       why.push_back(std::string("blocks: one a tile; the ") + (forced_persistent ? "forced " : "") +
                     persistent_form_word(consumers) + " form stores through a tensor map of y, " +
@@ -1275,6 +1292,10 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   d.launch.grid_y = ceil_div(p.k_per_group(), t.block_n);
   const int64_t tiles = d.launch.grid_x * d.launch.grid_y * p.groups;
   const bool specialized = d.consumers != ConsumerSchedule::None;
+  // Note [phase steps' SM shares]: a persistent grid beside other steps takes the step's share.
+  auto steps_share = [sm_share](int64_t blocks) {
+    return sm_share < 1.0 ? std::max<int64_t>(1, std::llround(double(blocks) * sm_share)) : blocks;
+  };
   if (specialized && wgrad_specialized) {
     // Note [wgmma warp-specialized wgrad]: a cluster of slices times atomic groups along y, every
     // block walking the tiles with its slice of their rows.
@@ -1288,7 +1309,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
                                      : " times at most " + std::to_string(kMaxAtomicSlices) +
                                            " groups adding with atomics, not " + std::to_string(n) + " slices"));
     const int64_t slices = int64_t(d.cluster_split) * d.atomic_slices;
-    d.launch.grid_x = std::clamp<int64_t>(warp_specialized_blocks(hw) / slices, 1, tiles);
+    d.launch.grid_x = std::clamp<int64_t>(steps_share(warp_specialized_blocks(hw) / slices), 1, tiles);
     d.launch.grid_y = d.atomic_slices;
     if (slices > 1)
       why.push_back(
@@ -1304,9 +1325,14 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   } else if (d.persistent) {
     // Cooperative tiles split among a cluster: a cluster a tile, at most one block an SM.
     d.cluster_split = d.consumers == ConsumerSchedule::Cooperative ? cooperative_split : 1;
-    d.launch.grid_x =
-        std::min(tiles, specialized ? warp_specialized_blocks(hw) / d.cluster_split : persistent_blocks(t, hw));
+    const int64_t wave = specialized ? warp_specialized_blocks(hw) / d.cluster_split : persistent_blocks(t, hw);
+    d.launch.grid_x = std::min(tiles, steps_share(wave));
     d.launch.grid_y = 1;
+    if (d.launch.grid_x < std::min(tiles, wave))
+      why.push_back("grid: " + std::to_string(d.launch.grid_x) + " blocks, this step's share of the " +
+                    std::to_string(wave) +
+                    " a wave holds beside the other steps of its pass (its share of their "
+                    "multiply-adds; Note [phase steps' SM shares])");
     if (d.cluster_split > 1)
       why.push_back("cluster split " + std::to_string(d.cluster_split) +
                     ": each tile's rows in slices, the slices' sums added by the cluster's first block through "

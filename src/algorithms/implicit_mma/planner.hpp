@@ -15,12 +15,12 @@ namespace mconv::detail {
 /// the plan's rows run channels fastest. A non-empty `forced_tile` overrides the choice, a
 /// `forced_split` > 0 the slices of a tile's rows (1: none): a cluster's blocks, and for long
 /// reductions (a wgrad step's, `filter_gradient`, or runs of taps) outside a `deterministic` plan
-/// also groups adding into y with atomics; `beside_other_steps`: a backward step running beside
-/// others of its pass (StepContext). Appends one line per decision to `why`.
+/// also groups adding into y with atomics; `sm_share`: a backward step's share of the SMs where it
+/// runs beside others of its pass (StepContext; 1: alone). Appends one line per decision to `why`.
 ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y,
                                       int64_t rows, bool rows_order_rsc, const HardwareModel& hw,
                                       const std::string& forced_tile, int forced_split, bool deterministic,
-                                      bool filter_gradient, bool beside_other_steps, std::vector<std::string>& why);
+                                      bool filter_gradient, double sm_share, std::vector<std::string>& why);
 
 /// Note [wgmma persistent tiles]: whether the persistent and warp-specialized forms can store y
 /// through a tensor map, for a plan whose images take gather form `a`. Forward and dgrad steps: y

@@ -178,6 +178,18 @@ __device__ __forceinline__ void write_output_buffer_m_major(const ImplicitMmaPar
 // filter pairs straight from the accumulators, at the pixel's (n, p, q) address through dx's
 // strides, through the whole epilogue, with no output buffer; the launcher asks for it where y
 // cannot take the tensor-map store but takes aligned pairs of filters.
+//
+// Note [strided dgrad pixel runs]: a pair store is 4 bytes, so a warp's store instruction writes 16
+// bytes into each of 8 pixels. Under Nsight Compute a one-tap phase's tile took 2048 L1 tag
+// requests for its 32 KiB of dx, the L1 busy 85% of the kernel's cycles, and a tile cost about
+// 4.6 us whatever its reduction (l2_3x3s2's phases alone on a share of the SMs: 5.4, 6.2 and 7.8 us
+// a tile of 2, 4 and 8 stages). Where dx takes 16-byte runs of filters (staged_store, K/G a
+// multiple of 8), each warp instead writes its 16 rows of the tile into its output buffer as the
+// tensor-map stores do (stmatrix, the whole epilogue, beta reading dx at the pixel's address) and
+// copies those rows out itself: lane i finds row i's (n, p, q) address once, and one store
+// instruction writes two pixels' filters. A warp reads back only what it wrote, so no barrier of
+// the warpgroup is needed. (A first version copied the buffer by the whole warpgroup, behind a
+// barrier, finding a pixel's address for every 16-byte run: instruction-bound, 3.9 us a tile.)
 /// Note [wgmma tf32 stages]: rounds the 16-byte chunks reader, reader + readers, ... of the `chunks`
 /// at `base` to TF32 (to nearest, ties away) in place, four loads in flight a thread.
 template <int kChunks, int kReaders>
@@ -259,6 +271,42 @@ __device__ __forceinline__ void store_accumulator_pairs(const ImplicitMmaParams&
       __align__(8) T out[2] = {Math::from_float(activate<ActivationSet::Any>(v0, prm.activation)),
                                Math::from_float(activate<ActivationSet::Any>(v1, prm.activation))};
       *dst = *reinterpret_cast<const Pair*>(out);
+    }
+  }
+}
+
+/// Note [strided dgrad pixel runs]: one warp's rows of its warpgroup's output buffer (kRows pixels x
+/// BN filters from tile_m, tile_n; BN / 64 blocks in the 128-byte swizzle), which that warp wrote
+/// (write_output_buffer: rows mb * 64 + 16 * (warp % 4).. +15) and synchronised, out to y as 16-byte
+/// runs of filters, pixel m at its (n, p, q) address through y's strides: lane i finds row i's
+/// address once, and each store takes its row's from that lane; pixels past N*P*Q and runs past
+/// K/G are skipped.
+template <class Math, int kRows, int BN>
+__device__ __forceinline__ void store_output_buffer_pixel_runs(const ImplicitMmaParams& prm, uint32_t out_base,
+                                                               long long tile_m, int tile_n, int warp, int lane) {
+  static_assert(BN % 64 == 0 && BN <= 256 && kRows % 64 == 0, "whole 64-filter blocks of 64-pixel row blocks");
+  using T = typename Math::Storage;
+  constexpr int kRuns = BN / 8;            // 16-byte runs of a pixel's filters
+  constexpr int kRowsAtOnce = 32 / kRuns;  // the rows of one store instruction
+  T* __restrict__ gY = static_cast<T*>(prm.y);
+  const int run = lane % kRuns, f = tile_n + run * 8;
+#pragma unroll
+  for (int mb = 0; mb < kRows / 64; ++mb) {
+    const int row0 = mb * 64 + (warp % 4) * 16;  // this warp's 16 rows
+    long long pixel = -1;                        // row row0 + lane % 16's first filter in y, -1 past N*P*Q
+    const long long m = tile_m + row0 + lane % 16;
+    if (m < prm.npq) {
+      int n, p, q;
+      pixel_coords(prm, m, n, p, q);
+      pixel = n * prm.y_sn + p * prm.y_sp + q * prm.y_sq;
+    }
+#pragma unroll
+    for (int k = 0; k < 16 / kRowsAtOnce; ++k) {
+      const int r = k * kRowsAtOnce + lane / kRuns;
+      const long long at = __shfl_sync(0xffffffffu, pixel, r);
+      uint32_t v[4];
+      detail::lds_128(wgmma::swizzled_chunk(out_base + (run / 8) * kRows * wgmma::kRowBytes, row0 + r, run % 8), v);
+      if (at >= 0 && f < prm.kg) *reinterpret_cast<uint4*>(gY + at + f) = make_uint4(v[0], v[1], v[2], v[3]);
     }
   }
 }
@@ -512,7 +560,29 @@ __global__ void __launch_bounds__(Tile::kWarpSpecializedThreads, 1)
         store_accumulator_pairs<Math, BN, false>(prm, d[mb], tile_m + mb * 64 + (warp % 4) * 16, tile_n, lane);
     } else {
       if constexpr (kDgradForms)
-        if (prm.accumulator_stores) {  // Note [wgmma strided dgrad stores]
+        if (prm.accumulator_stores) {     // Note [wgmma strided dgrad stores]
+          if (prm.buffered_pixel_runs) {  // Note [strided dgrad pixel runs]
+            // Each warp writes and reads back its own rows: its lanes' previous reads are done.
+            const bool silu = prm.activation == kActivationSiLU;  // Note [fused silu]: over the whole buffer
+            if (silu) detail::named_barrier_sync(1 + wg, kConsumerThreads);
+            __syncwarp();
+#pragma unroll
+            for (int mb = 0; mb < MB; ++mb) {
+              const int row0 = mb * 64 + (warp % 4) * 16;
+              if (prm.beta != 0.0f)  // Note [output buffer stores]: beta's reads in their own instance
+                write_output_buffer_as<Math, BN, true, true>(prm, d[mb], out_base, kRows, row0, tile_m, tile_n, lane);
+              else
+                write_output_buffer_as<Math, BN, false>(prm, d[mb], out_base, kRows, row0, tile_m, tile_n, lane);
+            }
+            if (silu) {
+              detail::named_barrier_sync(1 + wg, kConsumerThreads);
+              silu_output_buffer<Math, kRows * BN * 2, kConsumerThreads>(out_base, wg_tid);
+              detail::named_barrier_sync(1 + wg, kConsumerThreads);
+            }
+            __syncwarp();
+            store_output_buffer_pixel_runs<Math, kRows, BN>(prm, out_base, tile_m, tile_n, warp, lane);
+            continue;
+          }
 #pragma unroll
           for (int mb = 0; mb < MB; ++mb)
             store_accumulator_pairs<Math, BN, true>(prm, d[mb], tile_m + mb * 64 + (warp % 4) * 16, tile_n, lane);

@@ -66,7 +66,8 @@ namespace {
 struct ChannelsLastTile {
   int rows = 0, cols = 0, outputs = 0, blocks_per_sm = 0;
   ChannelsLastWindow window;
-  int64_t blocks = 0, window_pixels = 0;  // over the layer
+  int64_t smem_budget = 0;                                     // shared memory a block may take at blocks_per_sm
+  int64_t tiles_per_chunk = 0, blocks = 0, window_pixels = 0;  // over the layer
 };
 
 ChannelsLastTile fewest_pixel_tile(const Problem& p, const HardwareModel& hw, int chunk_vectors, int outputs) {
@@ -81,7 +82,7 @@ ChannelsLastTile fewest_pixel_tile(const Problem& p, const HardwareModel& hw, in
     if (w.smem_bytes > budget || tiles * rows * cols * 3 > p.n * p.p() * p.q() * 4) continue;
     const int64_t pixels = tiles * w.rows * w.cols;
     if (best.rows == 0 || pixels < best.window_pixels)
-      best = {rows, cols, outputs, blocks_per_sm, w, tiles * (p.k / kVector / chunk_vectors), pixels};
+      best = {rows, cols, outputs, blocks_per_sm, w, budget, tiles, tiles * (p.k / kVector / chunk_vectors), pixels};
   }
   return best;
 }
@@ -168,7 +169,7 @@ ChannelsLastDepthwiseDivision plan_channels_last_depthwise(const Problem& p, con
   d.launch.grid_y = vectors / chunk;
   if (d.tile_rows > 0) {
     d.blocks_per_sm = tile.blocks_per_sm;
-    d.launch.grid_x = channels_last_tile_count(p, d.tile_rows, d.tile_cols).per_chunk;
+    d.launch.grid_x = tile.tiles_per_chunk;
     d.launch.smem_bytes = tile.window.smem_bytes;
     // Note [channels-last persistent tiles] (channels_last_tile_kernel.cuh): more tiles than one round
     // of resident blocks takes that round, each block walking its tiles with a second window buffer.
@@ -176,10 +177,8 @@ ChannelsLastDepthwiseDivision plan_channels_last_depthwise(const Problem& p, con
     // 1.074x (mbv2_dw_c32_h112_s1 24.0 -> 21.3 us, effb0_dw5_c240_h28_s1 27.4 -> 24.3; the stride-2
     // layers within 1%); docs/PERFORMANCE.md.
     const int64_t window_bytes = int64_t(tile.window.rows) * tile.window.pitch * 16;
-    const int64_t budget =
-        std::min(hw.smem_per_sm / tile.blocks_per_sm - kRuntimeSmemPerBlock, hw.smem_per_block_optin);
     const int64_t resident = std::max<int64_t>(1, int64_t(tile.blocks_per_sm) * hw.sm_count / d.launch.grid_y);
-    if (d.launch.grid_x > resident && tile.window.smem_bytes + window_bytes <= budget) {
+    if (d.launch.grid_x > resident && tile.window.smem_bytes + window_bytes <= tile.smem_budget) {
       why.push_back("single_channel channels-last: " + std::to_string(d.launch.grid_x) + " tiles a chunk for " +
                     std::to_string(resident) +
                     " resident blocks: each block walks its tiles, two windows in shared memory");
