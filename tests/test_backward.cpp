@@ -1,6 +1,8 @@
 // The backward passes on the CPU executor against their double references: every dtype, every
 // layout, the hand-picked stride/dilation/group shapes and random ones, outputs poisoned with NaN.
 // Then the decomposition's own properties and the errors of bad calls.
+#include <map>
+
 #include "backward_tensors.hpp"
 
 namespace mconv::test {
@@ -339,26 +341,29 @@ TEST(Backward, StridedDgradStepsOnWarpSpecializedBlocksStoreFromTheAccumulators)
     }
   }
   // Note [phase steps' SM shares]: the four phases (4, 2, 2 and 1 of the 9 taps) run side by side,
-  // each persistent grid its share of the 132 SMs, together one block an SM.
+  // each persistent grid its share of the 132 SMs, rounded down: their reductions (256 rows a tap)
+  // plus a tile's fixed cost of 141 rows, 397, 653, 653 and 1165 of 2868.
   const BackwardDecomposition phases = decompose_backward_data(strided, strided.y_desc(Layout::NHWC, DType::BFloat16),
                                                                strided.w_desc(Layout::NHWC, DType::BFloat16),
                                                                strided.x_desc(Layout::NHWC, DType::BFloat16));
   const std::vector<double> shares = step_sm_shares(phases);
   ASSERT_EQ(shares.size(), 4u);
   const std::vector<Plan> cooperative = bf16_step_plans(Pass::BackwardData, strided, "wgmma128x128_s3_tma_cooperative");
+  const std::map<int64_t, int64_t> grid_of_taps = {{1, 18}, {2, 30}, {4, 53}};
   int64_t blocks = 0;
   double total = 0;
   for (size_t i = 0; i < shares.size(); ++i) {
     const Problem& step = phases.steps[i].problem;
-    EXPECT_NEAR(shares[i], step.r * step.s / 9.0, 1e-12) << step.to_string();
+    EXPECT_NEAR(shares[i], (256.0 * step.r * step.s + 141) / 2868, 1e-12) << step.to_string();
+    if (step.r * step.s == 1) EXPECT_GT(shares[i], 1.0 / 9);  // more than its multiply-adds' share
     total += shares[i];
     const auto& d = std::get<ImplicitMmaDivision>(cooperative[i].division());
-    EXPECT_EQ(d.launch.grid_x, std::llround(132 * step.r * step.s / 9.0)) << cooperative[i].to_text(0);
+    EXPECT_EQ(d.launch.grid_x, grid_of_taps.at(step.r * step.s)) << cooperative[i].to_text(0);
     EXPECT_NE(cooperative[i].to_text(0).find("this step's share"), std::string::npos) << cooperative[i].to_text(0);
     blocks += d.launch.grid_x * d.launch.grid_z;
   }
   EXPECT_NEAR(total, 1.0, 1e-12);
-  EXPECT_EQ(blocks, 132);
+  EXPECT_LE(blocks, 132);
   // A pass of one step runs alone: its persistent grid is a whole wave.
   const Problem one_step = make(32, 256, 14, 14, 256, 3, 3, 1);
   const BackwardDecomposition alone = decompose_backward_data(one_step, one_step.y_desc(Layout::NHWC, DType::BFloat16),
@@ -387,7 +392,8 @@ TEST(Backward, StridedDgradStepsOnWarpSpecializedBlocksStoreFromTheAccumulators)
       EXPECT_TRUE(div.persistent && div.consumers == ConsumerSchedule::PingPong) << plans[i].to_text(0);
       const Problem& step = d.steps[i].problem;
       const int64_t tiles = (step.n * step.p() * step.q() + 127) / 128 * ((step.k + 127) / 128);
-      EXPECT_EQ(div.launch.grid_x, std::min<int64_t>(tiles, std::llround(132 * share[i]))) << plans[i].to_text(0);
+      EXPECT_EQ(div.launch.grid_x, std::min<int64_t>(tiles, static_cast<int64_t>(132 * share[i] + 1e-9)))
+          << plans[i].to_text(0);
       blocks += div.launch.grid_x;
     }
     EXPECT_LE(blocks, 132) << p.to_string();

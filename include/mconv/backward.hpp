@@ -64,8 +64,9 @@ BackwardDecomposition decompose_backward_filter(const Problem& problem, const Te
                                                 const TensorDesc& dw, GroupSteps groups = GroupSteps::Fused);
 
 /// Each step's share of the SMs where the GPU runs a pass's steps at once (one step: 1): its share of
-/// the pass's multiply-adds, so that a persistent grid of each fills its part of the GPU and the
-/// steps end together (Note [phase steps' SM shares] in src/plan/backward.cpp).
+/// the pass's work (multiply-adds, and a fixed cost a tile), so that a persistent grid of each fills
+/// its part of the GPU and the steps end together (Note [phase steps' SM shares] in
+/// src/plan/backward.cpp).
 std::vector<double> step_sm_shares(const BackwardDecomposition& decomposition);
 
 /// A backward pass made once per layer: its steps and the forward Plan of each. Made by

@@ -252,15 +252,29 @@ bool BackwardPlan::deterministic() const {
 
 // Note [phase steps' SM shares]: a strided dgrad's phase steps run at once on side streams. A
 // persistent grid of one block an SM for each would hold the whole GPU for one phase while the
-// others waited, so each step's persistent grid takes a share of the SMs in proportion to its
-// multiply-adds (a 3x3 stride-2 layer: 4, 2, 2 and 1 taps of 9), and the phases run side by side,
-// ending about together. Grids of one block a tile are not capped: the hardware interleaves them.
+// others waited, so each step's persistent grid takes a share of the SMs in proportion to its work,
+// and the phases run side by side, ending about together. A step's work is its output times its
+// reduction plus a tile's fixed cost (its epilogue), worth kTileCostRows reduction rows. With shares
+// in proportion to the multiply-adds alone (4, 2, 2 and 1 of a 3x3 layer's 9 taps) the one-tap
+// phase's 15 blocks walked the most rounds of tiles, and taking each layer's time as theirs, a tile
+// cost 2.2, 3.3 and 5.3 us at 2, 4 and 8 stages of 64 rows (l2_3x3s2, l3_3x3s2, l4_3x3s2; bf16,
+// H200, ping-pong 128x128): 1.15 us plus 0.52 a stage. With the tile's cost counted, l2_3x3s2 went
+// 32.7 -> 24.9 us, the others unchanged. Grids of one block a tile are not capped: the hardware
+// interleaves them.
+namespace {
+constexpr double kTileCostRows = 141;  // 1.15 / 0.52 = 2.2 stages of 64 rows
+}  // namespace
+
 std::vector<double> step_sm_shares(const BackwardDecomposition& d) {
+  std::vector<double> work;
   double total = 0;
-  for (const ForwardStep& st : d.steps) total += st.problem.flops();
+  for (const ForwardStep& st : d.steps) {
+    const Problem& p = st.problem;
+    work.push_back(double(p.n * p.p() * p.q()) * double(p.k) * (double(p.c_per_group() * p.r * p.s) + kTileCostRows));
+    total += work.back();
+  }
   std::vector<double> shares;
-  for (const ForwardStep& st : d.steps)
-    shares.push_back(d.steps.size() == 1 || total <= 0 ? 1.0 : std::min(st.problem.flops() / total, 1.0));
+  for (double w : work) shares.push_back(d.steps.size() == 1 || total <= 0 ? 1.0 : std::min(w / total, 1.0));
   return shares;
 }
 

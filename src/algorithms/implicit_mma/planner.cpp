@@ -1292,9 +1292,10 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
   d.launch.grid_y = ceil_div(p.k_per_group(), t.block_n);
   const int64_t tiles = d.launch.grid_x * d.launch.grid_y * p.groups;
   const bool specialized = d.consumers != ConsumerSchedule::None;
-  // Note [phase steps' SM shares]: a persistent grid beside other steps takes the step's share.
+  // Note [phase steps' SM shares]: a persistent grid beside other steps takes the step's share,
+  // rounded down, so that the steps' grids fit one wave together.
   auto steps_share = [sm_share](int64_t blocks) {
-    return sm_share < 1.0 ? std::max<int64_t>(1, std::llround(double(blocks) * sm_share)) : blocks;
+    return sm_share < 1.0 ? std::max<int64_t>(1, static_cast<int64_t>(double(blocks) * sm_share + 1e-9)) : blocks;
   };
   if (specialized && wgrad_specialized) {
     // Note [wgmma warp-specialized wgrad]: a cluster of slices times atomic groups along y, every
