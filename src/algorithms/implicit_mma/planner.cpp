@@ -1333,7 +1333,7 @@ ImplicitMmaDivision plan_implicit_mma(const Problem& p, const TensorDesc& x, con
       why.push_back("grid: " + std::to_string(d.launch.grid_x) + " blocks, this step's share of the " +
                     std::to_string(wave) +
                     " a wave holds beside the other steps of its pass (its share of their "
-                    "multiply-adds; Note [phase steps' SM shares])");
+                    "work; Note [phase steps' SM shares])");
     if (d.cluster_split > 1)
       why.push_back("cluster split " + std::to_string(d.cluster_split) +
                     ": each tile's rows in slices, the slices' sums added by the cluster's first block through "
