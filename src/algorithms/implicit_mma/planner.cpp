@@ -417,15 +417,17 @@ int choose_vector_tile(const Problem& p, const HardwareModel& hw, int64_t rows, 
     // A quarter to an eighth of a wave of 128x256 tiles of a long reduction (stage 4's 3x3 layers).
     const bool quarter_wave_128x256 =
         kg >= 256 && p.r * p.s > 1 && rows >= 2048 && blocks(128, 256) * 4 <= sms && blocks(128, 256) * 8 >= sms;
-    // The phase steps of a strided layer's dgrad (N-major filters, writing every stride-th pixel of
-    // dx): 128x128 unsplit (bf16, resnet50's dgrad, every step forced onto each tile unsplit, one
-    // call): l4_3x3s2 42.8 -> 32.9 us against 64x128 and a 4-way split 128x256, l2_3x3s2 41.9 ->
-    // 36.6 against 64x128 on one phase, l2_ds 54.5 -> 51.9; no such layer slower (l3_3x3s2, l3_ds,
-    // l4_ds within 1%). Where those tiles make more than half a wave and at most one over a
-    // reduction of at most 1024 rows, 128x64 (the same sweep later, with pixel-row maps: l3_3x3s2's
-    // four steps of 98 tiles 33.4 -> 30.6 us, 33.9 -> 30.9 in the suite's run against cuDNN; l4_ds's
-    // step, 104 tiles of 2048 rows, 33.2 -> 32.4 in the sweep but 33.8 -> 36.1 in the suite's run,
-    // keeps 128x128; stage 4's 52 tiles a step and stage 2-3's 196 and more ran 10-45% slower).
+    // The steps of a strided layer's dgrad (N-major filters, writing every stride-th pixel of dx) that
+    // run alone; the phases that run beside each other take SM shares below. These rules were measured
+    // on the plain tiles before the shares: 128x128 unsplit (bf16, resnet50's dgrad, every step forced
+    // onto each tile unsplit, one call): l4_3x3s2 42.8 -> 32.9 us against 64x128 and a 4-way split
+    // 128x256, l2_3x3s2 41.9 -> 36.6 against 64x128 on one phase, l2_ds 54.5 -> 51.9; no such layer
+    // slower (l3_3x3s2, l3_ds, l4_ds within 1%). Where those tiles make more than half a wave and at
+    // most one over a reduction of at most 1024 rows, 128x64 (the same sweep later, with pixel-row
+    // maps: l3_3x3s2's four steps of 98 tiles 33.4 -> 30.6 us, 33.9 -> 30.9 in the suite's run against
+    // cuDNN; l4_ds's step, 104 tiles of 2048 rows, 33.2 -> 32.4 in the sweep but 33.8 -> 36.1 in the
+    // suite's run, keeps 128x128; stage 4's 52 tiles a step and stage 2-3's 196 and more ran 10-45%
+    // slower).
     // (A 1x1 stride-2 layer's one step over one round of 128x128 tiles had run 64x128 before the
     // cooperative rule below: l4_ds 39.7 -> 29.4 us in a sweep forcing every step onto it.)
     // A strided 1x1 layer's one step on cooperative 128x128 (Note [wgmma strided dgrad stores]: its
