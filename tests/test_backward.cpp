@@ -282,18 +282,22 @@ TEST(Backward, WgradStepsGatherRunsOfTapsOrTransposedOperands) {
 // Note [wgmma tensor-map loads]: bf16 channels-last dgrad steps load through tensor maps (dy as an
 // im2col column, w as N-major boxes) where dy has a multiple of 64 channels, every phase step of a
 // stride-2 layer included; with 48 they gather, and say why.
-// The plans of a bf16 channels-last backward pass's steps on the reference H100.
-std::vector<Plan> bf16_step_plans(Pass pass, const Problem& p, const std::string& tile = "") {
+// The steps of a bf16 channels-last backward pass.
+BackwardDecomposition bf16_steps(Pass pass, const Problem& p) {
   const TensorDesc x = p.x_desc(Layout::NHWC, DType::BFloat16), y = p.y_desc(Layout::NHWC, DType::BFloat16),
                    w = p.w_desc(Layout::NHWC, DType::BFloat16);
+  return pass == Pass::BackwardData ? decompose_backward_data(p, y, w, x) : decompose_backward_filter(p, x, y, w);
+}
+
+// The plans of a bf16 channels-last backward pass's steps on the reference H100.
+std::vector<Plan> bf16_step_plans(Pass pass, const Problem& p, const std::string& tile = "") {
   PlanOptions o;
   o.target = Target::Cuda;
   if (!tile.empty()) {
     o.algorithm = Algorithm::ImplicitMma;
     o.tile = tile;
   }
-  const BackwardDecomposition d =
-      pass == Pass::BackwardData ? decompose_backward_data(p, y, w, x) : decompose_backward_filter(p, x, y, w);
+  const BackwardDecomposition d = bf16_steps(pass, p);
   std::vector<Plan> plans;
   const std::vector<double> shares = step_sm_shares(d);
   for (size_t i = 0; i < d.steps.size(); ++i) {  // as the engine plans them: each on its share of the SMs
@@ -343,9 +347,7 @@ TEST(Backward, StridedDgradStepsOnWarpSpecializedBlocksStoreFromTheAccumulators)
   // Note [phase steps' SM shares]: the four phases (4, 2, 2 and 1 of the 9 taps) run side by side,
   // each persistent grid its share of the 132 SMs, rounded down: their reductions (256 rows a tap)
   // plus a tile's fixed cost of 141 rows, 397, 653, 653 and 1165 of 2868.
-  const BackwardDecomposition phases = decompose_backward_data(strided, strided.y_desc(Layout::NHWC, DType::BFloat16),
-                                                               strided.w_desc(Layout::NHWC, DType::BFloat16),
-                                                               strided.x_desc(Layout::NHWC, DType::BFloat16));
+  const BackwardDecomposition phases = bf16_steps(Pass::BackwardData, strided);
   const std::vector<double> shares = step_sm_shares(phases);
   ASSERT_EQ(shares.size(), 4u);
   const std::vector<Plan> cooperative = bf16_step_plans(Pass::BackwardData, strided, "wgmma128x128_s3_tma_cooperative");
@@ -366,10 +368,7 @@ TEST(Backward, StridedDgradStepsOnWarpSpecializedBlocksStoreFromTheAccumulators)
   EXPECT_LE(blocks, 132);
   // A pass of one step runs alone: its persistent grid is a whole wave.
   const Problem one_step = make(32, 256, 14, 14, 256, 3, 3, 1);
-  const BackwardDecomposition alone = decompose_backward_data(one_step, one_step.y_desc(Layout::NHWC, DType::BFloat16),
-                                                              one_step.w_desc(Layout::NHWC, DType::BFloat16),
-                                                              one_step.x_desc(Layout::NHWC, DType::BFloat16));
-  EXPECT_EQ(step_sm_shares(alone), std::vector<double>{1.0});
+  EXPECT_EQ(step_sm_shares(bf16_steps(Pass::BackwardData, one_step)), std::vector<double>{1.0});
   for (const Plan& plan : bf16_step_plans(Pass::BackwardData, strided, "wgmma128x128_s3_tma_persistent")) {
     const auto& d = std::get<ImplicitMmaDivision>(plan.division());
     EXPECT_FALSE(d.persistent) << plan.to_text(0);
@@ -379,9 +378,7 @@ TEST(Backward, StridedDgradStepsOnWarpSpecializedBlocksStoreFromTheAccumulators)
   // (resnet50's l2_3x3s2, l3_3x3s2, l4_3x3s2: 196, 98 and 52 tiles a phase).
   for (const Problem& p : {make(32, 128, 56, 56, 128, 3, 3, 1, 2), make(32, 256, 28, 28, 256, 3, 3, 1, 2),
                            make(32, 512, 14, 14, 512, 3, 3, 1, 2)}) {
-    const BackwardDecomposition d =
-        decompose_backward_data(p, p.y_desc(Layout::NHWC, DType::BFloat16), p.w_desc(Layout::NHWC, DType::BFloat16),
-                                p.x_desc(Layout::NHWC, DType::BFloat16));
+    const BackwardDecomposition d = bf16_steps(Pass::BackwardData, p);
     const std::vector<double> share = step_sm_shares(d);
     const std::vector<Plan> plans = bf16_step_plans(Pass::BackwardData, p);
     ASSERT_EQ(plans.size(), 4u) << p.to_string();

@@ -158,7 +158,6 @@ struct StepContext {
   bool filter_gradient = false;
   /// In (0, 1]; 1: the step runs alone.
   double sm_share = 1.0;
-  bool beside_other_steps() const { return sm_share < 1.0; }
 };
 
 class Plan {
